@@ -1,0 +1,303 @@
+// The C++ kernel builder: records statements into nested frames and validates as it goes.
+#include "core/builder.h"
+
+#include "core/expr_printer.h"
+#include "core/op_copy.h"
+#include "core/op_fill.h"
+
+namespace tessel {
+
+Index Index::slice(Expr lo, Expr hi) {
+  Index i(0);
+  i.point = Expr();
+  i.lo = std::move(lo);
+  i.hi = std::move(hi);
+  i.is_slice = true;
+  return i;
+}
+
+Index Index::all() {
+  Index i(0);
+  i.point = Expr();
+  i.is_slice = true;
+  return i;
+}
+
+ElementRef::operator Expr() const {
+  std::vector<Expr> idx;
+  for (const Index& i : indices_) {
+    if (i.is_slice) {
+      user_error("'" + buffer_->name + "' is read with a slice as if it were one element; "
+                 "index every dimension with a single value to read an element");
+    }
+    idx.push_back(i.point);
+  }
+  return BufferLoadNode::make(buffer_, std::move(idx));
+}
+
+ElementRef& ElementRef::operator=(const Expr& value) {
+  std::vector<Expr> idx;
+  for (const Index& i : indices_) {
+    if (i.is_slice) {
+      user_error("'" + buffer_->name + "' is assigned through a slice; stores write one element "
+                 "(use T.copy or T.fill for a region)");
+    }
+    idx.push_back(i.point);
+  }
+  builder_->emit(StoreNode::make(buffer_, std::move(idx), value, SourceLoc{}));
+  return *this;
+}
+
+BufferRegion ElementRef::region() const {
+  if (indices_.size() != buffer_->ndim()) {
+    user_error("region of '" + buffer_->name + "' with " + std::to_string(indices_.size()) +
+               " index(es), but it has " + std::to_string(buffer_->ndim()) +
+               " dimension(s); give one index or slice per dimension");
+  }
+  BufferRegion r{buffer_, {}, true};
+  for (size_t d = 0; d < indices_.size(); ++d) {
+    const Index& i = indices_[d];
+    if (!i.is_slice) {
+      r.ranges.push_back({i.point, make_int(1)});
+      continue;
+    }
+    r.point_form = false;
+    Expr lo = i.lo.defined() ? i.lo : make_int(0);
+    Expr hi = i.hi.defined() ? i.hi : buffer_->shape[d];
+    r.ranges.push_back({lo, hi - lo});
+  }
+  // A region written with points only is a point-form origin; with any slice, points are
+  // unit-extent dimensions.
+  return r;
+}
+
+KernelBuilder::KernelBuilder(std::string name, SourceLoc loc) : name_(std::move(name)), loc_(loc) {
+  node_.name = name_;
+  node_.loc = std::move(loc);
+  frames_.emplace_back();
+}
+
+BufferRef KernelBuilder::tensor(std::string name, std::vector<Expr> shape, DataType dtype,
+                                SourceLoc loc) {
+  Buffer b = BufferNode::make(std::move(name), std::move(shape), dtype, Scope::kGlobal, loc);
+  node_.params.push_back(b);
+  return BufferRef(this, b);
+}
+
+Var KernelBuilder::dynamic(std::string name) {
+  Var v(std::move(name), DataType::i32());
+  node_.dynamic_vars.push_back(v);
+  return v;
+}
+
+std::vector<Var> KernelBuilder::kernel(std::vector<Expr> grid, int threads, SourceLoc loc) {
+  if (launched_) {
+    user_error("kernel '" + name_ + "': T.Kernel is entered twice (at " + loc.str() +
+               "); a kernel has one launch");
+  }
+  launched_ = true;
+  static const char* names[] = {"bx", "by", "bz"};
+  node_.grid = std::move(grid);
+  node_.threads = threads;
+  node_.block_vars.clear();
+  for (size_t d = 0; d < node_.grid.size() && d < 3; ++d) node_.block_vars.emplace_back(names[d]);
+  node_.thread_var = Var("tx");
+  return node_.block_vars;
+}
+
+std::pair<Var, Var> KernelBuilder::kernel2(Expr gx, Expr gy, int threads, SourceLoc loc) {
+  auto v = kernel({std::move(gx), std::move(gy)}, threads, std::move(loc));
+  return {v[0], v[1]};
+}
+
+Var KernelBuilder::kernel1(Expr gx, int threads, SourceLoc loc) {
+  return kernel({std::move(gx)}, threads, std::move(loc))[0];
+}
+
+Var KernelBuilder::get_thread_binding() {
+  check_launched("T.get_thread_binding()", loc_);
+  return node_.thread_var;
+}
+
+void KernelBuilder::check_launched(const char* what, const SourceLoc& loc) const {
+  if (!launched_) {
+    user_error("kernel '" + name_ + "': " + what + (loc.known() ? " at " + loc.str() : "") +
+               " comes before T.Kernel(...); open the kernel launch first");
+  }
+}
+
+BufferRef KernelBuilder::alloc(std::string name, std::vector<Expr> shape, DataType dtype,
+                               Scope scope, Expr init, bool is_var, SourceLoc loc) {
+  check_launched("an allocation", loc);
+  Buffer b = BufferNode::make(std::move(name), std::move(shape), dtype, scope, loc);
+  emit(AllocNode::make(b, std::move(init), is_var, std::move(loc)));
+  return BufferRef(this, b);
+}
+
+BufferRef KernelBuilder::alloc_shared(std::string name, std::vector<Expr> shape, DataType dtype,
+                                      SourceLoc loc) {
+  return alloc(std::move(name), std::move(shape), dtype, Scope::kShared, Expr(), false, loc);
+}
+BufferRef KernelBuilder::alloc_fragment(std::string name, std::vector<Expr> shape,
+                                        DataType dtype, SourceLoc loc) {
+  return alloc(std::move(name), std::move(shape), dtype, Scope::kFragment, Expr(), false, loc);
+}
+BufferRef KernelBuilder::alloc_local(std::string name, std::vector<Expr> shape, DataType dtype,
+                                     SourceLoc loc) {
+  return alloc(std::move(name), std::move(shape), dtype, Scope::kLocal, Expr(), false, loc);
+}
+BufferRef KernelBuilder::alloc_var(std::string name, DataType dtype, Expr init, SourceLoc loc) {
+  return alloc(std::move(name), {make_int(1)}, dtype, Scope::kLocal, std::move(init), true, loc);
+}
+
+void KernelBuilder::copy(TileArg src, TileArg dst, SourceLoc loc) {
+  check_launched("T.copy", loc);
+  emit(TileOpCallNode::make(CopyOp::make(src.region, dst.region, std::move(loc))));
+}
+
+void KernelBuilder::gemm(const Buffer& A, const Buffer& B, const Buffer& C, GemmOptions options,
+                         SourceLoc loc) {
+  check_launched("T.gemm", loc);
+  emit(TileOpCallNode::make(GemmOp::make(A, B, C, options, std::move(loc))));
+}
+
+void KernelBuilder::reduce(ReduceKind kind, const Buffer& src, const Buffer& dst, int dim,
+                           bool clear, SourceLoc loc) {
+  check_launched("T.reduce", loc);
+  emit(TileOpCallNode::make(ReduceOp::make(kind, src, dst, dim, clear, std::move(loc))));
+}
+void KernelBuilder::reduce_sum(const Buffer& s, const Buffer& d, int dim, bool clear, SourceLoc loc) {
+  reduce(ReduceKind::kSum, s, d, dim, clear, std::move(loc));
+}
+void KernelBuilder::reduce_max(const Buffer& s, const Buffer& d, int dim, bool clear, SourceLoc loc) {
+  reduce(ReduceKind::kMax, s, d, dim, clear, std::move(loc));
+}
+void KernelBuilder::reduce_min(const Buffer& s, const Buffer& d, int dim, bool clear, SourceLoc loc) {
+  reduce(ReduceKind::kMin, s, d, dim, clear, std::move(loc));
+}
+void KernelBuilder::reduce_abssum(const Buffer& s, const Buffer& d, int dim, bool clear, SourceLoc loc) {
+  reduce(ReduceKind::kAbsSum, s, d, dim, clear, std::move(loc));
+}
+void KernelBuilder::reduce_absmax(const Buffer& s, const Buffer& d, int dim, bool clear, SourceLoc loc) {
+  reduce(ReduceKind::kAbsMax, s, d, dim, clear, std::move(loc));
+}
+
+void KernelBuilder::atomic(AtomicKind kind, TileArg dst, TileArg src, SourceLoc loc) {
+  check_launched("T.atomic", loc);
+  emit(TileOpCallNode::make(AtomicOp::make_tile(kind, dst.region, src.region, std::move(loc))));
+}
+void KernelBuilder::atomic(AtomicKind kind, TileArg dst, Expr value, SourceLoc loc) {
+  check_launched("T.atomic", loc);
+  emit(TileOpCallNode::make(AtomicOp::make_scalar(kind, dst.region, std::move(value), std::move(loc))));
+}
+void KernelBuilder::atomic_add(TileArg dst, TileArg src, SourceLoc loc) {
+  atomic(AtomicKind::kAdd, std::move(dst), std::move(src), std::move(loc));
+}
+void KernelBuilder::atomic_add(TileArg dst, Expr value, SourceLoc loc) {
+  atomic(AtomicKind::kAdd, std::move(dst), std::move(value), std::move(loc));
+}
+
+void KernelBuilder::fill(TileArg dst, Expr value, SourceLoc loc) {
+  check_launched("T.fill", loc);
+  emit(TileOpCallNode::make(FillOp::make(dst.region, std::move(value), false, std::move(loc))));
+}
+void KernelBuilder::clear(TileArg dst, SourceLoc loc) {
+  check_launched("T.clear", loc);
+  emit(TileOpCallNode::make(FillOp::make(dst.region, make_int(0), true, std::move(loc))));
+}
+
+void KernelBuilder::loop(ForKind kind, std::vector<Var> vars, std::vector<Expr> extents,
+                         const std::function<void()>& body, SourceLoc loc, PipelineInfo pipeline) {
+  check_launched("a loop", loc);
+  frames_.emplace_back();
+  body();
+  Stmt s = SeqNode::make(std::move(frames_.back()));
+  frames_.pop_back();
+  for (size_t d = vars.size(); d-- > 0;) {
+    s = ForNode::make(vars[d], make_int(0), extents[d], kind, s, loc, d == 0 ? pipeline : PipelineInfo{});
+  }
+  emit(s);
+}
+
+void KernelBuilder::parallel(Expr e0, const std::function<void(Var)>& body, SourceLoc loc) {
+  Var i("i");
+  loop(ForKind::kParallel, {i}, {std::move(e0)}, [&] { body(i); }, std::move(loc));
+}
+void KernelBuilder::parallel(Expr e0, Expr e1, const std::function<void(Var, Var)>& body,
+                             SourceLoc loc) {
+  Var i("i"), j("j");
+  loop(ForKind::kParallel, {i, j}, {std::move(e0), std::move(e1)}, [&] { body(i, j); },
+       std::move(loc));
+}
+void KernelBuilder::parallel(Expr e0, Expr e1, Expr e2,
+                             const std::function<void(Var, Var, Var)>& body, SourceLoc loc) {
+  Var i("i"), j("j"), k("k");
+  loop(ForKind::kParallel, {i, j, k}, {std::move(e0), std::move(e1), std::move(e2)},
+       [&] { body(i, j, k); }, std::move(loc));
+}
+
+void KernelBuilder::pipelined(Expr extent, int num_stages, const std::function<void(Var)>& body,
+                              PipelineInfo extra, std::string var, SourceLoc loc) {
+  Var k(std::move(var));
+  extra.num_stages = num_stages;
+  loop(ForKind::kPipelined, {k}, {std::move(extent)}, [&] { body(k); }, std::move(loc),
+       std::move(extra));
+}
+
+void KernelBuilder::serial(Expr extent, const std::function<void(Var)>& body, std::string var,
+                           SourceLoc loc) {
+  Var i(std::move(var));
+  loop(ForKind::kSerial, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
+}
+void KernelBuilder::unroll(Expr extent, const std::function<void(Var)>& body, std::string var,
+                           SourceLoc loc) {
+  Var i(std::move(var));
+  loop(ForKind::kUnrolled, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
+}
+void KernelBuilder::vectorized(Expr extent, const std::function<void(Var)>& body,
+                               std::string var, SourceLoc loc) {
+  Var i(std::move(var));
+  loop(ForKind::kVectorized, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
+}
+
+void KernelBuilder::if_then(Expr cond, const std::function<void()>& then_body,
+                            const std::function<void()>& else_body, SourceLoc loc) {
+  check_launched("if", loc);
+  frames_.emplace_back();
+  then_body();
+  Stmt then_case = SeqNode::make(std::move(frames_.back()));
+  frames_.pop_back();
+  Stmt else_case;
+  if (else_body) {
+    frames_.emplace_back();
+    else_body();
+    else_case = SeqNode::make(std::move(frames_.back()));
+    frames_.pop_back();
+  }
+  emit(IfNode::make(std::move(cond), then_case, else_case, std::move(loc)));
+}
+
+void KernelBuilder::sync_threads(SourceLoc loc) {
+  check_launched("T.sync_threads()", loc);
+  emit(BarrierNode::make(std::move(loc)));
+}
+
+void KernelBuilder::use_swizzle(int panel_size, bool column_major, SourceLoc loc) {
+  check_launched("T.use_swizzle", loc);
+  emit(UseSwizzleNode::make(panel_size, column_major, std::move(loc)));
+}
+
+void KernelBuilder::emit(Stmt stmt) { frames_.back().push_back(std::move(stmt)); }
+
+Kernel KernelBuilder::finish() {
+  if (!launched_) {
+    user_error("kernel '" + name_ + "' has no T.Kernel(...) launch; open one with "
+               "T.kernel(grid, threads)");
+  }
+  internal_check(frames_.size() == 1, "builder frames left open");
+  node_.body = SeqNode::make(std::move(frames_.back()));
+  frames_.back().clear();
+  return Kernel::make(node_);
+}
+
+}  // namespace tessel

@@ -1,0 +1,124 @@
+// Built-in layouts and fragments, each derived from its public specification: row/column-major,
+// padded, TileLang's 32B/64B/128B shared-memory swizzles and the rule that picks one for a gemm
+// operand, CuTe's Swizzle<B,M,S>, the mma.m16n8k16 and ldmatrix fragments (PTX ISA), the AMD MFMA
+// fragments (CDNA3, wave64), and the paper's Fig. 6 construction. Plus the registry that the
+// layout-spec parser and `tessel layout --list` read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/layout.h"
+
+namespace tessel {
+
+// ---- Shared-memory layouts -------------------------------------------------------------------
+
+/// `Layout([rows, cols], lambda i, j: i * (cols + pad) + j)`: rows padded by `pad` elements.
+/// Requires rows, cols >= 1, pad >= 0.
+Layout padded(int64_t rows, int64_t cols, int64_t pad);
+/// TileLang's gemm padding rule: pad each row by 128 bits' worth of elements when the row is a
+/// multiple of 256 bits, else no padding.
+Layout gemm_padded(int64_t rows, int64_t cols, DataType dtype);
+
+/// TileLang's shared-memory swizzles for a (rows x cols) tile of `dtype`, with vec = 128 / bits
+/// elements per 16-byte chunk and nb = 2, 4, 8 chunks per swizzle row (32B, 64B, 128B). Element
+/// (i, j): s = i % 8, ts = i // 8, c = (j // vec) % nb, tc = (j // vec) // nb; output
+/// (tc, ts, j % vec + ((c ^ (s >> k)) + nb * s) * vec) with k = 2, 1, 0. Wide tiles are split into
+/// column panels of nb * vec elements (the tc output). Equal to CuTe Swizzle<1|2|3, 4, 3> on the
+/// byte addresses of each 8-row panel.
+/// Requires: rows % 8 == 0, cols % (nb * vec) == 0, dtype of 8, 16, 32 or 64 bits (user error).
+Layout swizzle_32b(int64_t rows, int64_t cols, DataType dtype);
+Layout swizzle_64b(int64_t rows, int64_t cols, DataType dtype);
+Layout swizzle_128b(int64_t rows, int64_t cols, DataType dtype);
+
+/// CuTe's `Swizzle<B, M, S>` on a 1-D range [0, size): x ^ ((x & (((1 << B) - 1) << (M + S))) >> S).
+/// Requires: B >= 0, M >= 0, S >= B (so the map is an involution), size a multiple of
+/// 2^(B + M + S) (user error otherwise).
+Layout cute_swizzle(int B, int M, int S, int64_t size);
+
+/// The swizzle TileLang picks for one gemm operand staged in shared memory on sm80 (mma.sync):
+/// 128B when the contiguous row holds a multiple of 8 16-byte chunks (cols % (8 * vec) == 0),
+/// else 64B when cols % (4 * vec) == 0, else `gemm_padded`; an 8-bit operand with K outer (not
+/// `k_inner`) and 64-bit operands use `gemm_padded`. rows % 8 != 0 also falls back to padding.
+/// `rows` is the strided dimension, `cols` the contiguous one.
+Layout gemm_operand_layout(int64_t rows, int64_t cols, DataType dtype, bool k_inner = true);
+/// Which rule `gemm_operand_layout` applied: "swizzle_128b", "swizzle_64b" or "padded".
+std::string gemm_operand_layout_kind(int64_t rows, int64_t cols, DataType dtype,
+                                     bool k_inner = true);
+
+// ---- NVIDIA warp fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16") --------------------
+
+/// A operand, 16x16 (m x k), f16 or bf16: g = lane >> 2, t = lane % 4; element e = 0..7 of a
+/// lane is row g + 8 * ((e >> 1) & 1), col 2t + (e & 1) + 8 * (e >> 2). Local index = e.
+Fragment mma_m16n8k16_a(DataType dtype);
+/// B operand, 16x8 (k x n), f16 or bf16: element e = 0..3 is k = 2t + (e & 1) + 8 * (e >> 1),
+/// n = g.
+Fragment mma_m16n8k16_b(DataType dtype);
+/// C/D accumulator, 16x8, f32 (or f16): element e = 0..3 is row g + 8 * (e >> 1), col 2t + (e & 1).
+Fragment mma_m16n8k16_c(DataType dtype);
+
+/// `ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16` destination fragments: N 8x8 matrices of
+/// 16-bit elements (8 rows of 16 bytes) stacked along rows, shape [8N, 128 / bits]. Lane l
+/// receives row l / 4 of matrix m in register m, the 32 bits at byte 4 * (l % 4) of the row;
+/// local index = m * (32 / bits) + element within the register. With `trans` (16-bit only), lane
+/// l receives column l / 4, rows 2 * (l % 4) and 2 * (l % 4) + 1.
+/// Requires: dtype of 8, 16 or 32 bits; trans only for 16 bits (user error otherwise).
+Fragment ldmatrix_x1(DataType dtype, bool trans = false);
+Fragment ldmatrix_x2(DataType dtype, bool trans = false);
+Fragment ldmatrix_x4(DataType dtype, bool trans = false);
+
+// ---- AMD matrix-core fragments (AMD Matrix Instruction Calculator, CDNA3, wave64) ------------
+
+/// v_mfma_f32_16x16x16_f16/bf16. A 16x16 (m x k): lane m + 16 * (k / 4), element k % 4.
+Fragment mfma_16x16x16_a(DataType dtype);
+/// B 16x16 (k x n): lane n + 16 * (k / 4), element k % 4.
+Fragment mfma_16x16x16_b(DataType dtype);
+/// D 16x16 f32: register r of lane l holds D[4 * (l / 16) + r][l % 16].
+Fragment mfma_16x16x16_d(DataType dtype);
+/// v_mfma_f32_32x32x8_f16/bf16. A 32x8 (m x k): lane m + 32 * (k / 4), element k % 4.
+Fragment mfma_32x32x8_a(DataType dtype);
+/// B 8x32 (k x n): lane n + 32 * (k / 4), element k % 4.
+Fragment mfma_32x32x8_b(DataType dtype);
+/// D 32x32 f32: register r of lane l holds D[8 * (r / 4) + 4 * (l / 32) + r % 4][l % 32].
+Fragment mfma_32x32x8_d(DataType dtype);
+
+// ---- The paper's Fig. 6 construction ---------------------------------------------------------
+
+/// Fig. 6 base layout: one warp holding an m16k16 f16 operand as ldmatrix.x4 / mma A leaves it
+/// (equal to mma_m16n8k16_a(f16)).
+Fragment fig6_base_layout();
+/// base.repeat([2, 1]): one warp holding m32k16 (16 registers per thread).
+Fragment fig6_warp_layout();
+/// warp.repeat_on_thread([2, 1]).replicate(2).repeat([2, 1]): four warps (128 threads) holding
+/// m128k16; warps 0-1 and 2-3 hold the same rows (replicate 2), 32 registers per thread.
+Fragment fig6_block_layout();
+
+// ---- Registry --------------------------------------------------------------------------------
+
+/// One named layout: `name`, its argument list as users write it, and what it is.
+struct NamedLayoutInfo {
+  std::string name;
+  std::string signature;    ///< e.g. "swizzle_128b(rows, cols, dtype)"
+  std::string description;  ///< one line
+};
+
+/// Every named layout, in a stable order (for `tessel layout --list` and error messages).
+std::vector<NamedLayoutInfo> named_layouts();
+
+/// One argument of a named layout: an integer, a dtype, or a boolean (Python True/False), with
+/// an optional keyword (`trans=True`).
+struct NamedLayoutArg {
+  std::string keyword;  ///< empty for positional arguments
+  std::variant<int64_t, DataType, bool> value;
+};
+
+/// Builds the named layout. Throws UserError for an unknown name (listing the known ones), a wrong
+/// argument count or type (quoting the signature), or arguments the layout rejects.
+std::variant<Layout, Fragment> make_named_layout(const std::string& name,
+                                                 const std::vector<NamedLayoutArg>& args);
+
+}  // namespace tessel

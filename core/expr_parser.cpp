@@ -1,0 +1,343 @@
+// The precedence-climbing parser of Python expressions into tessel::Expr (see expr_parser.h).
+#include "core/expr_parser.h"
+
+#include <limits>
+
+#include "core/error.h"
+#include "core/expr_printer.h"
+
+namespace tessel {
+
+namespace {
+
+class Parser {
+ public:
+  Parser(TokenCursor& cur, const ExprParseHooks& hooks) : cur_(cur), hooks_(hooks) {}
+
+  Expr expression() {
+    Expr value = or_test();
+    if (cur_.at_name("if")) {
+      const Token& at = cur_.next();
+      Expr cond = or_test();
+      if (!cur_.accept_name("else")) {
+        cur_.error_at(cur_.peek(), "expected 'else' to finish the conditional expression started "
+                                   "at column " + std::to_string(at.column) + ", found " +
+                                       TokenCursor::describe(cur_.peek()));
+      }
+      Expr other = expression();
+      return if_then_else(cond, value, other);
+    }
+    return value;
+  }
+
+ private:
+  Expr or_test() {
+    Expr a = and_test();
+    while (cur_.accept_name("or")) a = a || and_test();
+    return a;
+  }
+
+  Expr and_test() {
+    Expr a = not_test();
+    while (cur_.accept_name("and")) a = a && not_test();
+    return a;
+  }
+
+  Expr not_test() {
+    if (cur_.accept_name("not")) return !not_test();
+    return comparison();
+  }
+
+  static bool is_compare(const Token& t) {
+    if (t.kind != TokenKind::kOp) return false;
+    return t.text == "<" || t.text == ">" || t.text == "<=" || t.text == ">=" ||
+           t.text == "==" || t.text == "!=";
+  }
+
+  Expr comparison() {
+    Expr left = bit_or();
+    Expr result;
+    while (is_compare(cur_.peek()) || cur_.at_name("in") || cur_.at_name("is") ||
+           (cur_.at_name("not") && cur_.at_name("in", 1))) {
+      const Token& op = cur_.next();
+      if (op.kind == TokenKind::kName) {
+        cur_.error_at(op, "'" + op.text + "' comparisons are not supported in index expressions");
+      }
+      Expr right = bit_or();
+      Expr cmp = op.text == "<"    ? left < right
+                 : op.text == ">"  ? left > right
+                 : op.text == "<=" ? left <= right
+                 : op.text == ">=" ? left >= right
+                 : op.text == "==" ? left == right
+                                   : left != right;
+      result = result.defined() ? (result && cmp) : cmp;
+      left = right;
+    }
+    return result.defined() ? result : left;
+  }
+
+  Expr bit_or() {
+    Expr a = bit_xor();
+    while (cur_.accept_op("|")) a = a | bit_xor();
+    return a;
+  }
+
+  Expr bit_xor() {
+    Expr a = bit_and();
+    while (cur_.accept_op("^")) a = a ^ bit_and();
+    return a;
+  }
+
+  Expr bit_and() {
+    Expr a = shift();
+    while (cur_.accept_op("&")) a = a & shift();
+    return a;
+  }
+
+  Expr shift() {
+    Expr a = arith();
+    while (true) {
+      if (cur_.accept_op("<<")) {
+        a = a << arith();
+      } else if (cur_.accept_op(">>")) {
+        a = a >> arith();
+      } else {
+        return a;
+      }
+    }
+  }
+
+  Expr arith() {
+    Expr a = term();
+    while (true) {
+      if (cur_.accept_op("+")) {
+        a = a + term();
+      } else if (cur_.accept_op("-")) {
+        a = a - term();
+      } else {
+        return a;
+      }
+    }
+  }
+
+  Expr term() {
+    Expr a = factor();
+    while (true) {
+      const Token& t = cur_.peek();
+      if (cur_.accept_op("*")) {
+        a = a * factor();
+      } else if (cur_.accept_op("//")) {
+        a = floordiv(a, factor());
+      } else if (cur_.accept_op("%")) {
+        a = floormod(a, factor());
+      } else if (cur_.accept_op("/")) {
+        a = DivNode::make(a, factor());
+      } else if (cur_.at_op("@")) {
+        cur_.error_at(t, "matrix multiplication '@' is not an index operation");
+      } else {
+        return a;
+      }
+    }
+  }
+
+  Expr factor() {
+    if (cur_.accept_op("-")) return -factor();
+    if (cur_.accept_op("+")) return factor();
+    if (cur_.at_op("~")) {
+      const Token& at = cur_.next();
+      Expr x = factor();
+      if (!x.dtype().is_integral()) cur_.error_at(at, "'~' needs an integer operand");
+      return x ^ IntImmNode::make(x.dtype(), -1);
+    }
+    return power();
+  }
+
+  Expr power() {
+    Expr base = postfix();
+    if (!cur_.at_op("**")) return base;
+    const Token& at = cur_.next();
+    Expr exponent = factor();
+    auto e = as_const_int(exponent);
+    if (base.dtype().is_float()) return call(Builtin::kPow, {base, exponent});
+    if (!e || *e < 0 || *e > 62) {
+      cur_.error_at(at, "'**' on integers needs a constant exponent between 0 and 62, got `" +
+                            to_string(exponent) + "`");
+    }
+    Expr result = IntImmNode::make(base.dtype(), 1);
+    for (int64_t k = 0; k < *e; ++k) result = k == 0 ? base : result * base;
+    return result;
+  }
+
+  Expr postfix() {
+    const Token& t = cur_.peek();
+    switch (t.kind) {
+      case TokenKind::kInt: cur_.next(); return make_int(t.int_value);
+      case TokenKind::kFloat: cur_.next(); return Expr(t.float_value);
+      case TokenKind::kString:
+        cur_.error_at(t, "a string is not a value here; expected a number or an expression");
+      case TokenKind::kName: return name_expr();
+      case TokenKind::kOp:
+        if (t.text == "(") {
+          const Token& open = cur_.next();
+          Expr inner = expression();
+          if (cur_.at_op(",")) {
+            cur_.error_at(cur_.peek(), "a tuple is not a value here; expected ')' to close '(' at "
+                                       "column " + std::to_string(open.column));
+          }
+          cur_.expect_op(")", "to close '(' at column " + std::to_string(open.column));
+          return inner;
+        }
+        break;
+      default: break;
+    }
+    cur_.error_at(t, "expected an expression, found " + TokenCursor::describe(t));
+  }
+
+  Expr name_expr() {
+    const Token& first = cur_.next();
+    if (first.text == "True" || first.text == "False") {
+      return IntImmNode::make(DataType::boolean(), first.text == "True");
+    }
+    if (first.text == "lambda" || first.text == "if" || first.text == "else" ||
+        first.text == "and" || first.text == "or" || first.text == "None") {
+      cur_.error_at(first, "expected an expression, found '" + first.text + "'");
+    }
+    std::string name = first.text;
+    while (cur_.at_op(".") && cur_.peek(1).kind == TokenKind::kName) {
+      cur_.next();
+      name += "." + cur_.next().text;
+    }
+    if (cur_.at_op("(")) return call_expr(name, first);
+    if (cur_.at_op("[")) return subscript_expr(name, first);
+    if (hooks_.resolve_name) {
+      if (auto e = hooks_.resolve_name(name, first)) return *e;
+    }
+    if (name == "T.inf") return Expr(std::numeric_limits<double>::infinity());
+    if (name == "T.nan") return Expr(std::numeric_limits<double>::quiet_NaN());
+    cur_.error_at(first, "unknown name '" + name + "'");
+  }
+
+  std::vector<Expr> arguments(const Token& open_at, const char* close) {
+    std::vector<Expr> args;
+    while (!cur_.at_op(close)) {
+      if (cur_.peek().kind == TokenKind::kName && cur_.at_op("=", 1)) {
+        cur_.error_at(cur_.peek(), "keyword arguments are not supported here");
+      }
+      args.push_back(expression());
+      if (!cur_.accept_op(",")) break;
+    }
+    cur_.expect_op(close, std::string("to close '") + (close[0] == ')' ? "(" : "[") +
+                              "' at column " + std::to_string(open_at.column));
+    return args;
+  }
+
+  Expr subscript_expr(const std::string& name, const Token& at) {
+    const Token& open = cur_.next();
+    std::vector<Expr> indices = arguments(open, "]");
+    if (hooks_.resolve_subscript) {
+      if (auto e = hooks_.resolve_subscript(name, indices, at)) return *e;
+    }
+    cur_.error_at(at, "cannot subscript '" + name + "' here");
+  }
+
+  Expr call_expr(const std::string& callee, const Token& at) {
+    const Token& open = cur_.next();
+    if (callee == "T.cast") return cast_call(open);
+    std::vector<Expr> args = arguments(open, ")");
+    if (hooks_.resolve_call) {
+      if (auto e = hooks_.resolve_call(callee, args, at)) return *e;
+    }
+    auto arity = [&](size_t n) {
+      if (args.size() != n) {
+        cur_.error_at(at, callee + " takes " + std::to_string(n) + " argument" +
+                              (n == 1 ? "" : "s") + ", got " + std::to_string(args.size()));
+      }
+    };
+    if (callee == "min" || callee == "max" || callee == "T.min" || callee == "T.max") {
+      if (args.size() < 2) cur_.error_at(at, callee + " needs at least 2 arguments");
+      bool is_min = callee.back() == 'n';
+      Expr r = args[0];
+      for (size_t k = 1; k < args.size(); ++k) r = is_min ? min(r, args[k]) : max(r, args[k]);
+      return r;
+    }
+    if (callee == "T.if_then_else" || callee == "T.Select") {
+      arity(3);
+      return if_then_else(args[0], args[1], args[2]);
+    }
+    if (callee == "T.floordiv") {
+      arity(2);
+      return floordiv(args[0], args[1]);
+    }
+    if (callee == "T.floormod") {
+      arity(2);
+      return floormod(args[0], args[1]);
+    }
+    if (callee == "abs") {
+      arity(1);
+      return abs(args[0]);
+    }
+    if (callee.rfind("T.", 0) == 0) {
+      std::string short_name = callee.substr(2);
+#define TESSEL_BUILTIN_CASE_(id, text) \
+  if (short_name == text) return call(Builtin::id, args);
+      TESSEL_BUILTINS(TESSEL_BUILTIN_CASE_)
+#undef TESSEL_BUILTIN_CASE_
+      if (auto dtype = DataType::parse(short_name)) {
+        arity(1);
+        return cast(*dtype, args[0]);
+      }
+    }
+    cur_.error_at(at, "unknown function '" + callee + "'");
+  }
+
+  Expr cast_call(const Token& open) {
+    Expr value = expression();
+    cur_.expect_op(",", "between the value and the type of T.cast");
+    const Token& type_tok = cur_.next();
+    std::string type_name = type_tok.text;
+    if (type_tok.kind == TokenKind::kName && type_name == "T" && cur_.at_op(".")) {
+      cur_.next();
+      type_name = cur_.expect_name("a type name").text;
+    }
+    auto dtype = DataType::parse(type_name);
+    if ((type_tok.kind != TokenKind::kString && type_tok.kind != TokenKind::kName) || !dtype) {
+      cur_.error_at(type_tok, "expected a type such as \"float16\", found " +
+                                  TokenCursor::describe(type_tok) + "; accepted: " +
+                                  DataType::accepted_names());
+    }
+    cur_.expect_op(")", "to close '(' at column " + std::to_string(open.column));
+    return cast(*dtype, value);
+  }
+
+  TokenCursor& cur_;
+  const ExprParseHooks& hooks_;
+};
+
+}  // namespace
+
+Expr parse_expression(TokenCursor& cursor, const ExprParseHooks& hooks) {
+  return Parser(cursor, hooks).expression();
+}
+
+Expr parse_expression(const std::string& text, const ExprParseHooks& hooks) {
+  TokenCursor cursor(text);
+  Expr e = parse_expression(cursor, hooks);
+  if (!cursor.at_end()) {
+    cursor.error_at(cursor.peek(), "unexpected " + TokenCursor::describe(cursor.peek()) +
+                                       " after a complete expression");
+  }
+  return e;
+}
+
+Expr parse_expression(const std::string& text, const std::vector<Var>& names) {
+  ExprParseHooks hooks;
+  hooks.resolve_name = [&](const std::string& name, const Token&) -> std::optional<Expr> {
+    for (const Var& v : names) {
+      if (v.name() == name) return Expr(v);
+    }
+    return std::nullopt;
+  };
+  return parse_expression(text, hooks);
+}
+
+}  // namespace tessel

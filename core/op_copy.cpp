@@ -1,0 +1,130 @@
+// T.copy: validation, printing and reference semantics.
+#include "core/op_copy.h"
+
+#include "core/expr_printer.h"
+
+namespace tessel {
+
+namespace {
+
+std::string extents_string(const std::vector<Expr>& extents) {
+  std::string s = "(";
+  for (size_t i = 0; i < extents.size(); ++i) s += (i ? ", " : "") + to_string(extents[i]);
+  return s + (extents.size() == 1 ? ",)" : ")");
+}
+
+/// Walks every index of a row-major box of `extent`, calling fn(offsets).
+template <typename Fn>
+void for_each_index(const std::vector<int64_t>& extent, Fn&& fn) {
+  std::vector<int64_t> idx(extent.size(), 0);
+  int64_t total = 1;
+  for (int64_t e : extent) total *= e;
+  for (int64_t n = 0; n < total; ++n) {
+    fn(idx);
+    for (size_t d = extent.size(); d-- > 0;) {
+      if (++idx[d] < extent[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Maps positions in the squeezed box to full indices of a region.
+std::vector<int> non_unit_dims(const std::vector<int64_t>& extent) {
+  std::vector<int> dims;
+  for (size_t d = 0; d < extent.size(); ++d) {
+    if (extent[d] != 1) dims.push_back(static_cast<int>(d));
+  }
+  return dims;
+}
+
+}  // namespace
+
+BufferRegion resolve_point_region(const BufferRegion& region, const BufferRegion& other,
+                                  const std::string& op_name) {
+  if (!region.point_form || other.point_form) return region;
+  std::vector<Expr> extents = other.squeezed_extents();
+  size_t n = region.ranges.size();
+  if (extents.size() > n) {
+    user_error(op_name + ": '" + region.buffer->name + "' is indexed at a single point with " +
+               std::to_string(n) + " index(es), but the tile of '" + other.buffer->name +
+               "' has " + std::to_string(extents.size()) + " non-unit dimensions " +
+               extents_string(extents) + "; write the region with slices, e.g. " +
+               region.buffer->name + "[a:a+n, ...]");
+  }
+  BufferRegion out = region;
+  for (size_t d = 0; d < n; ++d) {
+    size_t from_end = n - 1 - d;
+    out.ranges[d].extent =
+        from_end < extents.size() ? extents[extents.size() - 1 - from_end] : make_int(1);
+  }
+  return out;
+}
+
+void check_same_tile_shape(const BufferRegion& a, const BufferRegion& b, const std::string& op) {
+  std::vector<Expr> ea = a.squeezed_extents(), eb = b.squeezed_extents();
+  bool same = ea.size() == eb.size();
+  for (size_t i = 0; same && i < ea.size(); ++i) {
+    auto ca = as_const_int(ea[i]), cb = as_const_int(eb[i]);
+    if (ca && cb) same = *ca == *cb;
+  }
+  if (!same) {
+    user_error(op + ": the tile of '" + a.buffer->name + "' has shape " + extents_string(ea) +
+               " but the tile of '" + b.buffer->name + "' has shape " + extents_string(eb) +
+               " (unit dimensions dropped); make the two regions the same shape");
+  }
+}
+
+TileOpRef CopyOp::make(BufferRegion src, BufferRegion dst, SourceLoc loc) {
+  std::string op = "T.copy" + (loc.known() ? " at " + loc.str() : "");
+  if (src.point_form && dst.point_form) {
+    user_error(op + ": both '" + src.buffer->name + "' and '" + dst.buffer->name +
+               "' are given as single points, so the tile's shape is unknown; pass one of them "
+               "as a whole buffer or with slices");
+  }
+  src = resolve_point_region(src, dst, op);
+  dst = resolve_point_region(dst, src, op);
+  check_same_tile_shape(src, dst, op);
+  return std::make_shared<CopyOp>(std::move(src), std::move(dst), std::move(loc));
+}
+
+std::string CopyOp::to_string() const {
+  return "T.copy(" + region_to_string(src_) + ", " + region_to_string(dst_) + ")";
+}
+
+TileOpRef CopyOp::map_exprs(const std::function<Expr(const Expr&)>& fn) const {
+  return std::make_shared<CopyOp>(map_region(src_, fn), map_region(dst_, fn), loc());
+}
+
+void CopyOp::run_reference(TileExec& exec) const {
+  ConcreteRegion s = evaluate_region(src_, exec, *this);
+  ConcreteRegion d = evaluate_region(dst_, exec, *this);
+  std::vector<int> sdims = non_unit_dims(s.extent), ddims = non_unit_dims(d.extent);
+  std::vector<int64_t> sq_s, sq_d;
+  for (int i : sdims) sq_s.push_back(s.extent[i]);
+  for (int i : ddims) sq_d.push_back(d.extent[i]);
+  if (sq_s != sq_d) {
+    user_error(describe() + ": at run time the tile of '" + src_.buffer->name +
+               "' and the tile of '" + dst_.buffer->name + "' differ in shape; make the two " +
+               "regions the same shape");
+  }
+  TensorView sv = exec.view(src_.buffer), dv = exec.view(dst_.buffer);
+  bool same_type = sv.dtype == dv.dtype;
+  std::vector<int64_t> si = s.min, di = d.min;
+  for_each_index(sq_s, [&](const std::vector<int64_t>& pos) {
+    for (size_t k = 0; k < pos.size(); ++k) {
+      si[sdims[k]] = s.min[sdims[k]] + pos[k];
+      di[ddims[k]] = d.min[ddims[k]] + pos[k];
+    }
+    if (!dv.in_bounds(di)) return;  // stores past the tensor's edge are dropped
+    int64_t dflat = dv.flat(di);
+    if (!sv.in_bounds(si)) {
+      dv.store(dflat, 0.0);  // loads past the edge read zero
+    } else if (same_type) {
+      dv.store_raw(dflat, sv.load_raw(sv.flat(si)));
+    } else {
+      dv.store(dflat, sv.load(sv.flat(si)));
+    }
+  });
+}
+
+}  // namespace tessel

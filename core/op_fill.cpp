@@ -1,0 +1,40 @@
+// T.fill / T.clear: validation, printing and reference semantics.
+#include "core/op_fill.h"
+
+#include "core/expr_printer.h"
+
+namespace tessel {
+
+TileOpRef FillOp::make(BufferRegion dst, Expr value, bool is_clear, SourceLoc loc) {
+  if (dst.point_form) {
+    user_error(std::string(is_clear ? "T.clear" : "T.fill") +
+               (loc.known() ? " at " + loc.str() : "") + ": '" + dst.buffer->name +
+               "' is given as a single point; pass the whole buffer or a sliced region");
+  }
+  return std::make_shared<FillOp>(std::move(dst), std::move(value), is_clear, std::move(loc));
+}
+
+std::string FillOp::to_string() const {
+  if (is_clear_) return "T.clear(" + region_to_string(dst_) + ")";
+  return "T.fill(" + region_to_string(dst_) + ", " + tessel::to_string(value_) + ")";
+}
+
+TileOpRef FillOp::map_exprs(const std::function<Expr(const Expr&)>& fn) const {
+  return std::make_shared<FillOp>(map_region(dst_, fn), fn(value_), is_clear_, loc());
+}
+
+void FillOp::run_reference(TileExec& exec) const {
+  ConcreteRegion r = evaluate_region(dst_, exec, *this);
+  TensorView v = exec.view(dst_.buffer);
+  double x = exec.eval_value(value_);
+  std::vector<int64_t> idx = r.min;
+  for (int64_t n = 0; n < r.size(); ++n) {
+    if (v.in_bounds(idx)) v.store(v.flat(idx), x);
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < r.min[d] + r.extent[d]) break;
+      idx[d] = r.min[d];
+    }
+  }
+}
+
+}  // namespace tessel

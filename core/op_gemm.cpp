@@ -1,0 +1,177 @@
+// T.gemm: validation, printing and reference semantics (Eigen, fp32 or int32 accumulation).
+#include "core/op_gemm.h"
+
+#include <Eigen/Core>
+#include <cstring>
+#include <type_traits>
+
+#include "core/expr_printer.h"
+
+namespace tessel {
+
+const char* policy_name(GemmWarpPolicy policy) {
+  switch (policy) {
+    case GemmWarpPolicy::kSquare: return "Square";
+    case GemmWarpPolicy::kFullRow: return "FullRow";
+    case GemmWarpPolicy::kFullCol: return "FullCol";
+  }
+  return "?";
+}
+
+namespace {
+
+bool on_chip(Scope s) {
+  return s == Scope::kShared || s == Scope::kSharedDyn || s == Scope::kFragment ||
+         s == Scope::kLocal;
+}
+
+std::string shape_string(const Buffer& b) {
+  std::string s = "(";
+  for (size_t i = 0; i < b->shape.size(); ++i) s += (i ? ", " : "") + to_string(b->shape[i]);
+  return s + ")";
+}
+
+/// Checks that two extents agree where both are constants.
+void check_dim(const std::string& op, const char* what, const Buffer& x, size_t dx,
+               const Buffer& y, size_t dy, const std::string& fix) {
+  auto a = as_const_int(x->shape[dx]), b = as_const_int(y->shape[dy]);
+  if (a && b && *a != *b) {
+    user_error(op + ": " + what + " of '" + x->name + "' " + shape_string(x) + " is " +
+               std::to_string(*a) + " but " + what + " of '" + y->name + "' " + shape_string(y) +
+               " is " + std::to_string(*b) + "; " + fix);
+  }
+}
+
+using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatI = Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// Decodes a tile into a matrix; the common 16- and 32-bit float formats take a direct path.
+template <typename Mat>
+Mat read_matrix(const TensorView& v) {
+  Mat m(v.shape[0], v.shape[1]);
+  using Scalar = typename Mat::Scalar;
+  Scalar* out = m.data();
+  int64_t n = v.size();
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (v.dtype == DataType::f32()) {
+      std::memcpy(out, v.data, n * sizeof(float));
+      return m;
+    }
+    if (v.dtype == DataType::f16() || v.dtype == DataType::bf16()) {
+      const auto* bits = reinterpret_cast<const uint16_t*>(v.data);
+      bool half = v.dtype == DataType::f16();
+      for (int64_t i = 0; i < n; ++i) {
+        out[i] = half ? static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits[i]))
+                      : static_cast<float>(Eigen::numext::bit_cast<Eigen::bfloat16>(bits[i]));
+      }
+      return m;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Scalar>(v.load(i));
+  return m;
+}
+
+template <typename Mat>
+void write_matrix(TensorView& v, const Mat& m) {
+  if constexpr (std::is_same_v<typename Mat::Scalar, float>) {
+    if (v.dtype == DataType::f32()) {
+      std::memcpy(v.data, m.data(), v.size() * sizeof(float));
+      return;
+    }
+  }
+  for (int64_t i = 0; i < v.size(); ++i) v.store(i, static_cast<double>(m.data()[i]));
+}
+
+template <typename Mat>
+void multiply(const GemmOp& op, TileExec& exec) {
+  TensorView a = exec.view(op.A()), b = exec.view(op.B()), c = exec.view(op.C());
+  Mat A = read_matrix<Mat>(a), B = read_matrix<Mat>(b);
+  Mat C = op.options().clear_accum ? Mat::Zero(c.shape[0], c.shape[1]) : read_matrix<Mat>(c);
+  const GemmOptions& o = op.options();
+  if (o.transpose_A && o.transpose_B) {
+    C.noalias() += A.transpose() * B.transpose();
+  } else if (o.transpose_A) {
+    C.noalias() += A.transpose() * B;
+  } else if (o.transpose_B) {
+    C.noalias() += A * B.transpose();
+  } else {
+    C.noalias() += A * B;
+  }
+  write_matrix(c, C);
+}
+
+}  // namespace
+
+TileOpRef GemmOp::make(Buffer A, Buffer B, Buffer C, GemmOptions o, SourceLoc loc) {
+  std::string op = "T.gemm" + (loc.known() ? " at " + loc.str() : "");
+  for (const Buffer* b : {&A, &B, &C}) {
+    if ((*b)->ndim() != 2) {
+      user_error(op + ": '" + (*b)->name + "' has " + std::to_string((*b)->ndim()) +
+                 " dimensions " + shape_string(*b) + "; gemm operands must be 2-d tiles");
+    }
+    if (!on_chip((*b)->scope)) {
+      user_error(op + ": '" + (*b)->name + "' is in " + scope_name((*b)->scope) +
+                 " memory; gemm reads shared memory or fragments — copy the tile into a "
+                 "T.alloc_shared or T.alloc_fragment buffer first");
+    }
+  }
+  if (C->scope != Scope::kFragment && C->scope != Scope::kLocal) {
+    user_error(op + ": the accumulator '" + C->name + "' is in " + scope_name(C->scope) +
+               " memory; allocate it with T.alloc_fragment");
+  }
+  if (A->dtype != B->dtype) {
+    user_error(op + ": '" + A->name + "' is " + A->dtype.name() + " but '" + B->name + "' is " +
+               B->dtype.name() + "; both inputs must have one dtype (cast one with T.copy)");
+  }
+  bool int_inputs = A->dtype.is_integral();
+  if (int_inputs ? C->dtype != DataType::i32() : !C->dtype.is_float()) {
+    user_error(op + ": the accumulator '" + C->name + "' is " + C->dtype.name() + " but the inputs are " +
+               A->dtype.name() + "; accumulate " + (int_inputs ? "int8 in int32" : "in float32"));
+  }
+  size_t a_m = o.transpose_A ? 1 : 0, a_k = 1 - a_m;
+  size_t b_k = o.transpose_B ? 1 : 0, b_n = 1 - b_k;
+  check_dim(op, "K (the reduction dimension)", A, a_k, B, b_k,
+            "the inner dimensions must agree (set transpose_A/transpose_B if a tile is stored "
+            "transposed)");
+  check_dim(op, "M (rows)", A, a_m, C, 0, "C must have as many rows as op(A)");
+  check_dim(op, "N (columns)", B, b_n, C, 1, "C must have as many columns as op(B)");
+  return std::make_shared<GemmOp>(std::move(A), std::move(B), std::move(C), o, std::move(loc));
+}
+
+std::string GemmOp::variant() const {
+  auto letter = [](const Buffer& b) { return b->scope == Scope::kShared || b->scope == Scope::kSharedDyn ? "s" : "r"; };
+  return std::string(letter(A_)) + letter(B_);
+}
+
+std::string GemmOp::to_string() const {
+  std::string s = "T.gemm(" + A_->name + ", " + B_->name + ", " + C_->name;
+  if (options_.transpose_A) s += ", transpose_A=True";
+  if (options_.transpose_B) s += ", transpose_B=True";
+  if (options_.clear_accum) s += ", clear_accum=True";
+  if (options_.policy != GemmWarpPolicy::kSquare) {
+    s += std::string(", policy=T.GemmWarpPolicy.") + policy_name(options_.policy);
+  }
+  return s + ")";
+}
+
+std::vector<BufferRegion> GemmOp::reads() const {
+  std::vector<BufferRegion> r{BufferRegion::full(A_), BufferRegion::full(B_)};
+  if (!options_.clear_accum) r.push_back(BufferRegion::full(C_));
+  return r;
+}
+
+std::vector<BufferRegion> GemmOp::writes() const { return {BufferRegion::full(C_)}; }
+
+TileOpRef GemmOp::map_exprs(const std::function<Expr(const Expr&)>&) const {
+  return std::make_shared<GemmOp>(*this);
+}
+
+void GemmOp::run_reference(TileExec& exec) const {
+  if (A_->dtype.is_integral()) {
+    multiply<MatI>(*this, exec);
+  } else {
+    multiply<MatF>(*this, exec);
+  }
+}
+
+}  // namespace tessel

@@ -1,0 +1,169 @@
+// The kernel and statement printer.
+#include "core/printer.h"
+
+#include <sstream>
+
+#include "core/expr_printer.h"
+#include "core/tile_op.h"
+
+namespace tessel {
+
+namespace {
+
+std::string tuple(const std::vector<Expr>& items) {
+  std::string s = "(";
+  for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + to_string(items[i]);
+  return s + (items.size() == 1 ? ",)" : ")");
+}
+
+std::string int_list(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+class StmtPrinter {
+ public:
+  explicit StmtPrinter(std::ostringstream& os) : os_(os) {}
+
+  void print(const Stmt& s, int indent) {
+    switch (s.kind()) {
+      case StmtKind::kSeq: {
+        const auto& stmts = s.as<SeqNode>()->stmts;
+        if (stmts.empty()) line(indent, "pass");
+        for (const Stmt& c : stmts) print(c, indent);
+        break;
+      }
+      case StmtKind::kFor: print_for(s.as<ForNode>(), indent); break;
+      case StmtKind::kIf: {
+        const auto* op = s.as<IfNode>();
+        line(indent, "if " + to_string(op->cond) + ":");
+        print(op->then_case, indent + 1);
+        if (op->else_case.defined()) {
+          line(indent, "else:");
+          print(op->else_case, indent + 1);
+        }
+        break;
+      }
+      case StmtKind::kStore: {
+        const auto* op = s.as<StoreNode>();
+        line(indent, to_string(BufferLoadNode::make(op->buffer, op->indices)) + " = " +
+                         to_string(op->value));
+        break;
+      }
+      case StmtKind::kAlloc: print_alloc(s.as<AllocNode>(), indent); break;
+      case StmtKind::kLet: {
+        const auto* op = s.as<LetNode>();
+        line(indent, op->var.name() + " = " + to_string(op->value));
+        print(op->body, indent);
+        break;
+      }
+      case StmtKind::kBarrier: line(indent, "T.sync_threads()"); break;
+      case StmtKind::kTileOpCall: line(indent, s.as<TileOpCallNode>()->op->to_string()); break;
+      case StmtKind::kUseSwizzle: {
+        const auto* op = s.as<UseSwizzleNode>();
+        line(indent, "T.use_swizzle(panel_size=" + std::to_string(op->panel_size) +
+                         (op->column_major ? ", order=\"column\")" : ")"));
+        break;
+      }
+    }
+  }
+
+ private:
+  void print_for(const ForNode* op, int indent) {
+    // Nested T.Parallel loops print as one `for i, j in T.Parallel(a, b):`.
+    std::vector<const ForNode*> nest{op};
+    while (op->for_kind == ForKind::kParallel) {
+      const auto* inner = nest.back()->body.as<ForNode>();
+      if (!inner || inner->for_kind != ForKind::kParallel || as_const_int(inner->min) != 0) break;
+      nest.push_back(inner);
+    }
+    std::string vars, extents;
+    for (size_t i = 0; i < nest.size(); ++i) {
+      vars += (i ? ", " : "") + nest[i]->var.name();
+      extents += (i ? ", " : "") + range_args(nest[i]);
+    }
+    std::string head = "for " + vars + " in T." + for_kind_name(op->for_kind) + "(" + extents;
+    if (op->for_kind == ForKind::kPipelined) {
+      head += ", num_stages=" + std::to_string(op->pipeline.num_stages);
+      if (!op->pipeline.order.empty()) head += ", order=" + int_list(op->pipeline.order);
+      if (!op->pipeline.stage.empty()) head += ", stage=" + int_list(op->pipeline.stage);
+    }
+    line(indent, head + "):");
+    print(nest.back()->body, indent + 1);
+  }
+
+  static std::string range_args(const ForNode* op) {
+    if (as_const_int(op->min) == 0) return to_string(op->extent);
+    return to_string(op->min) + ", " + to_string(op->min + op->extent);
+  }
+
+  void print_alloc(const AllocNode* op, int indent) {
+    const Buffer& b = op->buffer;
+    std::string dtype = "\"" + b->dtype.name() + "\"";
+    std::string rhs;
+    if (op->is_var) {
+      rhs = "T.alloc_var(" + dtype + (op->init.defined() ? ", init=" + to_string(op->init) : "") + ")";
+    } else {
+      const char* fn = b->scope == Scope::kFragment ? "T.alloc_fragment"
+                       : b->scope == Scope::kLocal  ? "T.alloc_local"
+                                                    : "T.alloc_shared";
+      rhs = std::string(fn) + "(" + tuple(b->shape) + ", " + dtype +
+            (b->scope == Scope::kSharedDyn ? ", scope=\"shared.dyn\"" : "") + ")";
+    }
+    line(indent, b->name + " = " + rhs);
+  }
+
+  void line(int indent, const std::string& text) {
+    os_ << std::string(4 * indent, ' ') << text << "\n";
+  }
+
+  std::ostringstream& os_;
+};
+
+bool uses_thread_var(const Stmt& body, const Var& tx) {
+  // The printed body mentions tx exactly when its text does; a cheap, exact test at this level.
+  std::string text = print_stmt(body);
+  std::string name = tx.name();
+  for (size_t p = text.find(name); p != std::string::npos; p = text.find(name, p + 1)) {
+    bool left = p == 0 || !(std::isalnum(static_cast<unsigned char>(text[p - 1])) || text[p - 1] == '_');
+    size_t e = p + name.size();
+    bool right = e >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_');
+    if (left && right) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string print_stmt(const Stmt& stmt, int indent) {
+  std::ostringstream os;
+  StmtPrinter(os).print(stmt, indent);
+  return os.str();
+}
+
+std::string print_kernel(const Kernel& kernel) {
+  const KernelNode& k = *kernel;
+  std::ostringstream os;
+  for (const Var& v : k.dynamic_vars) os << v.name() << " = T.dynamic(\"" << v.name() << "\")\n";
+  os << "@T.prim_func\ndef " << k.name << "(";
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const Buffer& b = k.params[i];
+    os << (i ? ", " : "") << b->name << ": T.Tensor(" << tuple(b->shape) << ", \""
+       << b->dtype.name() << "\")";
+  }
+  os << "):\n    with T.Kernel(";
+  for (const Expr& g : k.grid) os << to_string(g) << ", ";
+  os << "threads=" << k.threads << ") as (";
+  for (size_t i = 0; i < k.block_vars.size(); ++i) {
+    os << (i ? ", " : "") << k.block_vars[i].name();
+  }
+  os << (k.block_vars.size() == 1 ? ",):\n" : "):\n");
+  if (k.thread_var.defined() && uses_thread_var(k.body, k.thread_var)) {
+    os << "        " << k.thread_var.name() << " = T.get_thread_binding()\n";
+  }
+  StmtPrinter(os).print(k.body, 2);
+  return os.str();
+}
+
+}  // namespace tessel

@@ -1,0 +1,62 @@
+// The tile-operator interface of the paper's Fig. 4. Every operator (copy, gemm, reduce, atomic,
+// fill) is one class that owns its validation, printing, reference semantics and — added by the
+// lowering pass — its layout inference and lowering. No pass switches over operator kinds.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/error.h"
+#include "core/tile_exec.h"
+
+namespace tessel {
+
+class TileOp {
+ public:
+  explicit TileOp(SourceLoc loc) : loc_(std::move(loc)) {}
+  virtual ~TileOp() = default;
+
+  /// The operator's name as written after `T.` ("copy", "gemm", "reduce_max").
+  virtual std::string name() const = 0;
+  /// The call as the printer writes it: `T.copy(A[by * 128, k * 32], A_shared)`.
+  virtual std::string to_string() const = 0;
+  /// Buffer regions read and written (for dependency analysis and reports).
+  virtual std::vector<BufferRegion> reads() const = 0;
+  virtual std::vector<BufferRegion> writes() const = 0;
+  /// The reference (tile-level) semantics: performs the operation on the block's storage.
+  virtual void run_reference(TileExec& exec) const = 0;
+  /// A copy with every expression replaced by `fn(expr)` (for substitution passes).
+  virtual std::shared_ptr<const TileOp> map_exprs(
+      const std::function<Expr(const Expr&)>& fn) const = 0;
+
+  const SourceLoc& loc() const { return loc_; }
+  /// "T.copy at gemm.cpp:42:5" — the operator as error messages name it.
+  std::string describe() const;
+
+ private:
+  SourceLoc loc_;
+};
+
+using TileOpRef = std::shared_ptr<const TileOp>;
+
+// ---- Helpers shared by operators -------------------------------------------------------------
+
+/// Prints a region the way it was written: the bare buffer name for a whole buffer, the origin
+/// (`A[by * 128, k * 32]`) for a point-form region, else slices (`A[0:64, k * 32:k * 32 + 32]`).
+std::string region_to_string(const BufferRegion& region);
+
+/// Applies `fn` to every expression of a region.
+BufferRegion map_region(const BufferRegion& region, const std::function<Expr(const Expr&)>& fn);
+
+/// The region's origin and extents evaluated in the block's context. Extents must be positive.
+struct ConcreteRegion {
+  std::vector<int64_t> min;
+  std::vector<int64_t> extent;
+  int64_t size() const;
+};
+ConcreteRegion evaluate_region(const BufferRegion& region, TileExec& exec, const TileOp& op);
+
+}  // namespace tessel

@@ -1,0 +1,67 @@
+// The built-in example kernels: each has parameters with defaults, a builder, and an
+// independent reference (Eigen) that computes the expected outputs from the inputs.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/kernel.h"
+#include "interp/tile_interpreter.h"
+
+namespace tessel {
+
+/// A kernel parameter (set with -D name=value) and its default.
+struct ParamSpec {
+  std::string name;
+  std::string default_value;
+  std::string help;
+};
+
+/// Parameter values of one instantiation, with typed access and clear errors.
+class Params {
+ public:
+  Params(std::string kernel, std::map<std::string, std::string> values)
+      : kernel_(std::move(kernel)), values_(std::move(values)) {}
+  /// The integer value of `name` (user error naming the kernel and parameter when not a number).
+  int64_t integer(const std::string& name) const;
+  DataType dtype(const std::string& name) const;
+  bool boolean(const std::string& name) const;
+  const std::string& text(const std::string& name) const;
+
+ private:
+  std::string kernel_;
+  std::map<std::string, std::string> values_;
+};
+
+struct Example {
+  std::string name;
+  std::string description;
+  std::vector<ParamSpec> params;
+  std::vector<std::string> outputs;  ///< tensors the kernel writes and the reference computes
+  std::function<Kernel(const Params&)> build;
+  /// Sizes of symbolic dimensions for a run (empty when the kernel has none).
+  std::function<std::map<std::string, int64_t>(const Params&)> dynamic_dims;
+  /// Fills the output tensors of `tensors` from its inputs.
+  std::function<void(const Params&, TensorMap& tensors)> reference;
+};
+
+/// Every built-in example, in `tessel list` order.
+const std::vector<Example>& examples();
+/// The example called `name`, or nullptr.
+const Example* find_example(const std::string& name);
+
+/// Merges -D values into the example's defaults. User error (a usage error for the CLI) when a
+/// name is not a parameter of the example.
+Params make_params(const Example& example, const std::map<std::string, std::string>& defines);
+
+// Registration functions, one per example file.
+Example gemm_example();
+Example gemm_transpose_b_example();
+Example gemm_rs_example();
+Example softmax_example();
+Example elementwise_example();
+
+}  // namespace tessel

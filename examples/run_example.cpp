@@ -1,0 +1,45 @@
+// Seeded runs of the examples against their references.
+#include "examples/run_example.h"
+
+#include <algorithm>
+
+namespace tessel {
+
+TensorMap make_tensors(const Kernel& kernel, const std::map<std::string, int64_t>& dims,
+                       const std::vector<std::string>& outputs, uint64_t seed) {
+  TensorMap tensors;
+  auto shapes = param_shapes(kernel, dims);
+  uint64_t stream = 0;
+  for (const Buffer& b : kernel->params) {
+    bool is_output = std::find(outputs.begin(), outputs.end(), b->name) != outputs.end();
+    HostTensor t(b->dtype, shapes.at(b->name), is_output ? 0xFF : 0);
+    if (!is_output) t.fill_random(seed * 1000003 + stream);
+    ++stream;
+    tensors.emplace(b->name, std::move(t));
+  }
+  return tensors;
+}
+
+ExampleRun run_example_tile(const Example& example, const Params& params, uint64_t seed,
+                            TileRunOptions options) {
+  ExampleRun run;
+  run.kernel = example.build(params);
+  std::map<std::string, int64_t> dims;
+  if (example.dynamic_dims) dims = example.dynamic_dims(params);
+  TensorMap tensors = make_tensors(run.kernel, dims, example.outputs, seed);
+  TensorMap expected = tensors;
+  run.stats = run_tile_level(run.kernel, tensors, options);
+  example.reference(params, expected);
+  for (const std::string& name : example.outputs) {
+    const HostTensor& actual = tensors.at(name);
+    OutputCheck check{name, {}, Tolerance::for_dtype(actual.dtype()), actual.shape()};
+    check.comparison = compare(actual, expected.at(name), check.tolerance);
+    run.passed &= check.comparison.passed;
+    run.max_abs_err = std::max(run.max_abs_err, check.comparison.max_abs_err);
+    run.max_rel_err = std::max(run.max_rel_err, check.comparison.max_rel_err);
+    run.outputs.push_back(std::move(check));
+  }
+  return run;
+}
+
+}  // namespace tessel

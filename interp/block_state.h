@@ -1,0 +1,64 @@
+// The state of one block under the tile-level interpreter: its threads' variables and local
+// storage, its shared and fragment storage, and the kernel's global tensors.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/kernel.h"
+#include "interp/host_tensor.h"
+
+namespace tessel {
+
+/// A scalar value: integers exactly as int64, floats as double (already rounded to their dtype).
+struct Value {
+  int64_t i = 0;
+  double f = 0;
+  static Value of_int(int64_t v) { return {v, static_cast<double>(v)}; }
+  static Value of_float(double v) { return {0, v}; }
+  double as_double(DataType t) const { return t.is_float() ? f : static_cast<double>(i); }
+};
+
+/// One thread's private state.
+struct ThreadState {
+  std::unordered_map<const VarNode*, Value> vars;
+  std::unordered_map<const BufferNode*, HostTensor> locals;
+};
+
+/// Global tensors shared by every block, and the lock for atomics.
+struct GlobalMemory {
+  std::unordered_map<const BufferNode*, HostTensor*> tensors;
+  std::mutex atomics;
+};
+
+class BlockState {
+ public:
+  BlockState(const Kernel& kernel, GlobalMemory& global, std::vector<int64_t> block_index,
+             const std::unordered_map<const VarNode*, int64_t>& dynamic_values);
+
+  const Kernel& kernel() const { return kernel_; }
+  int num_threads() const { return static_cast<int>(threads_.size()); }
+  ThreadState& thread(int t) { return threads_[t]; }
+  GlobalMemory& global() { return global_; }
+  const std::vector<int64_t>& block_index() const { return block_index_; }
+
+  /// Storage of `buffer` as thread `t` sees it (its own copy of a local buffer).
+  HostTensor& storage(const Buffer& buffer, int t);
+  /// Creates storage for an allocation (once per block, or per thread for locals), filled with
+  /// 0xFF bytes so that reading it before writing shows up as NaN / -1 in results.
+  void allocate(const Buffer& buffer, int t);
+  /// "block (1, 0)" for messages.
+  std::string block_name() const;
+
+ private:
+  const Kernel& kernel_;
+  GlobalMemory& global_;
+  std::vector<int64_t> block_index_;
+  std::vector<ThreadState> threads_;
+  std::unordered_map<const BufferNode*, HostTensor> block_buffers_;
+};
+
+}  // namespace tessel

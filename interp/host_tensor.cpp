@@ -1,0 +1,93 @@
+// Host tensor storage, random fill and comparison.
+#include "interp/host_tensor.h"
+
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+
+namespace tessel {
+
+HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_byte)
+    : dtype_(dtype), shape_(std::move(shape)) {
+  size_ = 1;
+  for (int64_t e : shape_) {
+    internal_check(e >= 0, "negative tensor extent");
+    size_ *= e;
+  }
+  bytes_.assign(dtype_.storage_bytes(size_), fill_byte);
+}
+
+TensorView HostTensor::view(const BufferNode* buffer) {
+  return TensorView{buffer, dtype_, shape_, bytes_.data()};
+}
+
+void HostTensor::fill_random(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  if (dtype_.is_float()) {
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    for (int64_t i = 0; i < size_; ++i) set(i, dist(rng));
+  } else if (dtype_.is_bool()) {
+    for (int64_t i = 0; i < size_; ++i) set(i, static_cast<double>(rng() & 1));
+  } else {
+    int64_t lo = dtype_.is_uint() ? 0 : -8, hi = dtype_.is_uint() ? 16 : 8;
+    std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
+    for (int64_t i = 0; i < size_; ++i) set(i, static_cast<double>(dist(rng)));
+  }
+}
+
+Tolerance Tolerance::for_dtype(DataType dtype) {
+  if (!dtype.is_float()) return {0, 0};
+  switch (dtype.code) {
+    case TypeCode::kBFloat: return {2e-2, 2e-2};
+    case TypeCode::kE4M3:
+    case TypeCode::kE5M2: return {1.25e-1, 1.25e-1};
+    default: break;
+  }
+  if (dtype.bits == 16) return {1e-2, 1e-2};
+  if (dtype.bits == 32) return {1e-3, 1e-3};
+  return {1e-9, 1e-9};
+}
+
+Comparison compare(const HostTensor& actual, const HostTensor& expected, Tolerance tol) {
+  internal_check(actual.size() == expected.size(), "compare: tensors of different sizes");
+  Comparison c;
+  for (int64_t i = 0; i < actual.size(); ++i) {
+    double a = actual.at(i), e = expected.at(i);
+    bool ok;
+    double abs_err = 0, rel_err = 0;
+    if (std::isnan(a) || std::isnan(e)) {
+      ok = std::isnan(a) && std::isnan(e);
+      abs_err = rel_err = ok ? 0 : INFINITY;
+    } else {
+      abs_err = std::fabs(a - e);
+      rel_err = e != 0 ? abs_err / std::fabs(e) : (abs_err == 0 ? 0 : INFINITY);
+      ok = abs_err <= tol.atol + tol.rtol * std::fabs(e);
+    }
+    c.max_abs_err = std::max(c.max_abs_err, abs_err);
+    if (std::isfinite(rel_err) || !ok) c.max_rel_err = std::max(c.max_rel_err, rel_err);
+    if (!ok) {
+      if (c.first_mismatch < 0) {
+        c.first_mismatch = i;
+        c.first_actual = a;
+        c.first_expected = e;
+      }
+      ++c.mismatches;
+      c.passed = false;
+    }
+  }
+  return c;
+}
+
+std::string index_string(const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
+  return s + "]";
+}
+
+}  // namespace tessel

@@ -1,0 +1,67 @@
+// Host tensors: owned storage in a dtype's true format, seeded random fill, and comparison with
+// tolerances that fit the dtype.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/tile_exec.h"
+
+namespace tessel {
+
+class HostTensor {
+ public:
+  HostTensor() = default;
+  /// Requires: every extent >= 0. Elements start as `fill_byte` in every byte.
+  HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_byte = 0);
+
+  DataType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t size() const { return size_; }
+  uint8_t* data() { return bytes_.data(); }
+  const uint8_t* data() const { return bytes_.data(); }
+
+  double at(int64_t flat) const { return decode(dtype_, load_bits(dtype_, bytes_.data(), flat)); }
+  void set(int64_t flat, double value) {
+    store_bits(dtype_, bytes_.data(), flat, encode(dtype_, value));
+  }
+  /// A view for tile operators (`buffer` names it in errors).
+  TensorView view(const BufferNode* buffer = nullptr);
+
+  /// Deterministic values from `seed`: floats uniform in [-1, 1) rounded to the dtype, integers
+  /// uniform over a small range that fits the type ([-8, 8) signed, [0, 16) unsigned).
+  void fill_random(uint64_t seed);
+
+ private:
+  DataType dtype_;
+  std::vector<int64_t> shape_;
+  int64_t size_ = 0;
+  std::vector<uint8_t> bytes_;
+};
+
+/// Absolute and relative tolerance: |actual - expected| <= atol + rtol * |expected|.
+struct Tolerance {
+  double atol;
+  double rtol;
+  /// Tolerances that fit results stored in `dtype` (exact for integers).
+  static Tolerance for_dtype(DataType dtype);
+};
+
+struct Comparison {
+  bool passed = true;
+  double max_abs_err = 0;
+  double max_rel_err = 0;
+  int64_t mismatches = 0;
+  int64_t first_mismatch = -1;  ///< flat index, or -1
+  double first_actual = 0, first_expected = 0;
+};
+
+/// Compares two tensors of one shape element by element (NaN equals only NaN).
+Comparison compare(const HostTensor& actual, const HostTensor& expected, Tolerance tol);
+
+/// "[3, 17]" for a flat index into `shape`.
+std::string index_string(const std::vector<int64_t>& shape, int64_t flat);
+
+}  // namespace tessel

@@ -1,0 +1,186 @@
+// The per-thread scalar expression evaluator.
+#include "interp/scalar_eval.h"
+
+#include <cmath>
+
+#include "core/expr_functor.h"
+#include "core/int_eval.h"
+
+namespace tessel {
+
+int64_t checked_flat_index(const BlockState& block, int thread, const Buffer& buffer,
+                           const HostTensor& tensor, const std::vector<int64_t>& indices,
+                           const char* access) {
+  int64_t flat = 0;
+  const auto& shape = tensor.shape();
+  for (size_t d = 0; d < indices.size(); ++d) {
+    if (indices[d] < 0 || indices[d] >= shape[d]) {
+      std::string idx = "[", ext = "(";
+      for (size_t k = 0; k < indices.size(); ++k) {
+        idx += (k ? ", " : "") + std::to_string(indices[k]);
+        ext += (k ? ", " : "") + std::to_string(shape[k]);
+      }
+      user_error("kernel '" + block.kernel()->name + "', " + block.block_name() + ", thread " +
+                 std::to_string(thread) + ": " + access + " " + buffer->name + idx +
+                 "] is out of bounds of its shape " + ext + ")" +
+                 "; guard the access with an `if` on the index or shrink the loop");
+    }
+    flat = flat * shape[d] + indices[d];
+  }
+  return flat;
+}
+
+namespace {
+
+class Evaluator : public ExprFunctor<Value> {
+ public:
+  Evaluator(BlockState& block, int thread) : block_(block), thread_(thread) {}
+
+ protected:
+  Value visit_IntImm(const IntImmNode* op, const Expr&) override { return Value::of_int(op->value); }
+  Value visit_FloatImm(const FloatImmNode* op, const Expr&) override {
+    return Value::of_float(op->value);
+  }
+  Value visit_Var(const VarNode* op, const Expr&) override {
+    auto& vars = block_.thread(thread_).vars;
+    auto it = vars.find(op);
+    if (it == vars.end()) {
+      user_error("kernel '" + block_.kernel()->name + "': variable '" + op->name +
+                 "' is used outside the scope that defines it");
+    }
+    return it->second;
+  }
+  Value visit_Not(const NotNode* op, const Expr&) override {
+    return Value::of_int(!visit(op->a).i);
+  }
+  Value visit_Select(const SelectNode* op, const Expr&) override {
+    return visit(op->cond).i ? visit(op->t) : visit(op->f);
+  }
+  Value visit_Cast(const CastNode* op, const Expr&) override {
+    Value v = visit(op->value);
+    DataType from = op->value.dtype(), to = op->dtype;
+    if (to.is_float()) return Value::of_float(round_to(to, v.as_double(from)));
+    if (from.is_float()) return Value::of_int(static_cast<int64_t>(round_to(to, std::trunc(v.f))));
+    return Value::of_int(wrap_int(to, v.i));
+  }
+  Value visit_BufferLoad(const BufferLoadNode* op, const Expr&) override {
+    std::vector<int64_t> idx;
+    idx.reserve(op->indices.size());
+    for (const Expr& i : op->indices) idx.push_back(visit(i).i);
+    HostTensor& t = block_.storage(op->buffer, thread_);
+    int64_t flat = checked_flat_index(block_, thread_, op->buffer, t, idx, "load of");
+    double v = t.at(flat);
+    return op->dtype.is_float() ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
+  }
+  Value visit_Call(const CallNode* op, const Expr& e) override;
+
+#define TESSEL_ARITH_(name, int_expr, float_expr)                          \
+  Value visit_##name(const name##Node* op, const Expr&) override {        \
+    Value a = visit(op->a), b = visit(op->b);                             \
+    if (op->dtype.is_float()) {                                           \
+      double x = a.f, y = b.f;                                            \
+      return Value::of_float(round_to(op->dtype, float_expr));            \
+    }                                                                     \
+    int64_t x = a.i, y = b.i;                                             \
+    return Value::of_int(wrap_int(op->dtype, int_expr));                  \
+  }
+  TESSEL_ARITH_(Add, static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)), x + y)
+  TESSEL_ARITH_(Sub, static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)), x - y)
+  TESSEL_ARITH_(Mul, static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)), x * y)
+  TESSEL_ARITH_(Div, floor_div(x, nonzero(y)), x / y)
+  TESSEL_ARITH_(FloorDiv, floor_div(x, nonzero(y)), std::floor(x / y))
+  TESSEL_ARITH_(FloorMod, floor_mod(x, nonzero(y)), x - std::floor(x / y) * y)
+  TESSEL_ARITH_(Min, std::min(x, y), std::fmin(x, y))
+  TESSEL_ARITH_(Max, std::max(x, y), std::fmax(x, y))
+#undef TESSEL_ARITH_
+
+#define TESSEL_BITS_(name, int_expr)                                  \
+  Value visit_##name(const name##Node* op, const Expr&) override {   \
+    int64_t x = visit(op->a).i, y = visit(op->b).i;                  \
+    return Value::of_int(wrap_int(op->dtype, int_expr));             \
+  }
+  TESSEL_BITS_(BitAnd, x & y)
+  TESSEL_BITS_(BitOr, x | y)
+  TESSEL_BITS_(BitXor, x ^ y)
+  TESSEL_BITS_(Shl, (y < 0 || y >= 64) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(x) << y))
+  TESSEL_BITS_(Shr, x >> std::clamp<int64_t>(y, 0, 63))
+#undef TESSEL_BITS_
+
+#define TESSEL_CMP_(name, cmp)                                                     \
+  Value visit_##name(const name##Node* op, const Expr&) override {                \
+    Value a = visit(op->a), b = visit(op->b);                                     \
+    bool r = op->a.dtype().is_float() ? (a.f cmp b.f) : (a.i cmp b.i);            \
+    return Value::of_int(r);                                                      \
+  }
+  TESSEL_CMP_(EQ, ==) TESSEL_CMP_(NE, !=) TESSEL_CMP_(LT, <)
+  TESSEL_CMP_(LE, <=) TESSEL_CMP_(GT, >) TESSEL_CMP_(GE, >=)
+#undef TESSEL_CMP_
+  Value visit_And(const AndNode* op, const Expr&) override {
+    return Value::of_int(visit(op->a).i && visit(op->b).i);
+  }
+  Value visit_Or(const OrNode* op, const Expr&) override {
+    return Value::of_int(visit(op->a).i || visit(op->b).i);
+  }
+
+ private:
+  int64_t nonzero(int64_t y) const {
+    if (y == 0) {
+      user_error("kernel '" + block_.kernel()->name + "', " + block_.block_name() + ", thread " +
+                 std::to_string(thread_) + ": integer division by zero");
+    }
+    return y;
+  }
+  Value shuffle(const CallNode* op);
+
+  BlockState& block_;
+  int thread_;
+};
+
+Value Evaluator::visit_Call(const CallNode* op, const Expr&) {
+  if (is_shuffle(op->op)) return shuffle(op);
+  Value a = visit(op->args[0]);
+  DataType t = op->dtype;
+  if (op->op == Builtin::kAbs && !t.is_float()) return Value::of_int(wrap_int(t, std::llabs(a.i)));
+  double x = a.f, r = 0;
+  switch (op->op) {
+    case Builtin::kExp: r = std::exp(x); break;
+    case Builtin::kExp2: r = std::exp2(x); break;
+    case Builtin::kLog: r = std::log(x); break;
+    case Builtin::kLog2: r = std::log2(x); break;
+    case Builtin::kAbs: r = std::fabs(x); break;
+    case Builtin::kSqrt: r = std::sqrt(x); break;
+    case Builtin::kRsqrt: r = 1.0 / std::sqrt(x); break;
+    case Builtin::kTanh: r = std::tanh(x); break;
+    case Builtin::kSin: r = std::sin(x); break;
+    case Builtin::kCos: r = std::cos(x); break;
+    case Builtin::kFloor: r = std::floor(x); break;
+    case Builtin::kCeil: r = std::ceil(x); break;
+    case Builtin::kPow: r = std::pow(x, visit(op->args[1]).f); break;
+    default: internal_error("unhandled builtin");
+  }
+  return Value::of_float(round_to(t, r));
+}
+
+/// Warp shuffles read `value` as another lane of the same warp computes it at this point of the
+/// lock-step execution. Out-of-range sources return the lane's own value (CUDA semantics).
+Value Evaluator::shuffle(const CallNode* op) {
+  int64_t arg = visit(op->args[1]).i;
+  int lane = thread_ % kNvidiaWarpSize, warp_base = thread_ - lane;
+  int64_t src = lane;
+  switch (op->op) {
+    case Builtin::kShflXor: src = lane ^ arg; break;
+    case Builtin::kShflDown: src = lane + arg; break;
+    case Builtin::kShflUp: src = lane - arg; break;
+    default: break;
+  }
+  if (src < 0 || src >= kNvidiaWarpSize) src = lane;
+  return Evaluator(block_, warp_base + static_cast<int>(src)).visit(op->args[0]);
+}
+
+}  // namespace
+
+Value eval_scalar(const Expr& e, BlockState& block, int thread) {
+  return Evaluator(block, thread).visit(e);
+}
+
+}  // namespace tessel

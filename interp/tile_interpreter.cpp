@@ -1,0 +1,289 @@
+// The tile-level interpreter: lock-step execution of a block's threads, collective tile
+// operators, and blocks spread over CPU threads.
+#include "interp/tile_interpreter.h"
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <thread>
+
+#include "core/expr_printer.h"
+#include "core/int_eval.h"
+#include "core/tile_op.h"
+#include "interp/scalar_eval.h"
+
+namespace tessel {
+
+namespace {
+
+/// The threads taking part in a statement.
+using Lanes = std::vector<int>;
+
+/// TileExec for one operator call: evaluates in the representative thread's context.
+class OpExec : public TileExec {
+ public:
+  OpExec(BlockState& block, int thread) : block_(block), thread_(thread) {}
+  int64_t eval_int(const Expr& e) override { return eval_scalar(e, block_, thread_).i; }
+  double eval_value(const Expr& e) override {
+    return eval_scalar(e, block_, thread_).as_double(e.dtype());
+  }
+  TensorView view(const Buffer& buffer) override {
+    return block_.storage(buffer, thread_).view(buffer.get());
+  }
+  std::unique_lock<std::mutex> lock_atomics() override {
+    return std::unique_lock<std::mutex>(block_.global().atomics);
+  }
+
+ private:
+  BlockState& block_;
+  int thread_;
+};
+
+class BlockRunner {
+ public:
+  explicit BlockRunner(BlockState& block) : block_(block) {}
+
+  void run() {
+    Lanes all(block_.num_threads());
+    for (int t = 0; t < block_.num_threads(); ++t) all[t] = t;
+    exec(block_.kernel()->body, all);
+  }
+
+ private:
+  void exec(const Stmt& s, const Lanes& lanes) {
+    if (lanes.empty()) return;
+    switch (s.kind()) {
+      case StmtKind::kSeq:
+        for (const Stmt& c : s.as<SeqNode>()->stmts) exec(c, lanes);
+        break;
+      case StmtKind::kFor: exec_for(s.as<ForNode>(), lanes); break;
+      case StmtKind::kIf: {
+        const auto* op = s.as<IfNode>();
+        Lanes yes, no;
+        for (int t : lanes) (eval_scalar(op->cond, block_, t).i ? yes : no).push_back(t);
+        exec(op->then_case, yes);
+        if (op->else_case.defined()) exec(op->else_case, no);
+        break;
+      }
+      case StmtKind::kStore: exec_store(s.as<StoreNode>(), lanes); break;
+      case StmtKind::kAlloc: {
+        const auto* op = s.as<AllocNode>();
+        for (int t : lanes) {
+          block_.allocate(op->buffer, t);
+          if (op->init.defined()) {
+            HostTensor& storage = block_.storage(op->buffer, t);
+            for (int64_t i = 0; i < storage.size(); ++i) {
+              storage.set(i, eval_scalar(op->init, block_, t).as_double(op->init.dtype()));
+            }
+          }
+        }
+        break;
+      }
+      case StmtKind::kLet: {
+        const auto* op = s.as<LetNode>();
+        const auto* var = static_cast<const VarNode*>(op->var.get());
+        for (int t : lanes) block_.thread(t).vars[var] = eval_scalar(op->value, block_, t);
+        exec(op->body, lanes);
+        break;
+      }
+      case StmtKind::kBarrier:
+        if (!in_parallel_ && static_cast<int>(lanes.size()) != block_.num_threads()) {
+          user_error(where(s) + ": T.sync_threads() is reached by only " +
+                     std::to_string(lanes.size()) + " of " +
+                     std::to_string(block_.num_threads()) +
+                     " threads (it sits in a branch or loop that depends on the thread); every "
+                     "thread of the block must reach the same barrier — move it out of the branch");
+        }
+        break;
+      case StmtKind::kTileOpCall: {
+        const TileOp& op = *s.as<TileOpCallNode>()->op;
+        if (!in_parallel_ && static_cast<int>(lanes.size()) != block_.num_threads()) {
+          user_error(where(s) + ": " + op.describe() + " is executed by only " +
+                     std::to_string(lanes.size()) + " of " +
+                     std::to_string(block_.num_threads()) +
+                     " threads; tile operators run on the whole block, so they must not sit in a "
+                     "branch that depends on the thread index");
+        }
+        OpExec ctx(block_, lanes[0]);
+        op.run_reference(ctx);
+        break;
+      }
+      case StmtKind::kUseSwizzle: break;  // only the order of blocks changes
+    }
+  }
+
+  void exec_for(const ForNode* op, const Lanes& lanes) {
+    const auto* var = static_cast<const VarNode*>(op->var.get());
+    if (op->for_kind == ForKind::kParallel && !in_parallel_) {
+      // A T.Parallel nest is element-wise work of the whole block: run every iteration once,
+      // in the context of the first thread.
+      in_parallel_ = true;
+      exec_for_uniform(op, var, {lanes[0]});
+      in_parallel_ = false;
+      return;
+    }
+    exec_for_uniform(op, var, lanes);
+  }
+
+  /// Runs the loop for `lanes` in lock-step: iteration n runs for the lanes whose trip count
+  /// exceeds n.
+  void exec_for_uniform(const ForNode* op, const VarNode* var, const Lanes& lanes) {
+    std::vector<int64_t> lo(lanes.size()), n(lanes.size());
+    int64_t most = 0;
+    for (size_t k = 0; k < lanes.size(); ++k) {
+      lo[k] = eval_scalar(op->min, block_, lanes[k]).i;
+      n[k] = eval_scalar(op->extent, block_, lanes[k]).i;
+      most = std::max(most, n[k]);
+    }
+    Lanes active;
+    for (int64_t it = 0; it < most; ++it) {
+      active.clear();
+      for (size_t k = 0; k < lanes.size(); ++k) {
+        if (it < n[k]) {
+          active.push_back(lanes[k]);
+          block_.thread(lanes[k]).vars[var] = Value::of_int(lo[k] + it);
+        }
+      }
+      exec(op->body, active);
+    }
+  }
+
+  void exec_store(const StoreNode* op, const Lanes& lanes) {
+    std::vector<int64_t> idx(op->indices.size());
+    for (int t : lanes) {
+      for (size_t d = 0; d < idx.size(); ++d) idx[d] = eval_scalar(op->indices[d], block_, t).i;
+      Value v = eval_scalar(op->value, block_, t);
+      HostTensor& storage = block_.storage(op->buffer, t);
+      int64_t flat = checked_flat_index(block_, t, op->buffer, storage, idx, "store to");
+      storage.set(flat, v.as_double(op->value.dtype()));
+    }
+  }
+
+  std::string where(const Stmt& s) const {
+    return "kernel '" + block_.kernel()->name + "', " + block_.block_name() +
+           (s->loc.known() ? " (at " + s->loc.str() + ")" : "");
+  }
+
+  BlockState& block_;
+  bool in_parallel_ = false;
+};
+
+/// Binds symbolic dimensions from the tensors and checks every parameter's shape and dtype.
+std::unordered_map<const VarNode*, int64_t> bind_parameters(const Kernel& kernel,
+                                                            TensorMap& tensors,
+                                                            GlobalMemory& global) {
+  std::unordered_map<const VarNode*, int64_t> dyn;
+  std::string k = "kernel '" + kernel->name + "'";
+  for (const Buffer& b : kernel->params) {
+    auto it = tensors.find(b->name);
+    if (it == tensors.end()) user_error(k + ": no tensor given for parameter '" + b->name + "'");
+    HostTensor& t = it->second;
+    if (t.dtype() != b->dtype) {
+      user_error(k + ": tensor '" + b->name + "' is " + t.dtype().name() + " but the signature says " +
+                 b->dtype.name());
+    }
+    if (t.shape().size() != b->ndim()) {
+      user_error(k + ": tensor '" + b->name + "' has " + std::to_string(t.shape().size()) +
+                 " dimensions but the signature has " + std::to_string(b->ndim()));
+    }
+    for (size_t d = 0; d < b->ndim(); ++d) {
+      if (const auto* v = b->shape[d].as<VarNode>()) {
+        auto [pos, inserted] = dyn.emplace(v, t.shape()[d]);
+        if (!inserted && pos->second != t.shape()[d]) {
+          user_error(k + ": symbolic dimension '" + v->name + "' is " +
+                     std::to_string(pos->second) + " from one tensor but " +
+                     std::to_string(t.shape()[d]) + " from '" + b->name + "'");
+        }
+      }
+    }
+    global.tensors[b.get()] = &t;
+  }
+  IntEnv env(dyn.begin(), dyn.end());
+  for (const Buffer& b : kernel->params) {
+    const HostTensor& t = tensors.at(b->name);
+    for (size_t d = 0; d < b->ndim(); ++d) {
+      int64_t want = eval_int(b->shape[d], env);
+      if (want != t.shape()[d]) {
+        user_error(k + ": tensor '" + b->name + "' has extent " + std::to_string(t.shape()[d]) +
+                   " in dimension " + std::to_string(d) + " but the signature says " +
+                   to_string(b->shape[d]) + " = " + std::to_string(want));
+      }
+    }
+  }
+  return dyn;
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<int64_t>> param_shapes(const Kernel& kernel,
+                                                         const std::map<std::string, int64_t>& dims) {
+  IntEnv env;
+  for (const Var& v : kernel->dynamic_vars) {
+    auto it = dims.find(v.name());
+    if (it == dims.end()) {
+      user_error("kernel '" + kernel->name + "': symbolic dimension '" + v.name() +
+                 "' has no value; give it with -D " + v.name() + "=N");
+    }
+    env[static_cast<const VarNode*>(v.get())] = it->second;
+  }
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const Buffer& b : kernel->params) {
+    for (const Expr& e : b->shape) out[b->name].push_back(eval_int(e, env));
+  }
+  return out;
+}
+
+TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOptions options) {
+  auto start = std::chrono::steady_clock::now();
+  GlobalMemory global;
+  auto dyn = bind_parameters(kernel, tensors, global);
+  IntEnv env(dyn.begin(), dyn.end());
+  std::vector<int64_t> grid;
+  int64_t blocks = 1;
+  for (const Expr& g : kernel->grid) {
+    int64_t n = eval_int(g, env);
+    if (n <= 0) {
+      user_error("kernel '" + kernel->name + "': grid extent " + to_string(g) + " = " +
+                 std::to_string(n) + " for these shapes; every grid extent must be positive");
+    }
+    grid.push_back(n);
+    blocks *= n;
+  }
+
+  int workers = options.workers > 0 ? options.workers
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  workers = static_cast<int>(std::min<int64_t>(workers, blocks));
+  std::atomic<int64_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_lock;
+  auto worker = [&] {
+    try {
+      for (int64_t id = next++; id < blocks; id = next++) {
+        std::vector<int64_t> index(grid.size());
+        int64_t rest = id;
+        for (size_t d = 0; d < grid.size(); ++d) {
+          index[d] = rest % grid[d];
+          rest /= grid[d];
+        }
+        BlockState block(kernel, global, index, dyn);
+        BlockRunner(block).run();
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_lock);
+      if (!failure) failure = std::current_exception();
+      next = blocks;  // stop the other workers early
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+
+  TileRunStats stats;
+  stats.blocks = blocks;
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return stats;
+}
+
+}  // namespace tessel

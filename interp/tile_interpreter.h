@@ -1,0 +1,37 @@
+// The tile-level reference interpreter: runs a kernel on host tensors with every tile operator's
+// reference semantics. Blocks are spread over the CPU's cores.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/kernel.h"
+#include "interp/host_tensor.h"
+
+namespace tessel {
+
+/// The kernel's tensors by parameter name.
+using TensorMap = std::map<std::string, HostTensor>;
+
+struct TileRunOptions {
+  int workers = 0;  ///< CPU threads running blocks; 0 = all cores
+};
+
+struct TileRunStats {
+  int64_t blocks = 0;
+  double seconds = 0;
+};
+
+/// Runs every block of `kernel` on `tensors` (updated in place). Symbolic dimensions are bound
+/// from the tensors' shapes. Thread-level code (statements outside tile operators) runs for
+/// every thread in lock-step, so barriers and warp shuffles behave as on the GPU.
+/// User error when a tensor is missing or its shape or dtype disagrees with the signature, and
+/// for any error a block meets (out-of-bounds access, a barrier not reached by all threads...).
+TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOptions options = {});
+
+/// The concrete shape each parameter has once `dims` fixes the symbolic dimensions (by name).
+/// User error naming the dimension when one is not given.
+std::map<std::string, std::vector<int64_t>> param_shapes(const Kernel& kernel,
+                                                         const std::map<std::string, int64_t>& dims);
+
+}  // namespace tessel

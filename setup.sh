@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs Tessel's Debian build dependencies when missing, then configures and builds into build/.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(cmake ninja-build g++ libz3-dev libboost-graph-dev libeigen3-dev doctest-dev
+          libcli11-dev nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build_type=${TESSEL_BUILD_TYPE:-Release}
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" ${TESSEL_CMAKE_ARGS:-} >/dev/null
+cmake --build build --parallel "$(nproc)"
