@@ -106,7 +106,12 @@ IntBound floordiv_bound(DataType t, IntBound a, IntBound b) {
 IntBound floormod_bound(DataType t, IntBound a, IntBound b) {
   if (b.min == b.max && b.min >= 1 && a.bounded()) {
     int64_t k = floor_div(a.min, b.min);
-    if (k == floor_div(a.max, b.min)) return fit(t, {a.min - k * b.min, a.max - k * b.min});
+    if (k == floor_div(a.max, b.min)) {  // x - k*b is small; compute it modulo 2^64
+      auto shifted = [&](int64_t x) {
+        return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(k) * static_cast<uint64_t>(b.min));
+      };
+      return {shifted(a.min), shifted(a.max)};
+    }
   }
   std::optional<IntBound> out;
   auto add = [&](IntBound part) { out = out ? hull(*out, part) : part; };
@@ -411,9 +416,9 @@ void assume(Analyzer& analyzer, Analyzer::Impl& impl, const Expr& cond) {
     IntBound o = analyzer.const_int_bound(other);
     IntBound b;  // unbounded
     switch (k) {
-      case ExprKind::kLT: if (o.max != kPosInf) b.max = o.max - 1; break;
+      case ExprKind::kLT: b.max = o.max == kPosInf ? kPosInf : sat_add(o.max, -1); break;
       case ExprKind::kLE: b.max = o.max; break;
-      case ExprKind::kGT: if (o.min != kNegInf) b.min = o.min + 1; break;
+      case ExprKind::kGT: b.min = o.min == kNegInf ? kNegInf : sat_add(o.min, 1); break;
       case ExprKind::kGE: b.min = o.min; break;
       case ExprKind::kEQ: b = o; break;
       default: return;

@@ -5,6 +5,7 @@
 // a sum into canonical form is always exact. Rules that need the true, unwrapped value (division,
 // modulo, comparisons) are applied only when the bound of the true sum fits the dtype, for then
 // the wrapped value and the true value are the same number.
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -166,7 +167,7 @@ std::optional<IntBound> diff_bound(Analyzer& analyzer, const Expr& a, const Expr
     while (it != d.terms.end() && !structural_equal(it->first, atom)) ++it;
     if (it != d.terms.end()) {
       if (__builtin_sub_overflow(it->second, coef, &it->second)) return out;
-    } else if (coef == IntBound::kNegInf) {
+    } else if (coef == std::numeric_limits<int64_t>::min()) {  // -coef would overflow
       return out;
     } else {
       d.terms.emplace_back(atom, -coef);

@@ -71,6 +71,13 @@ BufferRegion ElementRef::region() const {
   return r;
 }
 
+bool ElementRef::is_point() const {
+  for (const Index& i : indices_) {
+    if (i.is_slice) return false;
+  }
+  return true;
+}
+
 KernelBuilder::KernelBuilder(std::string name, SourceLoc loc) : name_(std::move(name)), loc_(loc) {
   node_.name = name_;
   node_.loc = std::move(loc);
@@ -195,6 +202,14 @@ void KernelBuilder::atomic_add(TileArg dst, TileArg src, SourceLoc loc) {
 }
 void KernelBuilder::atomic_add(TileArg dst, Expr value, SourceLoc loc) {
   atomic(AtomicKind::kAdd, std::move(dst), std::move(value), std::move(loc));
+}
+
+void KernelBuilder::atomic_add(TileArg dst, const ElementRef& src, SourceLoc loc) {
+  if (src.is_point()) {
+    atomic(AtomicKind::kAdd, std::move(dst), src.load(), std::move(loc));
+  } else {
+    atomic(AtomicKind::kAdd, std::move(dst), TileArg(src), std::move(loc));
+  }
 }
 
 void KernelBuilder::fill(TileArg dst, Expr value, SourceLoc loc) {

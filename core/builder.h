@@ -69,6 +69,8 @@ class ElementRef {
   ElementRef& operator/=(const Expr& v) { return *this = load() / v; }
   /// The region these indices describe.
   BufferRegion region() const;
+  /// True when every index is a single point (no slice).
+  bool is_point() const;
 
  private:
   KernelBuilder* builder_;
@@ -149,6 +151,8 @@ class KernelBuilder {
   void atomic(AtomicKind kind, TileArg dst, Expr value, SourceLoc loc = SourceLoc::here());
   void atomic_add(TileArg dst, TileArg src, SourceLoc loc = SourceLoc::here());
   void atomic_add(TileArg dst, Expr value, SourceLoc loc = SourceLoc::here());
+  /// A subscripted source: with slices it is a tile, with points only a scalar value.
+  void atomic_add(TileArg dst, const ElementRef& src, SourceLoc loc = SourceLoc::here());
   void fill(TileArg dst, Expr value, SourceLoc loc = SourceLoc::here());
   void clear(TileArg dst, SourceLoc loc = SourceLoc::here());
 

@@ -206,7 +206,10 @@ Expr BufferLoadNode::make(Buffer buffer, std::vector<Expr> indices) {
 Expr cast(DataType dtype, Expr value) { return CastNode::make(dtype, std::move(value)); }
 Expr floordiv(Expr a, Expr b) { return FloorDivNode::make(std::move(a), std::move(b)); }
 Expr floormod(Expr a, Expr b) { return FloorModNode::make(std::move(a), std::move(b)); }
-Expr ceildiv(Expr a, Expr b) { return floordiv(a + b - 1, b); }
+Expr ceildiv(Expr a, Expr b) {
+  if (auto cb = as_const_int(b)) return floordiv(a + (*cb - 1), b);
+  return floordiv(a + b - 1, b);
+}
 Expr min(Expr a, Expr b) { return MinNode::make(std::move(a), std::move(b)); }
 Expr max(Expr a, Expr b) { return MaxNode::make(std::move(a), std::move(b)); }
 Expr if_then_else(Expr c, Expr t, Expr f) {

@@ -10,6 +10,13 @@ namespace tessel {
 
 namespace {
 
+/// -x: a folded literal, else 0 - x.
+Expr negate(const Expr& x) {
+  if (auto c = as_const_int(x)) return IntImmNode::make(x.dtype(), -*c);
+  if (const auto* f = x.as<FloatImmNode>()) return FloatImmNode::make(x.dtype(), -f->value);
+  return SubNode::make(make_const(x.dtype(), 0), x);
+}
+
 class Parser {
  public:
   Parser(TokenCursor& cur, const ExprParseHooks& hooks) : cur_(cur), hooks_(hooks) {}
@@ -141,7 +148,7 @@ class Parser {
   }
 
   Expr factor() {
-    if (cur_.accept_op("-")) return -factor();
+    if (cur_.accept_op("-")) return negate(factor());
     if (cur_.accept_op("+")) return factor();
     if (cur_.at_op("~")) {
       const Token& at = cur_.next();

@@ -2,6 +2,7 @@
 // layouts (bank maps).
 #include "core/layout_svg.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -58,7 +59,8 @@ class SvgGrid {
  public:
   SvgGrid(int64_t rows, int64_t cols, const SvgOptions& opt, const std::string& title)
       : opt_(opt) {
-    int width = kMargin + static_cast<int>(cols) * opt.cell_width + 10;
+    int width = std::max(kMargin + static_cast<int>(cols) * opt.cell_width + 10,
+                         kMargin + static_cast<int>(title.size()) * 7 + 10);
     int height = kTop + static_cast<int>(rows) * opt.cell_height + 10;
     os_ << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\""
         << height << "\" font-family=\"monospace\" font-size=\"10\">\n";

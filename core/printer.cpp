@@ -3,7 +3,9 @@
 
 #include <sstream>
 
+#include "core/expr_functor.h"
 #include "core/expr_printer.h"
+#include "core/stmt_functor.h"
 #include "core/tile_op.h"
 
 namespace tessel {
@@ -122,16 +124,9 @@ class StmtPrinter {
 };
 
 bool uses_thread_var(const Stmt& body, const Var& tx) {
-  // The printed body mentions tx exactly when its text does; a cheap, exact test at this level.
-  std::string text = print_stmt(body);
-  std::string name = tx.name();
-  for (size_t p = text.find(name); p != std::string::npos; p = text.find(name, p + 1)) {
-    bool left = p == 0 || !(std::isalnum(static_cast<unsigned char>(text[p - 1])) || text[p - 1] == '_');
-    size_t e = p + name.size();
-    bool right = e >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_');
-    if (left && right) return true;
-  }
-  return false;
+  bool used = false;
+  for_each_expr(body, [&](const Expr& e) { used = used || uses_var(e, tx); });
+  return used;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 namespace tessel {
 
 class TileOp;
+enum class IntrinsicId : uint8_t;
 
 /// Every statement kind.
 #define TESSEL_STMT_NODES(X) \
@@ -24,7 +25,8 @@ class TileOp;
   X(Let)                     \
   X(Barrier)                 \
   X(TileOpCall)              \
-  X(UseSwizzle)
+  X(UseSwizzle)              \
+  X(IntrinsicCall)
 
 enum class StmtKind : uint8_t {
 #define TESSEL_ENUM_(name) k##name,
@@ -176,6 +178,28 @@ struct UseSwizzleNode : StmtNode {
   static Stmt make(int panel_size, bool column_major, SourceLoc loc);
   UseSwizzleNode(int p, bool c, SourceLoc l)
       : StmtNode(kKind, std::move(l)), panel_size(p), column_major(c) {}
+};
+
+/// One argument of an intrinsic call: an element of a buffer (the first of a lane's register
+/// array, or a shared/global address) when `buffer` is defined, else the scalar `value`.
+struct IntrinsicArg {
+  Buffer buffer;
+  std::vector<Expr> indices;
+  Expr value;
+};
+
+/// A call of one instruction of the intrinsic table (core/intrinsics.h): mma.sync, ldmatrix,
+/// cp.async, MFMA... executed by the active lanes of a warp. Thread-level IR only.
+struct IntrinsicCallNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kIntrinsicCall;
+  IntrinsicId intrinsic;
+  std::vector<IntrinsicArg> args;
+  /// Validates the arguments against the table entry: count, operand kind, scope, dtype,
+  /// constant immediates (user error naming the instruction and operand otherwise). Defined in
+  /// core/intrinsics.cpp.
+  static Stmt make(IntrinsicId intrinsic, std::vector<IntrinsicArg> args, SourceLoc loc);
+  IntrinsicCallNode(IntrinsicId i, std::vector<IntrinsicArg> a, SourceLoc l)
+      : StmtNode(kKind, std::move(l)), intrinsic(i), args(std::move(a)) {}
 };
 
 }  // namespace tessel

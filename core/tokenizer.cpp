@@ -50,6 +50,7 @@ class Tokenizer {
         if (handle_indentation()) continue;
       }
       char c = src_[pos_];
+      if (c != '\n') at_line_start_ = false;
       if (c == '\n') {
         if (mode_ == TokenizeMode::kFile && depth_ == 0 && !tokens_.empty() &&
             tokens_.back().kind != TokenKind::kNewline && tokens_.back().kind != TokenKind::kIndent &&

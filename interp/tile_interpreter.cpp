@@ -148,15 +148,25 @@ class BlockRunner {
     }
   }
 
+  /// Every lane evaluates its index and value before any lane writes, as in SIMT lock-step
+  /// (so a lane reading another lane's storage or shuffling sees the old value).
   void exec_store(const StoreNode* op, const Lanes& lanes) {
+    struct Pending {
+      HostTensor* storage;
+      int64_t flat;
+      double value;
+    };
+    std::vector<Pending> pending;
+    pending.reserve(lanes.size());
     std::vector<int64_t> idx(op->indices.size());
     for (int t : lanes) {
       for (size_t d = 0; d < idx.size(); ++d) idx[d] = eval_scalar(op->indices[d], block_, t).i;
       Value v = eval_scalar(op->value, block_, t);
       HostTensor& storage = block_.storage(op->buffer, t);
       int64_t flat = checked_flat_index(block_, t, op->buffer, storage, idx, "store to");
-      storage.set(flat, v.as_double(op->value.dtype()));
+      pending.push_back({&storage, flat, v.as_double(op->value.dtype())});
     }
+    for (const Pending& p : pending) p.storage->set(p.flat, p.value);
   }
 
   std::string where(const Stmt& s) const {

@@ -159,6 +159,19 @@ TEST_SUITE("analyzer bounds") {
     CHECK(an.const_int_bound(x * 1024) == bounds(0, 1 << 30));
   }
 
+  TEST_CASE("int64 arithmetic that may leave int64 is unbounded") {
+    Analyzer an;
+    Var x("x", DataType::i64());
+    int64_t big = int64_t{1} << 62;
+    an.bind(x, bounds(big, big + 3));
+    // 4 * 2^62 == 2^64 wraps in int64: no bound is known.
+    CHECK(an.const_int_bound(x * 4) == bounds(IntBound::kNegInf, IntBound::kPosInf));
+    CHECK_FALSE(an.const_int_bound(x * 4).bounded());
+    // x // 2 stays well inside: [2^61, 2^61 + 1].
+    CHECK(an.const_int_bound(x / 2) == bounds(big / 2, big / 2 + 1));
+    CHECK_FALSE(an.can_prove(x * 4 >= Expr(0)));
+  }
+
   TEST_CASE("an integer cast keeps the bound when it fits and covers the target type otherwise") {
     Analyzer an;
     Var i("i");
@@ -551,10 +564,10 @@ struct Trial {
   int64_t i_lo, i_ext, j_lo, j_ext;
 };
 
-/// Runs `check` on many random cases over int32, int8 (which overflows easily) and uint8 (where
-/// subtraction wraps) variables.
+/// Runs `check` on many random cases over int32, int8 (which overflows easily), uint8 (where
+/// subtraction wraps) and int64 variables.
 void run_trials(uint32_t seed, int count, const std::function<void(const Trial&)>& check) {
-  const DataType types[] = {DataType::i32(), DataType::i8(), DataType::u8()};
+  const DataType types[] = {DataType::i32(), DataType::i8(), DataType::u8(), DataType::i64()};
   for (DataType t : types) {
     Var i("i", t), j("j", t);
     RandomExprs gen(seed, i, j);

@@ -1,0 +1,122 @@
+// The intrinsic table: every hardware instruction thread-level IR may call (mma.sync, ldmatrix,
+// cp.async and its group operations, AMD MFMA), each defined ONCE with its operands, the fragment
+// layout of every register operand, its CUDA spelling and its HIP spelling. The thread-level
+// interpreter executes an instruction by reading these layouts, and codegen prints the spellings,
+// so the simulator and the generated code can never disagree about where an element lives.
+//
+// Register-operand layouts come from core/builtin_layouts (the PTX ISA "Matrix Fragments for
+// mma.m16n8k16" tables and the AMD Matrix Instruction Calculator for CDNA3, see REFERENCE.md):
+// a Fragment maps a matrix element (row, col) to (lane, register element).
+//
+//   instruction              | operands (PTX / builtin order)                    | lanes
+//   -------------------------+---------------------------------------------------+------
+//   mma_m16n8k16_f16|bf16    | D f32 x4, A x8, B x4, C f32 x4   (D = A B + C)     | 32
+//   ldmatrix_x1|x2|x4[_trans]| dst x2N (registers), src (shared row address)       | 32
+//   cp_async_4|8|16          | dst (shared), src (global), src_size (bytes read)  | per thread
+//   cp_async_commit_group    | -                                                 | per thread
+//   cp_async_wait_group      | n (immediate)                                     | per thread
+//   mfma_16x16x16_f16|bf16   | D f32 x4, A x4, B x4, C f32 x4                     | 64
+//   mfma_32x32x8_f16|bf16    | D f32 x16, A x4, B x4, C f32 x16                   | 64
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/layout.h"
+
+namespace tessel {
+
+struct IntrinsicCallNode;
+
+/// Every instruction of the table, as X(Id, name).
+#define TESSEL_INTRINSICS(X)                          \
+  X(MmaM16N8K16F16, "mma_m16n8k16_f16")               \
+  X(MmaM16N8K16BF16, "mma_m16n8k16_bf16")             \
+  X(LdmatrixX1, "ldmatrix_x1")                        \
+  X(LdmatrixX2, "ldmatrix_x2")                        \
+  X(LdmatrixX4, "ldmatrix_x4")                        \
+  X(LdmatrixX1Trans, "ldmatrix_x1_trans")             \
+  X(LdmatrixX2Trans, "ldmatrix_x2_trans")             \
+  X(LdmatrixX4Trans, "ldmatrix_x4_trans")             \
+  X(CpAsync4, "cp_async_4")                           \
+  X(CpAsync8, "cp_async_8")                           \
+  X(CpAsync16, "cp_async_16")                         \
+  X(CpAsyncCommitGroup, "cp_async_commit_group")      \
+  X(CpAsyncWaitGroup, "cp_async_wait_group")          \
+  X(Mfma16x16x16F16, "mfma_16x16x16_f16")             \
+  X(Mfma16x16x16BF16, "mfma_16x16x16_bf16")           \
+  X(Mfma32x32x8F16, "mfma_32x32x8_f16")               \
+  X(Mfma32x32x8BF16, "mfma_32x32x8_bf16")
+
+enum class IntrinsicId : uint8_t {
+#define TESSEL_ENUM_(id, name) k##id,
+  TESSEL_INTRINSICS(TESSEL_ENUM_)
+#undef TESSEL_ENUM_
+};
+
+/// What an instruction does, which decides how the interpreter executes it.
+enum class IntrinsicFamily : uint8_t {
+  kMma,          ///< warp-wide D = A * B + C on register fragments (mma.sync, MFMA)
+  kLdmatrix,     ///< warp-wide shared -> registers, one 16-byte row address per lane
+  kCpAsync,      ///< per-thread asynchronous global -> shared copy
+  kCommitGroup,  ///< closes this thread's current group of cp.async copies
+  kWaitGroup,    ///< waits until at most n of this thread's committed groups are pending
+};
+
+/// How one operand is passed.
+enum class OperandKind : uint8_t {
+  kRegisters,  ///< a per-thread (local/fragment) buffer element: the first of `elements` registers
+  kShared,     ///< a shared-memory element (an address)
+  kGlobal,     ///< a global-memory element (an address)
+  kValue,      ///< an integer expression evaluated per lane
+  kImmediate,  ///< an integer constant
+};
+
+/// One operand of an instruction.
+struct IntrinsicOperand {
+  std::string name;     ///< "D", "A", "B", "C", "dst", "src", "src_size", "n"
+  OperandKind kind;
+  bool written = false;
+  /// Element types accepted (registers and addresses); empty: any type of `bits` bits.
+  std::vector<DataType> dtypes;
+  int bits = 0;         ///< element width required when `dtypes` is empty (0: any)
+  int elements = 0;     ///< registers: elements per lane; addresses: elements per lane access
+  /// Registers of a matrix operand: matrix element (row, col) -> (lane, element). Undefined for
+  /// other operands.
+  Fragment layout;
+};
+
+/// One instruction.
+struct IntrinsicInfo {
+  IntrinsicId id;
+  std::string name;         ///< the kernel-language spelling: T.<name>(...)
+  IntrinsicFamily family;
+  int warp_size = 32;       ///< lanes that execute it together (per-thread instructions: 32)
+  bool nvidia = true;       ///< NVIDIA instruction (else AMD)
+  int m = 0, n = 0, k = 0;  ///< matrix shape (mma/MFMA: D is m x n, the reduction is k;
+                            ///< ldmatrix: m = number of 8x8 matrices)
+  bool trans = false;       ///< ldmatrix .trans
+  int bytes = 0;            ///< cp.async bytes per thread
+  std::vector<IntrinsicOperand> operands;
+  std::string cuda;         ///< PTX / CUDA spelling ("" when there is none)
+  std::string hip;          ///< HIP spelling ("" when there is none)
+  std::string description;  ///< one line, with the source of its semantics
+};
+
+/// Every instruction, indexed by IntrinsicId.
+const std::vector<IntrinsicInfo>& intrinsic_table();
+/// The entry for `id`.
+const IntrinsicInfo& intrinsic_info(IntrinsicId id);
+/// The instruction called `name` ("ldmatrix_x4"), or nullopt.
+std::optional<IntrinsicId> find_intrinsic(std::string_view name);
+/// The mma / MFMA instruction for an m x n x k shape and input dtype, or nullopt.
+std::optional<IntrinsicId> find_matrix_intrinsic(bool nvidia, int m, int n, int k, DataType in);
+
+/// The call as the printer writes it: `T.ldmatrix_x4(A_regs[0], A_shared[tx % 16, tx // 16 * 8])`.
+std::string intrinsic_call_to_string(const IntrinsicCallNode& call);
+
+}  // namespace tessel

@@ -1,0 +1,113 @@
+// Expressions: construction, type matching, folding, printing and Python integer semantics.
+#include <doctest/doctest.h>
+
+#include "core/error.h"
+#include "core/expr.h"
+#include "core/expr_functor.h"
+#include "core/expr_printer.h"
+#include "core/int_eval.h"
+
+using namespace tessel;
+
+TEST_SUITE("expr") {
+
+TEST_CASE("integer literals fold when both operands are constants") {
+  CHECK(as_const_int(Expr(6) * 7) == 42);
+  // Python floor semantics: -7 // 2 == -4, -7 % 2 == 1.
+  CHECK(as_const_int(floordiv(-7, 2)) == -4);
+  CHECK(as_const_int(floormod(-7, 2)) == 1);
+  CHECK(as_const_int(ceildiv(136, 128)) == 2);
+}
+
+TEST_CASE("identities keep index expressions small") {
+  Var i("i");
+  CHECK(to_string(i * 1 + 0) == "i");
+  CHECK(as_const_int(i * 0) == 0);
+  CHECK(to_string(floordiv(i, 1)) == "i");
+}
+
+TEST_CASE("a literal takes the other operand's type") {
+  Var x("x", DataType::f16());
+  Expr e = x * 2;
+  CHECK(e.dtype() == DataType::f16());
+  Var n("n", DataType::i64());
+  CHECK((n + 1).dtype() == DataType::i64());
+}
+
+TEST_CASE("mixing int and float variables promotes to the float type") {
+  Var i("i"), x("x", DataType::f32());
+  CHECK((i + x).dtype() == DataType::f32());
+}
+
+TEST_CASE("slash on integers is floor division and on floats true division") {
+  Var i("i"), x("x", DataType::f32());
+  CHECK((i / 4).kind() == ExprKind::kFloorDiv);
+  CHECK((x / 4).kind() == ExprKind::kDiv);
+}
+
+TEST_CASE("printer follows Python precedence") {
+  Var a("a"), b("b"), c("c");
+  CHECK(to_string((a + b) * c) == "(a + b) * c");
+  CHECK(to_string(a + b * c) == "a + b * c");
+  CHECK(to_string(a - (b - c)) == "a - (b - c)");
+  CHECK(to_string((a - b) - c) == "a - b - c");
+  CHECK(to_string(a ^ (b & c)) == "a ^ b & c");
+  CHECK(to_string((a ^ b) & c) == "(a ^ b) & c");
+  CHECK(to_string(floordiv(a, 8) % 4) == "a // 8 % 4");
+  CHECK(to_string(max(a, 0)) == "T.max(a, 0)");
+}
+
+TEST_CASE("float literals print as Python floats") {
+  CHECK(float_literal(1.0) == "1.0");
+  CHECK(float_literal(0.5) == "0.5");
+  CHECK(to_string(make_const(DataType::f16(), 2.0)) == "T.float16(2.0)");
+}
+
+TEST_CASE("floor division by a constant zero is a user error") {
+  Var i("i");
+  CHECK_THROWS_AS(floordiv(i, 0), UserError);
+}
+
+TEST_CASE("bitwise operators reject float operands") {
+  Var x("x", DataType::f32());
+  CHECK_THROWS_WITH_AS(x ^ 1, doctest::Contains("needs integer operands"), UserError);
+}
+
+TEST_CASE("eval_int follows Python semantics for negative operands") {
+  Var i("i");
+  IntEnv env{{static_cast<const VarNode*>(i.get()), -7}};
+  CHECK(eval_int(floordiv(i, 2), env) == -4);  // floor(-3.5) = -4
+  CHECK(eval_int(floormod(i, 2), env) == 1);   // -7 - 2 * (-4) = 1
+  CHECK(eval_int(floormod(i, -2), env) == -1); // Python: -7 % -2 == -1
+}
+
+TEST_CASE("eval_int wraps int32 arithmetic") {
+  Var i("i");
+  IntEnv env{{static_cast<const VarNode*>(i.get()), 2147483647}};
+  CHECK(eval_int(i + 1, env) == -2147483648LL);  // 2^31 - 1 + 1 wraps to -2^31
+}
+
+TEST_CASE("structural equality compares shape, not identity, except for variables") {
+  Var i("i"), j("i");
+  CHECK(structural_equal(i * 4 + 1, i * 4 + 1));
+  CHECK_FALSE(structural_equal(i * 4 + 1, j * 4 + 1));
+  CHECK(structural_hash(i * 4 + 1) == structural_hash(i * 4 + 1));
+}
+
+TEST_CASE("substitute replaces variables and keeps untouched nodes") {
+  Var i("i"), j("j");
+  Expr e = i * 8 + j;
+  Expr r = substitute(e, [&](const Var& v) { return v.same_as(i) ? Expr(3) : Expr(); });
+  CHECK(to_string(r) == "24 + j");
+  CHECK(uses_var(e, j));
+  CHECK_FALSE(uses_var(r, i));
+}
+
+TEST_CASE("builtins validate their arity") {
+  Var x("x", DataType::f32());
+  CHECK_THROWS_WITH_AS(call(Builtin::kExp2, {x, x}), doctest::Contains("T.exp2 takes 1 argument"),
+                       UserError);
+  CHECK(to_string(exp2(x)) == "T.exp2(x)");
+}
+
+}  // TEST_SUITE
