@@ -348,9 +348,13 @@ class Simplifier : public ExprMutator {
           r.add(atom, coef);
         }
       }
-      q.add_const(floor_div(f.constant, c));
-      r.add_const(floor_mod(f.constant, c));
-      bool gained = !q.terms.empty() || (mod && r.constant != f.constant);
+      // The identity is about exact integers: give up if a constant has no exact representative
+      // (an unsigned remainder above the signed range).
+      int64_t qc = floor_div(f.constant, c), rc = floor_mod(f.constant, c);
+      q.add_const(qc);
+      r.add_const(rc);
+      bool exact = q.constant == qc && r.constant == rc;
+      bool gained = exact && (!q.terms.empty() || (mod && r.constant != f.constant));
       auto rb = fitting_bound(analyzer_, r);
       if (gained && rb) {
         int64_t k = floor_div(rb->min, c);

@@ -302,6 +302,92 @@ void KernelBuilder::use_swizzle(int panel_size, bool column_major, SourceLoc loc
   emit(UseSwizzleNode::make(panel_size, column_major, std::move(loc)));
 }
 
+namespace {
+
+/// An ElementRef as an intrinsic argument: one element of a buffer.
+IntrinsicArg element_arg(const ElementRef& ref, const char* what) {
+  BufferRegion r = ref.region();
+  for (const Range& range : r.ranges) {
+    if (as_const_int(range.extent) != 1) {
+      user_error(std::string(what) + ": '" + r.buffer->name + "' is passed as a slice; an "
+                 "instruction operand is one element (the lane's first register or address)");
+    }
+  }
+  IntrinsicArg arg{r.buffer, {}, Expr()};
+  for (const Range& range : r.ranges) arg.indices.push_back(range.min);
+  return arg;
+}
+
+IntrinsicArg value_arg(Expr e) { return IntrinsicArg{Buffer(), {}, std::move(e)}; }
+
+}  // namespace
+
+void KernelBuilder::intrinsic(IntrinsicId id, std::vector<IntrinsicArg> args, SourceLoc loc) {
+  check_launched(("T." + intrinsic_info(id).name).c_str(), loc);
+  emit(IntrinsicCallNode::make(id, std::move(args), std::move(loc)));
+}
+
+void KernelBuilder::mma_m16n8k16(const ElementRef& d, const ElementRef& a, const ElementRef& b,
+                                 const ElementRef& c, SourceLoc loc) {
+  IntrinsicArg aa = element_arg(a, "T.mma_m16n8k16");
+  bool bf16 = aa.buffer->dtype == DataType::bf16();
+  intrinsic(bf16 ? IntrinsicId::kMmaM16N8K16BF16 : IntrinsicId::kMmaM16N8K16F16,
+            {element_arg(d, "T.mma_m16n8k16"), aa, element_arg(b, "T.mma_m16n8k16"),
+             element_arg(c, "T.mma_m16n8k16")},
+            std::move(loc));
+}
+
+void KernelBuilder::mfma(int m, const ElementRef& d, const ElementRef& a, const ElementRef& b,
+                         const ElementRef& c, SourceLoc loc) {
+  IntrinsicArg aa = element_arg(a, "T.mfma");
+  auto id = find_matrix_intrinsic(false, m, m, m == 32 ? 8 : 16, aa.buffer->dtype);
+  if (!id) {
+    user_error("T.mfma" + (loc.known() ? " at " + loc.str() : std::string()) + ": no MFMA "
+               "instruction for m = " + std::to_string(m) + " with " + aa.buffer->dtype.name() +
+               " inputs; use m = 16 (16x16x16) or 32 (32x32x8) with float16 or bfloat16");
+  }
+  intrinsic(*id, {element_arg(d, "T.mfma"), aa, element_arg(b, "T.mfma"), element_arg(c, "T.mfma")},
+            std::move(loc));
+}
+
+void KernelBuilder::ldmatrix(int num, bool trans, const ElementRef& dst, const ElementRef& src,
+                             SourceLoc loc) {
+  static const IntrinsicId plain[] = {IntrinsicId::kLdmatrixX1, IntrinsicId::kLdmatrixX2,
+                                      IntrinsicId::kLdmatrixX4};
+  static const IntrinsicId transposed[] = {IntrinsicId::kLdmatrixX1Trans,
+                                           IntrinsicId::kLdmatrixX2Trans,
+                                           IntrinsicId::kLdmatrixX4Trans};
+  int slot = num == 1 ? 0 : num == 2 ? 1 : num == 4 ? 2 : -1;
+  if (slot < 0) {
+    user_error("T.ldmatrix" + (loc.known() ? " at " + loc.str() : std::string()) + ": x" +
+               std::to_string(num) + " does not exist; load 1, 2 or 4 matrices");
+  }
+  intrinsic(trans ? transposed[slot] : plain[slot],
+            {element_arg(dst, "T.ldmatrix"), element_arg(src, "T.ldmatrix")}, std::move(loc));
+}
+
+void KernelBuilder::cp_async(const ElementRef& dst, const ElementRef& src, int bytes,
+                             Expr src_size, SourceLoc loc) {
+  IntrinsicId id = bytes == 4 ? IntrinsicId::kCpAsync4 : bytes == 8 ? IntrinsicId::kCpAsync8
+                                                                    : IntrinsicId::kCpAsync16;
+  if (bytes != 4 && bytes != 8 && bytes != 16) {
+    user_error("T.cp_async" + (loc.known() ? " at " + loc.str() : std::string()) + ": " +
+               std::to_string(bytes) + " bytes; cp.async copies 4, 8 or 16 bytes per thread");
+  }
+  if (!src_size.defined()) src_size = make_int(bytes);
+  intrinsic(id, {element_arg(dst, "T.cp_async"), element_arg(src, "T.cp_async"),
+                 value_arg(std::move(src_size))},
+            std::move(loc));
+}
+
+void KernelBuilder::cp_async_commit_group(SourceLoc loc) {
+  intrinsic(IntrinsicId::kCpAsyncCommitGroup, {}, std::move(loc));
+}
+
+void KernelBuilder::cp_async_wait_group(int n, SourceLoc loc) {
+  intrinsic(IntrinsicId::kCpAsyncWaitGroup, {value_arg(make_int(n))}, std::move(loc));
+}
+
 void KernelBuilder::emit(Stmt stmt) { frames_.back().push_back(std::move(stmt)); }
 
 Kernel KernelBuilder::finish() {

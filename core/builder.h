@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/intrinsics.h"
 #include "core/kernel.h"
 #include "core/op_atomic.h"
 #include "core/op_gemm.h"
@@ -180,6 +181,29 @@ class KernelBuilder {
   void sync_threads(SourceLoc loc = SourceLoc::here());
   /// T.use_swizzle(panel_size): block rasterisation.
   void use_swizzle(int panel_size, bool column_major = false, SourceLoc loc = SourceLoc::here());
+
+  // ---- Thread-level instructions (core/intrinsics.h) -----------------------------------------
+  /// Any instruction of the intrinsic table with its arguments in table order.
+  void intrinsic(IntrinsicId id, std::vector<IntrinsicArg> args, SourceLoc loc = SourceLoc::here());
+  /// `T.mma_m16n8k16_<f16|bf16>(D[..], A[..], B[..], C[..])`: D = A * B + C for one warp; each
+  /// argument is the lane's first register (f16 or bf16 inputs picked from A's dtype).
+  void mma_m16n8k16(const ElementRef& d, const ElementRef& a, const ElementRef& b,
+                    const ElementRef& c, SourceLoc loc = SourceLoc::here());
+  /// `T.mfma_<16x16x16|32x32x8>_<f16|bf16>(D, A, B, C)` on a wave64 (m = 16 or 32).
+  void mfma(int m, const ElementRef& d, const ElementRef& a, const ElementRef& b,
+            const ElementRef& c, SourceLoc loc = SourceLoc::here());
+  /// `T.ldmatrix_x<num>[_trans](dst[..], src[..])`: `num` (1, 2, 4) 8x8 matrices from shared
+  /// memory; `src` is the row this lane addresses.
+  void ldmatrix(int num, bool trans, const ElementRef& dst, const ElementRef& src,
+                SourceLoc loc = SourceLoc::here());
+  /// `T.cp_async_<bytes>(dst[..], src[..], src_size)`: an asynchronous copy of `bytes` (4, 8,
+  /// 16) from global to shared; `src_size` (default: bytes) bytes are read, the rest zero-filled.
+  void cp_async(const ElementRef& dst, const ElementRef& src, int bytes, Expr src_size = Expr(),
+                SourceLoc loc = SourceLoc::here());
+  /// `T.cp_async_commit_group()`.
+  void cp_async_commit_group(SourceLoc loc = SourceLoc::here());
+  /// `T.cp_async_wait_group(n)`: at most n groups stay pending.
+  void cp_async_wait_group(int n, SourceLoc loc = SourceLoc::here());
 
   /// Appends a statement (used by ElementRef for stores, and by front ends).
   void emit(Stmt stmt);

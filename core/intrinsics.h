@@ -92,9 +92,9 @@ struct IntrinsicOperand {
 
 /// One instruction.
 struct IntrinsicInfo {
-  IntrinsicId id;
+  IntrinsicId id{};
   std::string name;         ///< the kernel-language spelling: T.<name>(...)
-  IntrinsicFamily family;
+  IntrinsicFamily family{};
   int warp_size = 32;       ///< lanes that execute it together (per-thread instructions: 32)
   bool nvidia = true;       ///< NVIDIA instruction (else AMD)
   int m = 0, n = 0, k = 0;  ///< matrix shape (mma/MFMA: D is m x n, the reduction is k;

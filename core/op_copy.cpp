@@ -1,6 +1,9 @@
 // T.copy: validation, printing and reference semantics.
 #include "core/op_copy.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/expr_printer.h"
 
 namespace tessel {
@@ -95,6 +98,42 @@ TileOpRef CopyOp::map_exprs(const std::function<Expr(const Expr&)>& fn) const {
   return std::make_shared<CopyOp>(map_region(src_, fn), map_region(dst_, fn), loc());
 }
 
+namespace {
+
+/// Copies one contiguous run of `n` elements along the last dimension of both buffers, when
+/// both store whole bytes per element and agree on the dtype: in-bounds source elements are
+/// copied as bytes, source elements past the edge are zero bits (0 in every format), and
+/// destination elements past the edge are skipped.
+void copy_run(const TensorView& sv, TensorView& dv, const std::vector<int64_t>& si,
+              const std::vector<int64_t>& di, int64_t n) {
+  auto valid = [](const TensorView& v, const std::vector<int64_t>& start, int64_t len) {
+    // The sub-interval [lo, hi) of positions 0..len whose index lies inside the buffer.
+    for (size_t d = 0; d + 1 < start.size(); ++d) {
+      if (start[d] < 0 || start[d] >= v.shape[d]) return std::pair<int64_t, int64_t>{0, 0};
+    }
+    int64_t first = start.back(), extent = v.shape.back();
+    int64_t lo = std::clamp<int64_t>(-first, 0, len), hi = std::clamp<int64_t>(extent - first, 0, len);
+    return std::pair<int64_t, int64_t>{lo, std::max(lo, hi)};
+  };
+  auto [slo, shi] = valid(sv, si, n);
+  auto [dlo, dhi] = valid(dv, di, n);
+  if (dlo >= dhi) return;
+  int64_t bytes = dv.dtype.storage_bits() / 8;
+  auto offset = [&](const TensorView& v, const std::vector<int64_t>& start, int64_t p) {
+    int64_t f = 0;
+    for (size_t d = 0; d < start.size(); ++d) f = f * v.shape[d] + (d + 1 == start.size() ? start[d] + p : start[d]);
+    return f * bytes;
+  };
+  int64_t clo = std::max(slo, dlo), chi = std::min(shi, dhi);
+  uint8_t* dst = dv.data;
+  if (clo < chi) std::memcpy(dst + offset(dv, di, clo), sv.data + offset(sv, si, clo), (chi - clo) * bytes);
+  if (dlo < std::min(clo, dhi)) std::memset(dst + offset(dv, di, dlo), 0, (std::min(clo, dhi) - dlo) * bytes);
+  int64_t zlo = std::max(dlo, clo < chi ? chi : dlo);
+  if (zlo < dhi) std::memset(dst + offset(dv, di, zlo), 0, (dhi - zlo) * bytes);
+}
+
+}  // namespace
+
 void CopyOp::run_reference(TileExec& exec) const {
   ConcreteRegion s = evaluate_region(src_, exec, *this);
   ConcreteRegion d = evaluate_region(dst_, exec, *this);
@@ -110,11 +149,28 @@ void CopyOp::run_reference(TileExec& exec) const {
   TensorView sv = exec.view(src_.buffer), dv = exec.view(dst_.buffer);
   bool same_type = sv.dtype == dv.dtype;
   std::vector<int64_t> si = s.min, di = d.min;
-  for_each_index(sq_s, [&](const std::vector<int64_t>& pos) {
+  auto place = [&](const std::vector<int64_t>& pos) {
     for (size_t k = 0; k < pos.size(); ++k) {
       si[sdims[k]] = s.min[sdims[k]] + pos[k];
       di[ddims[k]] = d.min[ddims[k]] + pos[k];
     }
+  };
+  // Fast path: rows contiguous in both buffers, same byte-sized dtype.
+  bool rows = !sq_s.empty() && same_type && sv.dtype.storage_bits() % 8 == 0 &&
+              sdims.back() == static_cast<int>(sv.shape.size()) - 1 &&
+              ddims.back() == static_cast<int>(dv.shape.size()) - 1;
+  if (rows) {
+    std::vector<int64_t> outer(sq_s.begin(), sq_s.end() - 1);
+    for_each_index(outer, [&](const std::vector<int64_t>& pos) {
+      std::vector<int64_t> full = pos;
+      full.push_back(0);
+      place(full);
+      copy_run(sv, dv, si, di, sq_s.back());
+    });
+    return;
+  }
+  for_each_index(sq_s, [&](const std::vector<int64_t>& pos) {
+    place(pos);
     if (!dv.in_bounds(di)) return;  // stores past the tensor's edge are dropped
     int64_t dflat = dv.flat(di);
     if (!sv.in_bounds(si)) {

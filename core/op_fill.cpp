@@ -26,10 +26,10 @@ TileOpRef FillOp::map_exprs(const std::function<Expr(const Expr&)>& fn) const {
 void FillOp::run_reference(TileExec& exec) const {
   ConcreteRegion r = evaluate_region(dst_, exec, *this);
   TensorView v = exec.view(dst_.buffer);
-  double x = exec.eval_value(value_);
+  uint64_t bits = encode(v.dtype, exec.eval_value(value_));
   std::vector<int64_t> idx = r.min;
   for (int64_t n = 0; n < r.size(); ++n) {
-    if (v.in_bounds(idx)) v.store(v.flat(idx), x);
+    if (v.in_bounds(idx)) v.store_raw(v.flat(idx), bits);
     for (size_t d = idx.size(); d-- > 0;) {
       if (++idx[d] < r.min[d] + r.extent[d]) break;
       idx[d] = r.min[d];

@@ -4,6 +4,7 @@
 #include <Eigen/Core>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "core/expr_printer.h"
 
@@ -45,6 +46,18 @@ void check_dim(const std::string& op, const char* what, const Buffer& x, size_t 
 using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatI = Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+/// Every f16 bit pattern's float value (256 KiB, built once): decoding a tile is then a lookup.
+const float* f16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(1 << 16);
+    for (uint32_t b = 0; b < t.size(); ++b) {
+      t[b] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(static_cast<uint16_t>(b)));
+    }
+    return t;
+  }();
+  return table.data();
+}
+
 /// Decodes a tile into a matrix; the common 16- and 32-bit float formats take a direct path.
 template <typename Mat>
 Mat read_matrix(const TensorView& v) {
@@ -57,12 +70,16 @@ Mat read_matrix(const TensorView& v) {
       std::memcpy(out, v.data, n * sizeof(float));
       return m;
     }
-    if (v.dtype == DataType::f16() || v.dtype == DataType::bf16()) {
-      const auto* bits = reinterpret_cast<const uint16_t*>(v.data);
-      bool half = v.dtype == DataType::f16();
+    const auto* bits = reinterpret_cast<const uint16_t*>(v.data);
+    if (v.dtype == DataType::f16()) {
+      const float* table = f16_table();
+      for (int64_t i = 0; i < n; ++i) out[i] = table[bits[i]];
+      return m;
+    }
+    if (v.dtype == DataType::bf16()) {  // bfloat16 is the top half of a float
       for (int64_t i = 0; i < n; ++i) {
-        out[i] = half ? static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits[i]))
-                      : static_cast<float>(Eigen::numext::bit_cast<Eigen::bfloat16>(bits[i]));
+        uint32_t word = static_cast<uint32_t>(bits[i]) << 16;
+        std::memcpy(&out[i], &word, sizeof word);
       }
       return m;
     }
@@ -82,12 +99,8 @@ void write_matrix(TensorView& v, const Mat& m) {
   for (int64_t i = 0; i < v.size(); ++i) v.store(i, static_cast<double>(m.data()[i]));
 }
 
-template <typename Mat>
-void multiply(const GemmOp& op, TileExec& exec) {
-  TensorView a = exec.view(op.A()), b = exec.view(op.B()), c = exec.view(op.C());
-  Mat A = read_matrix<Mat>(a), B = read_matrix<Mat>(b);
-  Mat C = op.options().clear_accum ? Mat::Zero(c.shape[0], c.shape[1]) : read_matrix<Mat>(c);
-  const GemmOptions& o = op.options();
+template <typename Mat, typename CMat>
+void accumulate(const GemmOptions& o, const Mat& A, const Mat& B, CMat& C) {
   if (o.transpose_A && o.transpose_B) {
     C.noalias() += A.transpose() * B.transpose();
   } else if (o.transpose_A) {
@@ -97,6 +110,23 @@ void multiply(const GemmOp& op, TileExec& exec) {
   } else {
     C.noalias() += A * B;
   }
+}
+
+template <typename Mat>
+void multiply(const GemmOp& op, TileExec& exec) {
+  TensorView a = exec.view(op.A()), b = exec.view(op.B()), c = exec.view(op.C());
+  Mat A = read_matrix<Mat>(a), B = read_matrix<Mat>(b);
+  const GemmOptions& o = op.options();
+  if constexpr (std::is_same_v<typename Mat::Scalar, float>) {
+    if (c.dtype == DataType::f32()) {  // accumulate in place in the fp32 accumulator
+      Eigen::Map<Mat> C(reinterpret_cast<float*>(c.data), c.shape[0], c.shape[1]);
+      if (o.clear_accum) C.setZero();
+      accumulate(o, A, B, C);
+      return;
+    }
+  }
+  Mat C = o.clear_accum ? Mat::Zero(c.shape[0], c.shape[1]) : read_matrix<Mat>(c);
+  accumulate(o, A, B, C);
   write_matrix(c, C);
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/expr_functor.h"
 #include "core/expr_printer.h"
+#include "core/intrinsics.h"
 #include "core/stmt_functor.h"
 #include "core/tile_op.h"
 
@@ -68,6 +69,9 @@ class StmtPrinter {
                          (op->column_major ? ", order=\"column\")" : ")"));
         break;
       }
+      case StmtKind::kIntrinsicCall:
+        line(indent, intrinsic_call_to_string(*s.as<IntrinsicCallNode>()));
+        break;
     }
   }
 

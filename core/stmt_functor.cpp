@@ -38,6 +38,12 @@ void StmtVisitor::visit_TileOpCall(const TileOpCallNode* op, const Stmt&) {
   });
 }
 void StmtVisitor::visit_UseSwizzle(const UseSwizzleNode*, const Stmt&) {}
+void StmtVisitor::visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt&) {
+  for (const IntrinsicArg& a : op->args) {
+    for (const Expr& i : a.indices) visit_expr(i);
+    if (a.value.defined()) visit_expr(a.value);
+  }
+}
 
 // ---- StmtMutator ------------------------------------------------------------------------------
 
@@ -90,6 +96,23 @@ Stmt StmtMutator::visit_TileOpCall(const TileOpCallNode* op, const Stmt&) {
   return TileOpCallNode::make(op->op->map_exprs([this](const Expr& e) { return mutate_expr(e); }));
 }
 Stmt StmtMutator::visit_UseSwizzle(const UseSwizzleNode*, const Stmt& s) { return s; }
+Stmt StmtMutator::visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt& s) {
+  std::vector<IntrinsicArg> args = op->args;
+  bool changed = false;
+  for (IntrinsicArg& a : args) {
+    for (Expr& i : a.indices) {
+      Expr m = mutate_expr(i);
+      changed |= !m.same_as(i);
+      i = m;
+    }
+    if (a.value.defined()) {
+      Expr m = mutate_expr(a.value);
+      changed |= !m.same_as(a.value);
+      a.value = m;
+    }
+  }
+  return changed ? IntrinsicCallNode::make(op->intrinsic, std::move(args), op->loc) : s;
+}
 
 // ---- Helpers ----------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/expr_functor.h"
+#include "verify/product_lemmas.h"
 
 namespace tessel {
 
@@ -35,11 +36,13 @@ ProofSession::ProofSession(const VarDomain& domain, std::vector<Var> local_vars,
     });
   }
   shared_ = std::make_unique<Z3ExprTranslator>(ctx_, *bounds_, width_, "");
+  shared_->log_products(&products_);
   for (const Var& v : shared_vars_) shared_->var(v);
 }
 
 Z3ExprTranslator& ProofSession::copy(const std::string& suffix, bool quantified) {
   auto tr = std::make_unique<Z3ExprTranslator>(ctx_, *bounds_, width_, suffix);
+  if (!quantified) tr->log_products(&products_);
   for (const Var& v : shared_vars_) tr->bind(v, shared_->var(v));
   copies_.push_back(std::move(tr));
   quantified_.push_back(quantified);
@@ -55,13 +58,25 @@ z3::check_result ProofSession::check(const z3::expr& goal, bool quantified) {
     for (const auto& s : copies_[k]->side_conditions()) all = all && s;
   }
   if (quantified && !general_) general_ = std::make_unique<z3::solver>(ctx_);
-  active_ = quantified ? general_.get() : &solver_;
-  active_->reset();
+  if (quantified) {
+    active_ = general_.get();
+    return solve(*active_, all);
+  }
+  active_ = &solver_;
+  if (!products_.empty()) {
+    z3::check_result abstracted = solve(solver_, abstract_products(ctx_, all, products_, width_));
+    if (abstracted == z3::unsat) return z3::unsat;
+  }
+  return solve(solver_, all);
+}
+
+z3::check_result ProofSession::solve(z3::solver& solver, const z3::expr& formula) {
+  solver.reset();
   z3::params p(ctx_);
   p.set("timeout", timeout_ms_);
-  active_->set(p);
-  active_->add(all);
-  return active_->check();
+  solver.set(p);
+  solver.add(formula);
+  return solver.check();
 }
 
 int64_t ProofSession::value(Z3ExprTranslator& tr, const Expr& e) {

@@ -40,7 +40,9 @@ class ProofSession {
   Z3ExprTranslator& shared() { return *shared_; }
 
   /// Checks `goal` together with the domain's facts and every (unquantified) translator's side
-  /// conditions. `quantified` goals go to Z3's general solver instead of the QF_BV one.
+  /// conditions. `quantified` goals go to Z3's general solver instead of the QF_BV one. With
+  /// non-linear products, a linear abstraction (verify/product_lemmas.h) is tried first: unsat
+  /// there is unsat here; otherwise the exact query decides.
   z3::check_result check(const z3::expr& goal, bool quantified = false);
   /// The model of the last sat check.
   z3::model model() { return active_->get_model(); }
@@ -62,11 +64,14 @@ class ProofSession {
   std::unique_ptr<Z3ExprTranslator> shared_;
   std::vector<std::unique_ptr<Z3ExprTranslator>> copies_;
   std::vector<bool> quantified_;
+  std::vector<ProductTerm> products_;
   std::vector<Expr> facts_;
   unsigned timeout_ms_;
   z3::solver solver_;
   std::unique_ptr<z3::solver> general_;
   z3::solver* active_ = &solver_;
+
+  z3::check_result solve(z3::solver& solver, const z3::expr& formula);
 };
 
 }  // namespace tessel

@@ -334,10 +334,15 @@ class Z3ExprTranslator::Visitor : public ExprFunctor<z3::expr> {
   }
   z3::expr visit_Add(const AddNode* op, const Expr&) override { return t_.bv(op->a) + t_.bv(op->b); }
   z3::expr visit_Sub(const SubNode* op, const Expr&) override { return t_.bv(op->a) - t_.bv(op->b); }
-  z3::expr visit_Mul(const MulNode* op, const Expr&) override {
+  z3::expr visit_Mul(const MulNode* op, const Expr& e) override {
     // Keep constants on the right: Z3 bit-blasts a constant factor as shifts and adds.
     if (as_const_int(op->a)) return t_.bv(op->b) * t_.bv(op->a);
-    return t_.bv(op->a) * t_.bv(op->b);
+    z3::expr a = t_.bv(op->a), b = t_.bv(op->b), p = a * b;
+    if (!as_const_int(op->b) && t_.products_) {
+      t_.products_->push_back({e.get(), &t_, a, b, p, t_.bounds_.bound(op->a),
+                               t_.bounds_.bound(op->b), t_.bounds_.bound(e)});
+    }
+    return p;
   }
   z3::expr visit_FloorDiv(const FloorDivNode* op, const Expr&) override {
     if (auto c = as_const_int(op->b); c && *c > 0) {

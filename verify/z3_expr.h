@@ -82,6 +82,15 @@ class IndexBounds {
   std::unordered_set<const ExprNode*> wrapping_;  ///< nodes that may wrap, or contain one
 };
 
+/// One product of two non-constant operands as translated: the exact term and what is known of
+/// its operands (for the linear lemmas of verify/product_lemmas.h).
+struct ProductTerm {
+  const ExprNode* node;  ///< the Mul node it came from
+  const void* copy;      ///< the translator (copy of the variables) that produced it
+  z3::expr a, b, product;
+  IntBound a_bound, b_bound, product_bound;
+};
+
 /// Translates integer expressions to Z3 bit-vector terms of one fixed width (boolean expressions
 /// to Z3 booleans). Variables map to the terms bound with `bind` (or to a fresh constant named
 /// after the variable plus `suffix` the first time one is met). Quotients of constant divisions
@@ -118,6 +127,8 @@ class Z3ExprTranslator {
   z3::context& ctx() { return ctx_; }
   /// A bit-vector literal of this width.
   z3::expr constant(int64_t value);
+  /// Where to record every product of two non-constant operands (nullptr: nowhere).
+  void log_products(std::vector<ProductTerm>* log) { products_ = log; }
 
  private:
   class Visitor;
@@ -134,6 +145,7 @@ class Z3ExprTranslator {
   std::unordered_map<const ExprNode*, std::unordered_map<int64_t, z3::expr>> quotients_;
   std::vector<z3::expr> side_;
   std::vector<z3::expr> created_;
+  std::vector<ProductTerm>* products_ = nullptr;
   int fresh_ = 0;
 };
 

@@ -1,0 +1,117 @@
+// The hardware models of one thread block: its shared memory (bank wavefronts, races between
+// barriers, uninitialised reads, cp.async destinations in flight), its threads' registers
+// (uninitialised reads), its view of global memory (sectors, cross-block races), its barriers
+// and its asynchronous copies. The interpreter presents one warp-wide request per instruction:
+//
+//   Resolved r = sim.resolve(req);   // bounds at the logical shape -> flat element per lane
+//   ... read or write the elements of the lanes in r.ok ...
+//   sim.observe(req, r, same_value); // counters and detectors
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/async_copies.h"
+#include "sim/findings.h"
+#include "sim/sim_run.h"
+#include "sim/sim_types.h"
+
+namespace tessel::sim {
+
+/// A warp's state at the end of a barrier round: waiting at a barrier site, or finished.
+struct Arrival {
+  int warp = 0;
+  int site = -1;      ///< the barrier it waits at; -1 when the warp has finished
+  uint64_t mask = 0;  ///< lanes that arrived
+  uint64_t live = 0;  ///< lanes the warp has
+};
+
+class BlockSim {
+ public:
+  BlockSim(SimRun& run, uint32_t block_linear, int threads);
+
+  /// Registers a shared buffer (shape per block) or a local one (shape per thread); ids follow
+  /// the global ones. Shared buffers start uninitialised.
+  int add_buffer(BufferDesc desc);
+  const BufferDesc& buffer(int id) const {
+    return id < num_globals_ ? run_.global(id) : buffers_[id - num_globals_].desc;
+  }
+
+  /// Checks every active lane's run of elements against the buffer's logical shape (oob finding
+  /// for those outside; they are dropped from `ok`) and computes flat element indices.
+  Resolved resolve(const WarpRequest& req);
+  /// Counts the request (shared: bank wavefronts; global: sectors and lines) and runs the
+  /// detectors for the lanes in `r.ok`. For stores, bit l of `same_value` says lane l wrote the
+  /// value the element already held (a same-value write is benign).
+  void observe(const WarpRequest& req, const Resolved& r, uint64_t same_value = 0);
+
+  /// One barrier round: every warp either waits at a barrier or has finished. Records
+  /// barrier_divergence when warps wait at different barriers, lanes of a warp are missing, or
+  /// some warps finished while others wait; then starts a new barrier interval.
+  void barrier(const std::vector<Arrival>& arrivals);
+  /// A warp-collective instruction (mma, ldmatrix) executed by only `mask` of `live` lanes.
+  void partial_warp(int warp, int site, uint64_t mask, uint64_t live, int first_thread);
+  /// A shuffle in which `thread` reads lane `src_lane`, which is inactive (undefined value).
+  void inactive_shuffle_source(int site, int thread, int src_lane);
+
+  /// cp.async: queues `cells` for elements [flat, flat + n) of shared buffer `buffer`, marking
+  /// them in flight.
+  void async_issue(int thread, int site, int buffer, int64_t flat, std::vector<uint64_t> cells);
+  void async_commit(int thread);
+  /// cp.async.wait_group n: the copies that land now (the caller writes their data); the
+  /// detectors see them as stores by the issuing thread.
+  std::vector<AsyncCopy> async_wait(int thread, int n);
+  /// Every copy still in flight (end of the block); landed without detector checks.
+  std::vector<AsyncCopy> async_drain();
+
+  const std::vector<Counters>& counters() const { return per_site_; }
+  const FindingLog& findings() const { return findings_; }
+  uint32_t block_linear() const { return block_; }
+  /// Barrier intervals so far (starts at 1).
+  uint32_t epoch() const { return epoch_; }
+
+ private:
+  /// Shadow state of one shared-memory element.
+  struct Cell {
+    uint32_t w_epoch = 0, r_epoch = 0;  ///< interval of the last write / read (0: never)
+    int32_t writer = -1, reader = -1, reader2 = -1;
+    int32_t w_site = -1, r_site = -1, r_site2 = -1;
+    uint16_t pending = 0;   ///< cp.async copies in flight onto this element
+    int16_t async_site = -1;
+    int32_t async_thread = -1;
+    bool init = false;
+  };
+  struct BlockBuffer {
+    BufferDesc desc;
+    std::vector<Cell> cells;     ///< shared buffers
+    std::vector<uint8_t> init;   ///< local buffers: [thread * size + flat]
+    int64_t size = 0;
+  };
+
+  void count(const WarpRequest& req, const Resolved& r, const BufferDesc& desc);
+  void check_shared(const WarpRequest& req, const Resolved& r, BlockBuffer& b, uint64_t same);
+  void check_local(const WarpRequest& req, const Resolved& r, BlockBuffer& b);
+  void check_global(const WarpRequest& req, const Resolved& r, const BufferDesc& desc,
+                    uint64_t same);
+  void shared_store(BlockBuffer& b, int64_t e, int thread, int site, bool same);
+  std::string thread_words(int thread) const;
+  std::string site_words(int site) const;
+  int lane_vector(const WarpRequest& req, int lane) const {
+    return req.lane_vector ? req.lane_vector[lane] : req.vector;
+  }
+
+  SimRun& run_;
+  uint32_t block_;
+  std::vector<int64_t> block_index_;
+  int threads_;
+  int warp_size_;
+  int num_globals_;
+  uint32_t epoch_ = 1;
+  std::vector<BlockBuffer> buffers_;
+  std::vector<Counters> per_site_;
+  FindingLog findings_;
+  AsyncCopyEngine async_;
+};
+
+}  // namespace tessel::sim

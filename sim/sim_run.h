@@ -1,0 +1,80 @@
+// One simulated launch: the options and sites every block shares, the global buffers with their
+// cross-block shadow, and the results merged from every block into one report.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/bank_rules.h"
+#include "sim/findings.h"
+#include "sim/global_shadow.h"
+#include "sim/sim_types.h"
+
+namespace tessel::sim {
+
+struct SimOptions {
+  BankModel banks = BankModel::nvidia();  ///< bank geometry and phase rules; warp size
+  bool detectors = true;  ///< races, uninitialised reads, async races (bounds are always checked)
+  bool counters = true;   ///< bank wavefronts and global sectors
+};
+
+/// The merged result of a launch.
+struct SimReport {
+  int warp_size = 32;
+  Counters total;
+  std::vector<Site> sites;
+  std::vector<Counters> per_site;  ///< indexed like `sites`
+  std::vector<Finding> findings;   ///< in block order, then order of occurrence
+  int64_t blocks = 0;
+
+  /// True when a finding that is not benign was made.
+  bool has_errors() const;
+  /// Findings of one kind.
+  std::vector<const Finding*> of_kind(FindingKind kind) const;
+  /// The terminal report: a table per site (requests, wavefronts, ideal, conflicts, sectors)
+  /// and the findings.
+  std::string text() const;
+};
+
+class BlockSim;
+
+class SimRun {
+ public:
+  SimRun(SimOptions options, std::vector<Site> sites);
+
+  /// Registers a global tensor (before any block starts); ids are dense from 0.
+  int add_global(BufferDesc desc);
+  int num_globals() const { return static_cast<int>(globals_.size()); }
+  const BufferDesc& global(int id) const { return globals_[id]; }
+  const SimOptions& options() const { return options_; }
+  const std::vector<Site>& sites() const { return sites_; }
+  GlobalShadow& shadow() { return shadow_; }
+  /// "block (1, 0)" for a linear block id (set by set_grid).
+  std::vector<int64_t> block_index(uint32_t linear) const;
+  /// The grid, for naming blocks: linear id = x + gx * (y + gy * z).
+  void set_grid(std::vector<int64_t> grid) { grid_ = std::move(grid); }
+
+  /// Adds a finished block's counters and findings (thread-safe).
+  void absorb(const BlockSim& block);
+  /// The merged report (after every block was absorbed): findings in block-id order.
+  SimReport report() const;
+
+ private:
+  SimOptions options_;
+  std::vector<Site> sites_;
+  std::vector<BufferDesc> globals_;
+  std::vector<int64_t> grid_;
+  GlobalShadow shadow_;
+  mutable std::mutex lock_;
+  std::vector<Counters> per_site_;
+  std::map<uint32_t, FindingLog> block_findings_;
+  int64_t blocks_ = 0;
+};
+
+/// "(1, 0)".
+std::string block_string(const std::vector<int64_t>& index);
+
+}  // namespace tessel::sim
