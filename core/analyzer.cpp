@@ -106,11 +106,10 @@ IntBound floordiv_bound(DataType t, IntBound a, IntBound b) {
 IntBound floormod_bound(DataType t, IntBound a, IntBound b) {
   if (b.min == b.max && b.min >= 1 && a.bounded()) {
     int64_t k = floor_div(a.min, b.min);
-    if (k == floor_div(a.max, b.min)) {  // x - k*b is small; compute it modulo 2^64
-      auto shifted = [&](int64_t x) {
-        return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(k) * static_cast<uint64_t>(b.min));
-      };
-      return {shifted(a.min), shifted(a.max)};
+    if (k == floor_div(a.max, b.min)) {  // x - k*b is small: compute it modulo 2^64
+      uint64_t kb = static_cast<uint64_t>(k) * static_cast<uint64_t>(b.min);
+      return {static_cast<int64_t>(static_cast<uint64_t>(a.min) - kb),
+              static_cast<int64_t>(static_cast<uint64_t>(a.max) - kb)};
     }
   }
   std::optional<IntBound> out;
@@ -149,7 +148,9 @@ IntBound bitwise_bound(ExprKind k, DataType t, IntBound a, IntBound b) {
       if (b_nonneg) return {0, b.max};
       return dtype_range(t);
     case ExprKind::kBitOr:
-      if (a_nonneg && b_nonneg) return {std::max(a.min, b.min), all_ones_above(std::max(a.max, b.max))};
+      if (a_nonneg && b_nonneg) {
+        return {std::max(a.min, b.min), all_ones_above(std::max(a.max, b.max))};
+      }
       return dtype_range(t);
     case ExprKind::kBitXor:
       if (a_nonneg && b_nonneg) return {0, all_ones_above(std::max(a.max, b.max))};
@@ -172,7 +173,7 @@ IntBound shift_bound(ExprKind k, DataType t, IntBound a, IntBound b) {
 
 struct Analyzer::Impl {
   struct VarInfo {
-    Var var;  // keeps the node alive so its address is never reused while recorded here
+    Expr var;  // keeps the node alive so its address is never reused while recorded here
     IntBound bound;
   };
   struct Saved {
@@ -188,8 +189,9 @@ struct Analyzer::Impl {
     return it != vars.end() ? it->second.bound : dtype_range(v->dtype);
   }
 
-  /// Intersects v's range with `b`, remembering the old range in the innermost scope.
-  void tighten(const Var& v, IntBound b) {
+  /// Intersects the range of variable `v` with `b`, remembering the old range in the innermost
+  /// scope.
+  void tighten(const Expr& v, IntBound b) {
     const auto* key = static_cast<const VarNode*>(v.get());
     auto it = vars.find(key);
     std::optional<VarInfo> old;
@@ -231,7 +233,9 @@ class BoundEvaluator : public ExprFunctor<IntBound> {
   }
 
  protected:
-  IntBound visit_IntImm(const IntImmNode* op, const Expr&) override { return {op->value, op->value}; }
+  IntBound visit_IntImm(const IntImmNode* op, const Expr&) override {
+    return {op->value, op->value};
+  }
   IntBound visit_Var(const VarNode* op, const Expr&) override { return impl_.var_bound(op); }
   IntBound visit_Add(const AddNode* op, const Expr&) override {
     IntBound a = bound(op->a), b = bound(op->b);
@@ -282,10 +286,10 @@ class BoundEvaluator : public ExprFunctor<IntBound> {
   }
 
   // Comparisons and logic are 0 or 1; decided by the operands' intervals where they can be.
-  IntBound visit_LT(const LTNode* op, const Expr&) override { return less(op->a, op->b, 0); }
-  IntBound visit_LE(const LENode* op, const Expr&) override { return less(op->a, op->b, 1); }
-  IntBound visit_GT(const GTNode* op, const Expr&) override { return less(op->b, op->a, 0); }
-  IntBound visit_GE(const GENode* op, const Expr&) override { return less(op->b, op->a, 1); }
+  IntBound visit_LT(const LTNode* op, const Expr&) override { return less(op->a, op->b, false); }
+  IntBound visit_LE(const LENode* op, const Expr&) override { return less(op->a, op->b, true); }
+  IntBound visit_GT(const GTNode* op, const Expr&) override { return less(op->b, op->a, false); }
+  IntBound visit_GE(const GENode* op, const Expr&) override { return less(op->b, op->a, true); }
   IntBound visit_EQ(const EQNode* op, const Expr&) override { return equal(op->a, op->b, true); }
   IntBound visit_NE(const NENode* op, const Expr&) override { return equal(op->a, op->b, false); }
   IntBound visit_And(const AndNode* op, const Expr&) override {
@@ -307,8 +311,8 @@ class BoundEvaluator : public ExprFunctor<IntBound> {
  private:
   static constexpr IntBound kBool{0, 1};
 
-  /// Bound of `a < b` (or `a <= b` when or_equal is 1).
-  IntBound less(const Expr& a, const Expr& b, int64_t or_equal) {
+  /// Bound of `a < b`, or of `a <= b` when or_equal.
+  IntBound less(const Expr& a, const Expr& b, bool or_equal) {
     if (!a.dtype().is_integral() || !b.dtype().is_integral()) return kBool;
     IntBound x = bound(a), y = bound(b);
     if (x.max < y.min || (or_equal && x.max <= y.min)) return {1, 1};
@@ -388,14 +392,14 @@ void assume(Analyzer& analyzer, Analyzer::Impl& impl, const Expr& cond) {
     return;
   }
   if (cond.as<VarNode>() && cond.dtype().is_bool()) {
-    impl.tighten(static_cast<const Var&>(cond), {1, 1});
+    impl.tighten(cond, {1, 1});
     return;
   }
   ExprKind kind = cond.kind();
   Expr lhs, rhs;
   if (const auto* n = cond.as<NotNode>()) {
     if (n->a.as<VarNode>() && n->a.dtype().is_bool()) {
-      impl.tighten(static_cast<const Var&>(n->a), {0, 0});
+      impl.tighten(n->a, {0, 0});
       return;
     }
     const auto* c = dynamic_cast<const CompareNode*>(n->a.get());
@@ -423,7 +427,7 @@ void assume(Analyzer& analyzer, Analyzer::Impl& impl, const Expr& cond) {
       case ExprKind::kEQ: b = o; break;
       default: return;
     }
-    impl.tighten(static_cast<const Var&>(var), b);
+    impl.tighten(var, b);
   };
   apply(lhs, kind, rhs);
   apply(rhs, mirrored(kind), lhs);

@@ -105,7 +105,7 @@ Expr to_expr(const Affine& a) {
   }
   bool constant_done = a.constant == 0;
   if (!acc.defined() && has_negative) {
-    int64_t lead = a.constant < 0 && a.dtype.is_uint() ? wrap_int(a.dtype, a.constant) : a.constant;
+    int64_t lead = a.dtype.is_uint() ? wrap_int(a.dtype, a.constant) : a.constant;
     constant_done = lead >= 0;
     acc = lit(constant_done ? lead : 0);
   }
@@ -134,7 +134,9 @@ std::optional<IntBound> exact_bound(Analyzer& analyzer, const Affine& a) {
       return std::nullopt;
     }
     if (x > y) std::swap(x, y);
-    if (__builtin_add_overflow(lo, x, &lo) || __builtin_add_overflow(hi, y, &hi)) return std::nullopt;
+    if (__builtin_add_overflow(lo, x, &lo) || __builtin_add_overflow(hi, y, &hi)) {
+      return std::nullopt;
+    }
   }
   return IntBound{lo, hi};
 }
@@ -229,7 +231,8 @@ class Simplifier : public ExprMutator {
   Expr visit_BitAnd(const BitAndNode* op, const Expr&) override {
     Expr a = visit(op->a), b = visit(op->b);
     // x & (2^k - 1) == x when 0 <= x < 2^k.
-    if (auto m = as_const_int(b); m && *m >= 0 && ((*m + 1) & *m) == 0) {
+    auto m = as_const_int(b);
+    if (m && *m >= 0 && ((static_cast<uint64_t>(*m) + 1) & static_cast<uint64_t>(*m)) == 0) {
       IntBound x = analyzer_.const_int_bound(a);
       if (x.min >= 0 && x.max <= *m) return a;
     }

@@ -9,7 +9,12 @@ namespace tessel {
 namespace {
 
 std::string dims(int64_t rows, int64_t cols) {
-  return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
+  std::string s = "(";
+  s += std::to_string(rows);
+  s += ", ";
+  s += std::to_string(cols);
+  s += ")";
+  return s;
 }
 
 void require_positive(const char* what, int64_t rows, int64_t cols) {
@@ -36,7 +41,8 @@ Layout tilelang_swizzle(const char* name, int64_t rows, int64_t cols, DataType d
   if (cols % (nb * vec) != 0) {
     user_error(std::string(name) + dims(rows, cols) + " for " + dtype.name() + ": cols (" +
                std::to_string(cols) + ") must be a multiple of " + std::to_string(nb * vec) +
-               " elements (" + std::to_string(nb * 16) + " bytes); use a smaller swizzle or "
+               " elements (" + std::to_string(nb * 16) +
+               " bytes); use a smaller swizzle or "
                "padded(...)");
   }
   return Layout::from_fn({rows, cols}, [&](const std::vector<Var>& v) {
@@ -64,14 +70,16 @@ Fragment ldmatrix(int matrices, DataType dtype, bool trans) {
   std::string what = "ldmatrix_x" + std::to_string(matrices);
   int bits = dtype.storage_bits();
   if (dtype.lanes != 1 || (bits != 8 && bits != 16 && bits != 32)) {
-    user_error(what + " moves 8x8 matrices of 16-bit words; the element type must be 8, 16 or 32 "
-               "bits, not " + dtype.name());
+    user_error(what +
+               " moves 8x8 matrices of 16-bit words; the element type must be 8, 16 or 32 "
+               "bits, not " +
+               dtype.name());
   }
   if (trans && bits != 16) {
     user_error(what + "(trans=True) transposes 16-bit elements only, not " + dtype.name());
   }
-  int64_t per_reg = 32 / bits;   // elements in one 32-bit register
-  int64_t width = 128 / bits;    // elements in one 16-byte row
+  int64_t per_reg = 32 / bits;  // elements in one 32-bit register
+  int64_t width = 128 / bits;   // elements in one 16-byte row
   int64_t rows = 8 * matrices;
   return Fragment::from_fn({rows, width}, [&](const std::vector<Var>& v, const Var&) {
     Expr i = v[0], j = v[1];
@@ -118,13 +126,14 @@ Layout cute_swizzle(int B, int M, int S, int64_t size) {
   std::string what = "swizzle(" + std::to_string(B) + ", " + std::to_string(M) + ", " +
                      std::to_string(S) + ", " + std::to_string(size) + ")";
   if (B < 0 || M < 0 || S < B || B + M + S > 30) {
-    user_error(what + ": needs B >= 0, M >= 0, S >= B (so the XOR reads bits it does not write) "
+    user_error(what +
+               ": needs B >= 0, M >= 0, S >= B (so the XOR reads bits it does not write) "
                "and B + M + S <= 30");
   }
   int64_t period = int64_t{1} << (B + M + S);
   if (size < 1 || size % period != 0) {
-    user_error(what + ": size must be a positive multiple of 2^(B+M+S) = " +
-               std::to_string(period));
+    user_error(what +
+               ": size must be a positive multiple of 2^(B+M+S) = " + std::to_string(period));
   }
   int64_t mask = ((int64_t{1} << B) - 1) << (M + S);
   return Layout::from_fn({size}, [&](const std::vector<Var>& v) {
@@ -220,8 +229,7 @@ Fragment mfma_32x32x8_d(DataType dtype) {
   require_dtype("mfma_32x32x8_d", dtype, {DataType::f32()});
   return Fragment::from_fn({32, 32}, [](const std::vector<Var>& v, const Var&) {
     Expr i = v[0];
-    return std::pair(v[1] + floormod(floordiv(i, 4), 2) * 32,
-                     floordiv(i, 8) * 4 + floormod(i, 4));
+    return std::pair(v[1] + floormod(floordiv(i, 4), 2) * 32, floordiv(i, 8) * 4 + floormod(i, 4));
   });
 }
 

@@ -35,9 +35,10 @@ Layout swizzle_32b(int64_t rows, int64_t cols, DataType dtype);
 Layout swizzle_64b(int64_t rows, int64_t cols, DataType dtype);
 Layout swizzle_128b(int64_t rows, int64_t cols, DataType dtype);
 
-/// CuTe's `Swizzle<B, M, S>` on a 1-D range [0, size): x ^ ((x & (((1 << B) - 1) << (M + S))) >> S).
+/// CuTe's `Swizzle<B, M, S>` on a 1-D range [0, size):
+///   x ^ ((x & (((1 << B) - 1) << (M + S))) >> S).
 /// Requires: B >= 0, M >= 0, S >= B (so the map is an involution), size a multiple of
-/// 2^(B + M + S) (user error otherwise).
+/// 2^(B+M+S) (user error otherwise).
 Layout cute_swizzle(int B, int M, int S, int64_t size);
 
 /// The swizzle TileLang picks for one gemm operand staged in shared memory on sm80 (mma.sync):

@@ -6,6 +6,7 @@
 
 #include "core/buffer.h"
 #include "core/error.h"
+#include "core/int_eval.h"
 
 namespace tessel {
 
@@ -63,11 +64,17 @@ bool is_imm(const Expr& e) {
 
 /// The common type of two operands: a literal takes the other side's type; otherwise floats win
 /// over integers and the wider type wins.
+/// True when an integer literal's value survives conversion to `t`.
+bool fits(const Expr& imm, DataType t) {
+  auto c = as_const_int(imm);
+  return !c || !t.is_integral() || wrap_int(t, *c) == *c;
+}
+
 DataType common_type(const Expr& a, const Expr& b) {
   DataType ta = a.dtype(), tb = b.dtype();
   if (ta == tb) return ta;
-  if (is_imm(b) && !(tb.is_float() && !ta.is_float())) return ta;
-  if (is_imm(a) && !(ta.is_float() && !tb.is_float())) return tb;
+  if (is_imm(b) && !(tb.is_float() && !ta.is_float()) && fits(b, ta)) return ta;
+  if (is_imm(a) && !(ta.is_float() && !tb.is_float()) && fits(a, tb)) return tb;
   if (ta.is_float() != tb.is_float()) return ta.is_float() ? ta : tb;
   if (ta.bits != tb.bits) return ta.bits > tb.bits ? ta : tb;
   return ta.is_uint() ? tb : ta;  // int beats uint of the same width, bool loses to both
@@ -82,17 +89,12 @@ void require_defined(const Expr& e, const char* op) {
 /// Folds integer arithmetic on two literals, Python semantics; nullopt when not foldable.
 std::optional<int64_t> fold_int(ExprKind k, int64_t a, int64_t b) {
   switch (k) {
-    case ExprKind::kAdd: return a + b;
-    case ExprKind::kSub: return a - b;
-    case ExprKind::kMul: return a * b;
-    case ExprKind::kFloorDiv:
-      if (b == 0) return std::nullopt;
-      return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
-    case ExprKind::kFloorMod: {
-      if (b == 0) return std::nullopt;
-      int64_t r = a % b;
-      return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-    }
+    // Wrapping arithmetic: the result is then wrapped to the operands' dtype by the caller.
+    case ExprKind::kAdd: return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+    case ExprKind::kSub: return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+    case ExprKind::kMul: return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+    case ExprKind::kFloorDiv: return b == 0 ? std::nullopt : std::optional(floor_div(a, b));
+    case ExprKind::kFloorMod: return b == 0 ? std::nullopt : std::optional(floor_mod(a, b));
     case ExprKind::kMin: return std::min(a, b);
     case ExprKind::kMax: return std::max(a, b);
     case ExprKind::kBitAnd: return a & b;
@@ -228,7 +230,8 @@ Expr operator-(Expr a, Expr b) { return SubNode::make(std::move(a), std::move(b)
 Expr operator-(Expr a) {
   if (auto c = as_const_int(a)) return IntImmNode::make(a.dtype(), -*c);
   if (const auto* f = a.as<FloatImmNode>()) return FloatImmNode::make(a.dtype(), -f->value);
-  return SubNode::make(make_const(a.dtype(), 0), std::move(a));
+  Expr zero = make_const(a.dtype(), 0);
+  return SubNode::make(zero, a);
 }
 Expr operator*(Expr a, Expr b) { return MulNode::make(std::move(a), std::move(b)); }
 Expr operator/(Expr a, Expr b) {

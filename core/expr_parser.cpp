@@ -1,6 +1,8 @@
 // The precedence-climbing parser of Python expressions into tessel::Expr (see expr_parser.h).
 #include "core/expr_parser.h"
 
+#include <climits>
+#include <initializer_list>
 #include <limits>
 
 #include "core/error.h"
@@ -27,9 +29,11 @@ class Parser {
       const Token& at = cur_.next();
       Expr cond = or_test();
       if (!cur_.accept_name("else")) {
-        cur_.error_at(cur_.peek(), "expected 'else' to finish the conditional expression started "
-                                   "at column " + std::to_string(at.column) + ", found " +
-                                       TokenCursor::describe(cur_.peek()));
+        cur_.error_at(cur_.peek(),
+                      "expected 'else' to finish the conditional expression started "
+                      "at column " +
+                          std::to_string(at.column) + ", found " +
+                          TokenCursor::describe(cur_.peek()));
       }
       Expr other = expression();
       return if_then_else(cond, value, other);
@@ -57,8 +61,8 @@ class Parser {
 
   static bool is_compare(const Token& t) {
     if (t.kind != TokenKind::kOp) return false;
-    return t.text == "<" || t.text == ">" || t.text == "<=" || t.text == ">=" ||
-           t.text == "==" || t.text == "!=";
+    return t.text == "<" || t.text == ">" || t.text == "<=" || t.text == ">=" || t.text == "==" ||
+           t.text == "!=";
   }
 
   Expr comparison() {
@@ -83,68 +87,59 @@ class Parser {
     return result.defined() ? result : left;
   }
 
-  Expr bit_or() {
-    Expr a = bit_xor();
-    while (cur_.accept_op("|")) a = a | bit_xor();
-    return a;
-  }
+  using Operand = Expr (Parser::*)();
+  using Combine = Expr (*)(Expr, Expr);
+  struct BinaryOp {
+    const char* symbol;
+    Combine combine;
+  };
 
-  Expr bit_xor() {
-    Expr a = bit_and();
-    while (cur_.accept_op("^")) a = a ^ bit_and();
-    return a;
-  }
-
-  Expr bit_and() {
-    Expr a = shift();
-    while (cur_.accept_op("&")) a = a & shift();
-    return a;
-  }
-
-  Expr shift() {
-    Expr a = arith();
+  /// One left-associative precedence level: operands from `next`, joined by `ops`. A
+  /// construction error (division by the constant zero, a float operand of `//`) is reported at
+  /// the operator.
+  Expr binary_level(Operand next, std::initializer_list<BinaryOp> ops) {
+    Expr a = (this->*next)();
     while (true) {
-      if (cur_.accept_op("<<")) {
-        a = a << arith();
-      } else if (cur_.accept_op(">>")) {
-        a = a >> arith();
-      } else {
-        return a;
+      const BinaryOp* found = nullptr;
+      for (const BinaryOp& op : ops) {
+        if (cur_.at_op(op.symbol)) found = &op;
+      }
+      if (!found) return a;
+      Token at = cur_.next();
+      Expr b = (this->*next)();
+      try {
+        a = found->combine(a, b);
+      } catch (const UserError& e) {
+        cur_.error_at(at, e.what());
       }
     }
   }
 
-  Expr arith() {
-    Expr a = term();
-    while (true) {
-      if (cur_.accept_op("+")) {
-        a = a + term();
-      } else if (cur_.accept_op("-")) {
-        a = a - term();
-      } else {
-        return a;
-      }
-    }
-  }
+  static Expr op_or(Expr a, Expr b) { return a | b; }
+  static Expr op_xor(Expr a, Expr b) { return a ^ b; }
+  static Expr op_and(Expr a, Expr b) { return a & b; }
+  static Expr op_shl(Expr a, Expr b) { return a << b; }
+  static Expr op_shr(Expr a, Expr b) { return a >> b; }
+  static Expr op_add(Expr a, Expr b) { return a + b; }
+  static Expr op_sub(Expr a, Expr b) { return a - b; }
+  static Expr op_mul(Expr a, Expr b) { return a * b; }
+  static Expr op_floordiv(Expr a, Expr b) { return floordiv(a, b); }
+  static Expr op_floormod(Expr a, Expr b) { return floormod(a, b); }
+  static Expr op_div(Expr a, Expr b) { return DivNode::make(a, b); }
+
+  Expr bit_or() { return binary_level(&Parser::bit_xor, {{"|", op_or}}); }
+  Expr bit_xor() { return binary_level(&Parser::bit_and, {{"^", op_xor}}); }
+  Expr bit_and() { return binary_level(&Parser::shift, {{"&", op_and}}); }
+  Expr shift() { return binary_level(&Parser::arith, {{"<<", op_shl}, {">>", op_shr}}); }
+  Expr arith() { return binary_level(&Parser::term, {{"+", op_add}, {"-", op_sub}}); }
 
   Expr term() {
-    Expr a = factor();
-    while (true) {
-      const Token& t = cur_.peek();
-      if (cur_.accept_op("*")) {
-        a = a * factor();
-      } else if (cur_.accept_op("//")) {
-        a = floordiv(a, factor());
-      } else if (cur_.accept_op("%")) {
-        a = floormod(a, factor());
-      } else if (cur_.accept_op("/")) {
-        a = DivNode::make(a, factor());
-      } else if (cur_.at_op("@")) {
-        cur_.error_at(t, "matrix multiplication '@' is not an index operation");
-      } else {
-        return a;
-      }
+    Expr a = binary_level(&Parser::factor,
+                          {{"*", op_mul}, {"//", op_floordiv}, {"%", op_floormod}, {"/", op_div}});
+    if (cur_.at_op("@")) {
+      cur_.error_at(cur_.peek(), "matrix multiplication '@' is not an index operation");
     }
+    return a;
   }
 
   Expr factor() {
@@ -170,6 +165,15 @@ class Parser {
       cur_.error_at(at, "'**' on integers needs a constant exponent between 0 and 62, got `" +
                             to_string(exponent) + "`");
     }
+    if (auto b = as_const_int(base)) {
+      // A constant power is exact (Python integers), as long as it fits 64 bits.
+      __int128 v = 1;
+      for (int64_t k = 0; k < *e; ++k) {
+        v *= *b;
+        if (v > INT64_MAX || v < INT64_MIN) cur_.error_at(at, "the power does not fit 64 bits");
+      }
+      return make_int(static_cast<int64_t>(v));
+    }
     Expr result = IntImmNode::make(base.dtype(), 1);
     for (int64_t k = 0; k < *e; ++k) result = k == 0 ? base : result * base;
     return result;
@@ -178,24 +182,32 @@ class Parser {
   Expr postfix() {
     const Token& t = cur_.peek();
     switch (t.kind) {
-      case TokenKind::kInt: cur_.next(); return make_int(t.int_value);
-      case TokenKind::kFloat: cur_.next(); return Expr(t.float_value);
+      case TokenKind::kInt:
+        cur_.next();
+        return make_int(t.int_value);
+      case TokenKind::kFloat:
+        cur_.next();
+        return Expr(t.float_value);
       case TokenKind::kString:
         cur_.error_at(t, "a string is not a value here; expected a number or an expression");
-      case TokenKind::kName: return name_expr();
+      case TokenKind::kName:
+        return name_expr();
       case TokenKind::kOp:
         if (t.text == "(") {
           const Token& open = cur_.next();
           Expr inner = expression();
           if (cur_.at_op(",")) {
-            cur_.error_at(cur_.peek(), "a tuple is not a value here; expected ')' to close '(' at "
-                                       "column " + std::to_string(open.column));
+            cur_.error_at(cur_.peek(),
+                          "a tuple is not a value here; expected ')' to close '(' at "
+                          "column " +
+                              std::to_string(open.column));
           }
           cur_.expect_op(")", "to close '(' at column " + std::to_string(open.column));
           return inner;
         }
         break;
-      default: break;
+      default:
+        break;
     }
     cur_.error_at(t, "expected an expression, found " + TokenCursor::describe(t));
   }
@@ -248,6 +260,9 @@ class Parser {
   }
 
   Expr call_expr(const std::string& callee, const Token& at) {
+    if (hooks_.parse_call) {
+      if (auto e = hooks_.parse_call(callee, cur_, at)) return *e;
+    }
     const Token& open = cur_.next();
     if (callee == "T.cast") return cast_call(open);
     std::vector<Expr> args = arguments(open, ")");
@@ -309,8 +324,8 @@ class Parser {
     auto dtype = DataType::parse(type_name);
     if ((type_tok.kind != TokenKind::kString && type_tok.kind != TokenKind::kName) || !dtype) {
       cur_.error_at(type_tok, "expected a type such as \"float16\", found " +
-                                  TokenCursor::describe(type_tok) + "; accepted: " +
-                                  DataType::accepted_names());
+                                  TokenCursor::describe(type_tok) +
+                                  "; accepted: " + DataType::accepted_names());
     }
     cur_.expect_op(")", "to close '(' at column " + std::to_string(open.column));
     return cast(*dtype, value);

@@ -21,11 +21,11 @@
 namespace tessel {
 
 enum class TokenKind : uint8_t {
-  kName,     ///< identifiers and keywords (`lambda`, `and`, `True`)
-  kInt,      ///< 42, 0x2a, 0b101, 1_000
-  kFloat,    ///< 1.5, 1e-3
-  kString,   ///< 'a' or "a" (value without quotes, simple escapes decoded)
-  kOp,       ///< operators and delimiters: + - * / // % ** << >> & | ^ ~ < > <= >= == != ( ) [ ] , : . = ->
+  kName,    ///< identifiers and keywords (`lambda`, `and`, `True`)
+  kInt,     ///< 42, 0x2a, 0b101, 1_000
+  kFloat,   ///< 1.5, 1e-3
+  kString,  ///< 'a' or "a" (value without quotes, simple escapes decoded)
+  kOp,       ///< operators and delimiters: + - * // % ** << >> & | ^ ~ < <= == ( ) [ ] , : . = ->
   kNewline,  ///< end of a logical line (kFile mode only)
   kIndent,   ///< indentation increased (kFile mode only)
   kDedent,   ///< indentation decreased (kFile mode only)
@@ -47,12 +47,16 @@ struct Token {
 enum class TokenizeMode { kExpression, kFile };
 
 /// Splits `source` into tokens ending with kEnd. Throws UserError (with caret) on an unknown
-/// character, an unterminated string, a malformed number or inconsistent dedent.
-std::vector<Token> tokenize(const std::string& source, TokenizeMode mode = TokenizeMode::kExpression);
+/// character, an unterminated string, a malformed number or inconsistent dedent. A non-empty
+/// `file` names the location as file:line:column in those errors (kernel files).
+std::vector<Token> tokenize(const std::string& source,
+                            TokenizeMode mode = TokenizeMode::kExpression,
+                            const std::string& file = "");
 
-/// "line L, column C: MESSAGE" followed by the source line and a caret under column C.
+/// "line L, column C: MESSAGE" (or "FILE:L:C: MESSAGE" when `file` is given) followed by the
+/// source line and a caret under column C.
 std::string caret_message(const std::string& source, int line, int column,
-                          const std::string& message);
+                          const std::string& message, const std::string& file = "");
 
 /// A position in a token list with look-ahead, backtracking and caret errors.
 class TokenCursor {
@@ -76,6 +80,8 @@ class TokenCursor {
   size_t position() const { return pos_; }
   void rewind(size_t position) { pos_ = position; }
   const std::string& source() const { return source_; }
+  /// Names the source in error locations (file:line:column), for kernel files.
+  void set_file(std::string file) { file_ = std::move(file); }
   /// Throws a UserError with a caret under `at`.
   [[noreturn]] void error_at(const Token& at, const std::string& message) const;
   /// "'+'", "name 'x'", "end of input": how a token is named in "found ..." messages.
@@ -85,6 +91,7 @@ class TokenCursor {
   std::string source_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  std::string file_;
 };
 
 /// How the parser turns names, calls and subscripts into expressions. Every hook may return
@@ -97,6 +104,11 @@ struct ExprParseHooks {
   std::function<std::optional<Expr>(const std::string& callee, const std::vector<Expr>& args,
                                     const Token& at)>
       resolve_call;
+  /// A call `callee(...)` whose arguments the caller reads itself (keyword arguments, strings),
+  /// tried first, with the cursor on the '('. Returning nullopt must leave the cursor there.
+  std::function<std::optional<Expr>(const std::string& callee, TokenCursor& cursor,
+                                    const Token& at)>
+      parse_call;
   /// A subscript `name[indices...]` (buffer loads in kernel files).
   std::function<std::optional<Expr>(const std::string& name, const std::vector<Expr>& indices,
                                     const Token& at)>

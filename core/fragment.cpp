@@ -30,16 +30,15 @@ std::string fragment_text(const std::vector<Var>& vars, const std::vector<int64_
   if (replicate > 1 || (rep.defined() && thread.defined() && uses_var(thread, rep))) {
     s += ", " + rep.name();
   }
-  s += ": (" + to_string(thread) + ", " + to_string(local) + "), replicate=" +
-       std::to_string(replicate) + ")";
+  s += ": (" + to_string(thread) + ", " + to_string(local) +
+       "), replicate=" + std::to_string(replicate) + ")";
   return s;
 }
 
 /// Validates a fragment's parts; fills the local layout and thread extent.
 std::optional<std::string> validate_fragment(const std::vector<Var>& vars,
-                                             const std::vector<int64_t>& shape,
-                                             const Expr& thread, const Expr& local,
-                                             int64_t replicate, const Var& rep,
+                                             const std::vector<int64_t>& shape, const Expr& thread,
+                                             const Expr& local, int64_t replicate, const Var& rep,
                                              std::optional<Layout>* local_layout,
                                              int64_t* thread_extent) {
   if (replicate < 1) {
@@ -51,8 +50,8 @@ std::optional<std::string> validate_fragment(const std::vector<Var>& vars,
     }
   }
   if (local.defined() && uses_var(local, rep)) {
-    return "the local index `" + to_string(local) + "` uses the replicate variable `" +
-           rep.name() + "`; every replica keeps an element at the same register";
+    return "the local index `" + to_string(local) + "` uses the replicate variable `" + rep.name() +
+           "`; every replica keeps an element at the same register";
   }
   std::vector<int64_t> local_shape;
   if (auto p = detail::validate_layout(vars, shape, {local}, &local_shape)) {
@@ -110,8 +109,7 @@ Expr substitute_vars(const Expr& e, const std::vector<Var>& from, const std::vec
 
 std::optional<Fragment> Fragment::try_make(std::vector<Var> iter_vars,
                                            std::vector<int64_t> input_shape, Expr forward_thread,
-                                           Expr local_index, int64_t replicate,
-                                           Var replicate_var) {
+                                           Expr local_index, int64_t replicate, Var replicate_var) {
   if (!replicate_var.defined()) replicate_var = Var("rep");
   std::optional<Layout> local;
   int64_t threads = 0;
@@ -191,8 +189,7 @@ std::pair<int64_t, int64_t> Fragment::map_fragment(const std::vector<int64_t>& i
                                                    int64_t rep) const {
   if (index.size() != input_rank()) {
     user_error("fragment " + to_string() + " takes " + std::to_string(input_rank()) +
-               " indices, got " + std::to_string(index.size()) + " " +
-               detail::index_string(index));
+               " indices, got " + std::to_string(index.size()) + " " + detail::index_string(index));
   }
   if (rep < 0 || rep >= replicate()) {
     user_error("replica " + std::to_string(rep) + " is out of range for " + to_string() +
@@ -274,8 +271,8 @@ Fragment Fragment::replicate(int64_t n) const {
   int64_t r = replicate();
   std::vector<Expr> index(iter_vars().begin(), iter_vars().end());
   Expr old_rep = floormod(rep, make_int(r));
-  Expr thread = forward(index, old_rep).first +
-                floordiv(rep, make_int(r)) * make_int(thread_extent());
+  Expr thread =
+      forward(index, old_rep).first + floordiv(rep, make_int(r)) * make_int(thread_extent());
   std::vector<Var> all = iter_vars();
   all.push_back(rep);
   std::vector<int64_t> box = input_shape();
@@ -405,9 +402,9 @@ std::optional<std::string> Fragment::check_invariants() const {
 
 Fragment Layout::then(const Fragment& frag) const {
   if (output_shape() != frag.input_shape()) {
-    user_error("cannot compose " + to_string() + " (output shape " +
-               shape_string(output_shape()) + ") with " + frag.to_string() + " (input shape " +
-               shape_string(frag.input_shape()) + "); the shapes must match");
+    user_error("cannot compose " + to_string() + " (output shape " + shape_string(output_shape()) +
+               ") with " + frag.to_string() + " (input shape " + shape_string(frag.input_shape()) +
+               "); the shapes must match");
   }
   Var rep("rep");
   auto [thread, local] = frag.forward(forward_index(), rep);

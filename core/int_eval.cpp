@@ -6,9 +6,13 @@
 
 namespace tessel {
 
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t floor_div(int64_t a, int64_t b) {
+  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));  // INT64_MIN / -1 wraps
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
 
 int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
   int64_t r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }

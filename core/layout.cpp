@@ -73,7 +73,8 @@ std::optional<std::pair<int64_t, int64_t>> bound_in_box(const Expr& e, const std
   return std::pair(lo, hi);
 }
 
-Expr simplify_in_box(const Expr& e, const std::vector<Var>& vars, const std::vector<int64_t>& shape) {
+Expr simplify_in_box(const Expr& e, const std::vector<Var>& vars,
+                     const std::vector<int64_t>& shape) {
   Analyzer analyzer;
   for (size_t k = 0; k < vars.size(); ++k) analyzer.bind(vars[k], 0, shape[k]);
   return analyzer.simplify(e);
@@ -118,7 +119,9 @@ std::vector<std::string> default_iter_var_names(size_t rank) {
   static const char* kShort[] = {"i", "j", "k", "l"};
   std::vector<std::string> names;
   for (size_t k = 0; k < rank; ++k) {
-    names.push_back(rank <= 4 ? kShort[k] : "i" + std::to_string(k));
+    std::string name = rank <= 4 ? kShort[k] : "i";
+    if (rank > 4) name += std::to_string(k);
+    names.push_back(name);
   }
   return names;
 }
@@ -129,11 +132,10 @@ using detail::shape_string;
 
 const std::set<std::string>& python_keywords() {
   static const std::set<std::string> kKeywords = {
-      "False", "None",   "True",    "and",      "as",   "assert", "async",  "await",
-      "break", "class",  "continue", "def",     "del",  "elif",   "else",   "except",
-      "finally", "for",  "from",    "global",   "if",   "import", "in",     "is",
-      "lambda", "nonlocal", "not",  "or",       "pass", "raise",  "return", "try",
-      "while", "with",   "yield"};
+      "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+      "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
   return kKeywords;
 }
 
@@ -164,6 +166,9 @@ std::string layout_text(const std::vector<Var>& vars, const std::vector<int64_t>
 std::optional<std::string> check_index_expr(const Expr& e, const std::vector<Var>& allowed,
                                             const std::string& what) {
   if (!e.defined()) return what + " is undefined";
+  if (e.dtype().is_bool()) {
+    return what + " `" + to_string(e) + "` is a truth value; index expressions are integers";
+  }
   std::optional<std::string> problem;
   pre_order_visit(e, [&](const Expr& x) {
     if (problem) return;
@@ -174,8 +179,8 @@ std::optional<std::string> check_index_expr(const Expr& e, const std::vector<Var
       problem = what + " `" + to_string(e) + "` reads memory or calls a function (`" +
                 to_string(x) + "`); layouts are pure index arithmetic";
     } else if (const auto* v = x.as<VarNode>()) {
-      bool ok = std::any_of(allowed.begin(), allowed.end(),
-                            [&](const Var& a) { return a.get() == v; });
+      bool ok =
+          std::any_of(allowed.begin(), allowed.end(), [&](const Var& a) { return a.get() == v; });
       if (!ok) {
         problem = what + " `" + to_string(e) + "` uses `" + v->name +
                   "`, which is not one of the lambda's parameters";
@@ -220,9 +225,9 @@ std::optional<std::string> check_iter_vars(const std::vector<Var>& vars,
 }  // namespace
 
 std::optional<std::string> detail::validate_layout(const std::vector<Var>& vars,
-                                           const std::vector<int64_t>& shape,
-                                           const std::vector<Expr>& outputs,
-                                           std::vector<int64_t>* out_shape) {
+                                                   const std::vector<int64_t>& shape,
+                                                   const std::vector<Expr>& outputs,
+                                                   std::vector<int64_t>* out_shape) {
   if (auto p = check_iter_vars(vars, shape)) return p;
   if (outputs.empty()) return std::string("the layout has no output expression");
   out_shape->clear();
@@ -408,28 +413,29 @@ std::string Layout::to_string() const {
 std::optional<std::string> Layout::check_invariants() const {
   if (!defined()) return std::string("the layout is undefined");
   std::vector<int64_t> out_shape;
-  if (auto p = detail::validate_layout(iter_vars(), input_shape(), forward_index(), &out_shape)) return p;
+  if (auto p = detail::validate_layout(iter_vars(), input_shape(), forward_index(), &out_shape))
+    return p;
   if (out_shape != output_shape()) {
-    return "the stored output shape " + shape_string(output_shape()) +
-           " differs from the bounds " + shape_string(out_shape);
+    return "the stored output shape " + shape_string(output_shape()) + " differs from the bounds " +
+           shape_string(out_shape);
   }
   return std::nullopt;
 }
 
 Layout Layout::inverse() const {
   std::vector<Var> out_vars = detail::fresh_iter_vars(output_rank());
-  std::vector<Expr> back = detail::invert_bijection(iter_vars(), input_shape(), forward_index(),
-                                                    output_shape(), out_vars,
-                                                    "cannot invert " + to_string());
+  std::vector<Expr> back =
+      detail::invert_bijection(iter_vars(), input_shape(), forward_index(), output_shape(),
+                               out_vars, "cannot invert " + to_string());
   return make(std::move(out_vars), output_shape(), std::move(back));
 }
 
 bool equal_by_evaluation(const Layout& a, const Layout& b, int64_t max_points) {
   if (a.input_shape() != b.input_shape() || a.output_rank() != b.output_rank()) return false;
   if (a.input_size() > max_points) {
-    user_error("cannot compare " + a.to_string() + " point by point: " +
-               std::to_string(a.input_size()) + " points exceed the limit of " +
-               std::to_string(max_points));
+    user_error("cannot compare " + a.to_string() +
+               " point by point: " + std::to_string(a.input_size()) +
+               " points exceed the limit of " + std::to_string(max_points));
   }
   detail::BoxEvaluator ea(a.iter_vars()), eb(b.iter_vars());
   bool equal = true;

@@ -10,10 +10,11 @@
 // properties of `f` for all inputs. The reverse direction is `inverse()`, defined only where `f`
 // is a bijection onto its output box.
 //
-// The output shape is not stored: it is read off the expressions, as the paper does — the
-// analyzer bounds each `forward_index[d]` over the iter-var ranges, and the extent is
-// `max + 1` (outputs are never negative). A layout need not be a bijection: padding leaves holes
-// in the output (non-surjective), and the verify/ prover reports collisions (non-injective).
+// The output shape is not given by the user: it is read off the expressions, as the paper does —
+// the analyzer bounds each `forward_index[d]` over the iter-var ranges, and the extent is
+// `max + 1` (outputs are never negative); it is computed once, at construction. A layout need
+// not be a bijection: padding leaves holes in the output (non-surjective), and the verify/
+// prover reports collisions (non-injective).
 //
 // Example 1 — `padded(4, 4, 1)`: `Layout([4, 4], lambda i, j: i * 5 + j)`, output shape [19]
 // (the largest offset is 3 * 5 + 3 = 18):
@@ -107,7 +108,8 @@ class Layout {
                                         std::vector<int64_t> input_shape,
                                         std::vector<Expr> forward_index);
   /// Builds the layout from a function of fresh iter vars named i, j, k, l (i0, i1, ... for
-  /// rank > 4): `Layout::from_fn({64, 64}, [](auto& v) { return std::vector<Expr>{v[0] * 64 + v[1]}; })`.
+  /// rank > 4). Example: `Layout::from_fn({64, 64}, [](const std::vector<Var>& v) {
+  ///   return std::vector<Expr>{v[0] * 64 + v[1]}; })`.
   static Layout from_fn(std::vector<int64_t> input_shape,
                         const std::function<std::vector<Expr>(const std::vector<Var>&)>& fn);
 

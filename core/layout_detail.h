@@ -43,7 +43,8 @@ std::optional<std::pair<int64_t, int64_t>> bound_in_box(const Expr& e, const std
                                                         const std::vector<int64_t>& shape);
 
 /// The analyzer's simplification of `e` with vars[k] bound to [0, shape[k]).
-Expr simplify_in_box(const Expr& e, const std::vector<Var>& vars, const std::vector<int64_t>& shape);
+Expr simplify_in_box(const Expr& e, const std::vector<Var>& vars,
+                     const std::vector<int64_t>& shape);
 
 /// Why the parts do not form a valid layout, or nullopt; fills `out_shape` with the output
 /// extents (analyzer bound max + 1).

@@ -231,10 +231,10 @@ std::optional<std::vector<Expr>> gf2_inverse(const Table& table,
         int w = std::countr_one(mask >> lo);
         int src = lo + t.shift;
         bool below_top = (int64_t{1} << (src + w)) < out_shape[t.d];
-        parts.emplace_back(((uint64_t{1} << w) - 1) << lo,
-                           digit(out_vars[t.d], int64_t{1} << src,
-                                 below_top ? std::optional(int64_t{1} << w) : std::nullopt,
-                                 int64_t{1} << lo));
+        parts.emplace_back(
+            ((uint64_t{1} << w) - 1) << lo,
+            digit(out_vars[t.d], int64_t{1} << src,
+                  below_top ? std::optional(int64_t{1} << w) : std::nullopt, int64_t{1} << lo));
         mask &= ~(((uint64_t{1} << w) - 1) << lo);
       }
     }
@@ -277,8 +277,9 @@ std::vector<Expr> invert_bijection(const std::vector<Var>& in_vars,
   require_bijection(table, in_shape, out_shape, what);
   if (auto inv = affine_inverse(table, in_shape, out_shape, out_vars)) return *inv;
   if (auto inv = gf2_inverse(table, in_shape, out_shape, out_vars)) return *inv;
-  user_error(what + ": it is a bijection but neither affine in mixed radix nor linear over GF(2) "
-                    "on power-of-two extents, so no closed-form inverse is known");
+  user_error(what +
+             ": it is a bijection but neither affine in mixed radix nor linear over GF(2) "
+             "on power-of-two extents, so no closed-form inverse is known");
 }
 
 }  // namespace tessel::detail

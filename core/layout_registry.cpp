@@ -79,13 +79,13 @@ const std::vector<Entry>& registry() {
                  [shape_of](const std::vector<Value>& a) -> std::variant<Layout, Fragment> {
                    return Layout::row_major(shape_of(a));
                  }});
-    e.push_back({{"column_major", "column_major(d0, d1, ...)",
-                  "Fortran-order linearisation of the shape"},
-                 {},
-                 true,
-                 [shape_of](const std::vector<Value>& a) -> std::variant<Layout, Fragment> {
-                   return Layout::column_major(shape_of(a));
-                 }});
+    e.push_back(
+        {{"column_major", "column_major(d0, d1, ...)", "Fortran-order linearisation of the shape"},
+         {},
+         true,
+         [shape_of](const std::vector<Value>& a) -> std::variant<Layout, Fragment> {
+           return Layout::column_major(shape_of(a));
+         }});
     e.push_back({{"padded", "padded(rows, cols, pad | dtype)",
                   "row-major with each row padded by `pad` elements (a dtype: TileLang's gemm "
                   "rule, 16 bytes when the row is a multiple of 32 bytes)"},
@@ -97,11 +97,16 @@ const std::vector<Entry>& registry() {
                    }
                    return padded(as_int(a[0]), as_int(a[1]), as_int(a[2]));
                  }});
-    e.push_back(swizzle_entry("swizzle_32b", "TileLang 32-byte shared-memory swizzle (CuTe "
-                              "Swizzle<1,4,3> on bytes), column panels of 32 bytes", swizzle_32b));
-    e.push_back(swizzle_entry("swizzle_64b", "TileLang 64-byte shared-memory swizzle (CuTe "
-                              "Swizzle<2,4,3> on bytes), column panels of 64 bytes", swizzle_64b));
-    e.push_back(swizzle_entry("swizzle_128b", "TileLang 128-byte shared-memory swizzle (CuTe "
+    e.push_back(swizzle_entry("swizzle_32b",
+                              "TileLang 32-byte shared-memory swizzle (CuTe "
+                              "Swizzle<1,4,3> on bytes), column panels of 32 bytes",
+                              swizzle_32b));
+    e.push_back(swizzle_entry("swizzle_64b",
+                              "TileLang 64-byte shared-memory swizzle (CuTe "
+                              "Swizzle<2,4,3> on bytes), column panels of 64 bytes",
+                              swizzle_64b));
+    e.push_back(swizzle_entry("swizzle_128b",
+                              "TileLang 128-byte shared-memory swizzle (CuTe "
                               "Swizzle<3,4,3> on bytes), column panels of 128 bytes",
                               swizzle_128b));
     e.push_back({{"swizzle", "swizzle(B, M, S, size)",
@@ -123,44 +128,61 @@ const std::vector<Entry>& registry() {
                    return gemm_operand_layout(as_int(a[0]), as_int(a[1]), as_dtype(a[2]),
                                               as_bool(a[3]));
                  }});
-    e.push_back(fragment_entry("mma_m16n8k16_a", "mma.m16n8k16 A operand (16x16, f16/bf16), PTX "
-                               "ISA fragment layout", mma_m16n8k16_a));
-    e.push_back(fragment_entry("mma_m16n8k16_b", "mma.m16n8k16 B operand (16x8, k x n, "
-                               "f16/bf16)", mma_m16n8k16_b));
+    e.push_back(fragment_entry("mma_m16n8k16_a",
+                               "mma.m16n8k16 A operand (16x16, f16/bf16), PTX "
+                               "ISA fragment layout",
+                               mma_m16n8k16_a));
+    e.push_back(fragment_entry("mma_m16n8k16_b",
+                               "mma.m16n8k16 B operand (16x8, k x n, "
+                               "f16/bf16)",
+                               mma_m16n8k16_b));
     e.push_back(fragment_entry("mma_m16n8k16_c", "mma.m16n8k16 C/D accumulator (16x8, f32/f16)",
                                mma_m16n8k16_c));
-    e.push_back(ldmatrix_entry("ldmatrix_x1", "ldmatrix .x1 destination: one 8x8 b16 matrix",
-                               ldmatrix_x1));
-    e.push_back(ldmatrix_entry("ldmatrix_x2", "ldmatrix .x2 destination: two 8x8 b16 matrices "
-                               "stacked by rows", ldmatrix_x2));
-    e.push_back(ldmatrix_entry("ldmatrix_x4", "ldmatrix .x4 destination: four 8x8 b16 matrices "
-                               "stacked by rows", ldmatrix_x4));
-    e.push_back(fragment_entry("mfma_16x16x16_a", "AMD v_mfma_f32_16x16x16 A operand (16x16, "
-                               "wave64)", mfma_16x16x16_a));
-    e.push_back(fragment_entry("mfma_16x16x16_b", "AMD v_mfma_f32_16x16x16 B operand (16x16, "
-                               "k x n)", mfma_16x16x16_b));
-    e.push_back(fragment_entry("mfma_16x16x16_d", "AMD v_mfma_f32_16x16x16 D accumulator "
-                               "(16x16, f32)", mfma_16x16x16_d));
+    e.push_back(
+        ldmatrix_entry("ldmatrix_x1", "ldmatrix .x1 destination: one 8x8 b16 matrix", ldmatrix_x1));
+    e.push_back(ldmatrix_entry("ldmatrix_x2",
+                               "ldmatrix .x2 destination: two 8x8 b16 matrices "
+                               "stacked by rows",
+                               ldmatrix_x2));
+    e.push_back(ldmatrix_entry("ldmatrix_x4",
+                               "ldmatrix .x4 destination: four 8x8 b16 matrices "
+                               "stacked by rows",
+                               ldmatrix_x4));
+    e.push_back(fragment_entry("mfma_16x16x16_a",
+                               "AMD v_mfma_f32_16x16x16 A operand (16x16, "
+                               "wave64)",
+                               mfma_16x16x16_a));
+    e.push_back(fragment_entry("mfma_16x16x16_b",
+                               "AMD v_mfma_f32_16x16x16 B operand (16x16, "
+                               "k x n)",
+                               mfma_16x16x16_b));
+    e.push_back(fragment_entry("mfma_16x16x16_d",
+                               "AMD v_mfma_f32_16x16x16 D accumulator "
+                               "(16x16, f32)",
+                               mfma_16x16x16_d));
     e.push_back(fragment_entry("mfma_32x32x8_a", "AMD v_mfma_f32_32x32x8 A operand (32x8)",
                                mfma_32x32x8_a));
     e.push_back(fragment_entry("mfma_32x32x8_b", "AMD v_mfma_f32_32x32x8 B operand (8x32, k x n)",
                                mfma_32x32x8_b));
-    e.push_back(fragment_entry("mfma_32x32x8_d", "AMD v_mfma_f32_32x32x8 D accumulator (32x32, "
-                               "f32)", mfma_32x32x8_d));
+    e.push_back(fragment_entry("mfma_32x32x8_d",
+                               "AMD v_mfma_f32_32x32x8 D accumulator (32x32, "
+                               "f32)",
+                               mfma_32x32x8_d));
     auto fixed = [](const char* name, const char* desc, Fragment (*fn)()) {
-      return Entry{{name, std::string(name) + "()", desc},
-                   {},
-                   false,
-                   [fn](const std::vector<Value>&) -> std::variant<Layout, Fragment> {
-                     return fn();
-                   }};
+      return Entry{
+          {name, std::string(name) + "()", desc},
+          {},
+          false,
+          [fn](const std::vector<Value>&) -> std::variant<Layout, Fragment> { return fn(); }};
     };
     e.push_back(fixed("fig6_base", "paper Fig. 6: m16k16 ldmatrix/mma base layout, one warp",
                       fig6_base_layout));
     e.push_back(fixed("fig6_warp", "paper Fig. 6: base.repeat([2, 1]), one warp holding m32k16",
                       fig6_warp_layout));
-    e.push_back(fixed("fig6_block", "paper Fig. 6: warp layout repeated on threads and "
-                      "replicated, four warps holding m128k16", fig6_block_layout));
+    e.push_back(fixed("fig6_block",
+                      "paper Fig. 6: warp layout repeated on threads and "
+                      "replicated, four warps holding m128k16",
+                      fig6_block_layout));
     return e;
   }();
   return kEntries;
@@ -168,10 +190,14 @@ const std::vector<Entry>& registry() {
 
 const char* kind_name(ArgKind k) {
   switch (k) {
-    case ArgKind::kInt: return "an integer";
-    case ArgKind::kDType: return "a dtype (f16, bf16, \"float16\", ...)";
-    case ArgKind::kBool: return "True or False";
-    case ArgKind::kIntOrDType: return "an integer or a dtype";
+    case ArgKind::kInt:
+      return "an integer";
+    case ArgKind::kDType:
+      return "a dtype (f16, bf16, \"float16\", ...)";
+    case ArgKind::kBool:
+      return "True or False";
+    case ArgKind::kIntOrDType:
+      return "an integer or a dtype";
   }
   return "?";
 }
@@ -180,13 +206,19 @@ Value convert(const Entry& entry, const Param& p, const NamedLayoutArg& arg) {
   const auto& v = arg.value;
   bool ok = false;
   switch (p.kind) {
-    case ArgKind::kInt: ok = std::holds_alternative<int64_t>(v); break;
-    case ArgKind::kDType: ok = std::holds_alternative<DataType>(v); break;
+    case ArgKind::kInt:
+      ok = std::holds_alternative<int64_t>(v);
+      break;
+    case ArgKind::kDType:
+      ok = std::holds_alternative<DataType>(v);
+      break;
     case ArgKind::kBool:
       if (const auto* i = std::get_if<int64_t>(&v); i && (*i == 0 || *i == 1)) return *i == 1;
       ok = std::holds_alternative<bool>(v);
       break;
-    case ArgKind::kIntOrDType: ok = !std::holds_alternative<bool>(v); break;
+    case ArgKind::kIntOrDType:
+      ok = !std::holds_alternative<bool>(v);
+      break;
   }
   if (!ok) {
     user_error("argument '" + p.name + "' of " + entry.info.signature + " must be " +
@@ -232,8 +264,8 @@ std::variant<Layout, Fragment> make_named_layout(const std::string& name,
   for (const NamedLayoutArg& a : args) {
     if (a.keyword.empty()) {
       if (positional >= entry->params.size()) {
-        user_error(sig + " takes " + std::to_string(entry->params.size()) +
-                   " arguments, got " + std::to_string(args.size()));
+        user_error(sig + " takes " + std::to_string(entry->params.size()) + " arguments, got " +
+                   std::to_string(args.size()));
       }
       bound[positional] = convert(*entry, entry->params[positional], a);
       ++positional;

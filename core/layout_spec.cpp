@@ -15,8 +15,9 @@ class SpecParser {
 
   std::variant<Layout, Fragment> parse() {
     if (cur_.at_end()) {
-      cur_.error_at(cur_.peek(), "empty layout spec; expected a named layout such as "
-                                 "swizzle_128b(64, 64, f16) or Layout([...], lambda ...: ...)");
+      cur_.error_at(cur_.peek(),
+                    "empty layout spec; expected a named layout such as "
+                    "swizzle_128b(64, 64, f16) or Layout([...], lambda ...: ...)");
     }
     const Token& head = cur_.expect_name("a layout name, Layout or Fragment");
     std::string name = head.text;
@@ -190,7 +191,8 @@ class SpecParser {
       cur_.next();
       auto dtype = DataType::parse(t.text);
       if (!dtype) {
-        cur_.error_at(t, "unknown dtype \"" + t.text + "\"; accepted: " + DataType::accepted_names());
+        cur_.error_at(t,
+                      "unknown dtype \"" + t.text + "\"; accepted: " + DataType::accepted_names());
       }
       arg.value = *dtype;
       return arg;
@@ -209,6 +211,12 @@ class SpecParser {
         arg.value = *dtype;
         return arg;
       }
+    }
+    if (t.kind == TokenKind::kName && !cur_.at_op("(", 1) && !cur_.at_op(".", 1) &&
+        DataType::parse(t.text)) {
+      cur_.next();
+      arg.value = *DataType::parse(t.text);
+      return arg;
     }
     if (t.kind == TokenKind::kName && ends_here(1)) {
       auto dtype = DataType::parse(t.text);

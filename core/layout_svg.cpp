@@ -16,14 +16,30 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
+}
+
+/// "T5", "R2": a one-letter prefix and a number.
+std::string label(char prefix, int64_t value) {
+  std::string s(1, prefix);
+  s += std::to_string(value);
+  return s;
 }
 
 /// A light, distinct colour for key `k` of `n` (hues spread by the golden angle).
@@ -57,13 +73,12 @@ constexpr int64_t kMaxCells = 1 << 16;
 
 class SvgGrid {
  public:
-  SvgGrid(int64_t rows, int64_t cols, const SvgOptions& opt, const std::string& title)
-      : opt_(opt) {
+  SvgGrid(int64_t rows, int64_t cols, const SvgOptions& opt, const std::string& title) : opt_(opt) {
     int width = std::max(kMargin + static_cast<int>(cols) * opt.cell_width + 10,
                          kMargin + static_cast<int>(title.size()) * 7 + 10);
     int height = kTop + static_cast<int>(rows) * opt.cell_height + 10;
-    os_ << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\""
-        << height << "\" font-family=\"monospace\" font-size=\"10\">\n";
+    os_ << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+        << "\" font-family=\"monospace\" font-size=\"10\">\n";
     os_ << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
     os_ << "<text x=\"" << kMargin << "\" y=\"16\" font-size=\"12\">" << xml_escape(title)
         << "</text>\n";
@@ -121,22 +136,23 @@ void require_drawable(const std::string& what, int64_t rows, int64_t cols) {
 std::string fragment_svg(const Fragment& fragment, const SvgOptions& options) {
   auto [rows, cols] = grid_of(fragment.input_shape());
   require_drawable(fragment.to_string(), rows, cols);
-  std::string title = options.title.empty()
-                          ? fragment.to_string() + "  threads=" +
-                                std::to_string(fragment.thread_extent())
-                          : options.title;
+  std::string title =
+      options.title.empty()
+          ? fragment.to_string() + "  threads=" + std::to_string(fragment.thread_extent())
+          : options.title;
   SvgGrid grid(rows, cols, options, title);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
       std::vector<int64_t> idx = index_of(r, c, fragment.input_shape());
       auto [thread, local] = fragment.map_fragment(idx, 0);
-      std::string threads = "T" + std::to_string(thread);
+      std::string threads = label('T', thread);
       if (fragment.replicate() == 2) {
-        threads += "/T" + std::to_string(fragment.map_fragment(idx, 1).first);
+        threads += '/';
+        threads += label('T', fragment.map_fragment(idx, 1).first);
       } else if (fragment.replicate() > 2) {
-        threads += "+" + std::to_string(fragment.replicate() - 1);
+        threads += label('+', fragment.replicate() - 1);
       }
-      grid.cell(r, c, colour(thread), threads, "R" + std::to_string(local));
+      grid.cell(r, c, colour(thread), threads, label('R', local));
     }
   }
   return grid.finish();
@@ -145,9 +161,8 @@ std::string fragment_svg(const Fragment& fragment, const SvgOptions& options) {
 std::string bank_map_svg(const Layout& layout, DataType dtype, const SvgOptions& options) {
   auto [rows, cols] = grid_of(layout.input_shape());
   require_drawable(layout.to_string(), rows, cols);
-  std::string title = options.title.empty()
-                          ? layout.to_string() + "  banks for " + dtype.name()
-                          : options.title;
+  std::string title =
+      options.title.empty() ? layout.to_string() + "  banks for " + dtype.name() : options.title;
   SvgGrid grid(rows, cols, options, title);
   const std::vector<int64_t>& out_shape = layout.output_shape();
   int64_t bits = dtype.storage_bits() * dtype.lanes;
@@ -157,7 +172,7 @@ std::string bank_map_svg(const Layout& layout, DataType dtype, const SvgOptions&
       int64_t offset = 0;
       for (size_t d = 0; d < out.size(); ++d) offset = offset * out_shape[d] + out[d];
       int64_t bank = (offset * bits / 8 / 4) % 32;
-      grid.cell(r, c, colour(bank), "B" + std::to_string(bank), "");
+      grid.cell(r, c, colour(bank), label('B', bank), "");
     }
   }
   return grid.finish();

@@ -10,9 +10,9 @@
 namespace tessel {
 
 struct SvgOptions {
-  int cell_width = 44;   ///< pixels per cell
+  int cell_width = 44;  ///< pixels per cell
   int cell_height = 30;
-  std::string title;     ///< drawn above the grid; defaults to the layout's printed form
+  std::string title;  ///< drawn above the grid; defaults to the layout's printed form
 };
 
 /// A 2-D fragment (rank 1 is drawn as one row; higher ranks fold leading dimensions into rows) as

@@ -11,7 +11,7 @@
 namespace tessel {
 
 std::string caret_message(const std::string& source, int line, int column,
-                          const std::string& message) {
+                          const std::string& message, const std::string& file) {
   std::istringstream in(source);
   std::string text;
   int lines = 0;
@@ -20,9 +20,10 @@ std::string caret_message(const std::string& source, int line, int column,
     ++lines;
     if (lines == line) wanted = text;
   }
-  std::string where = lines <= 1 ? "column " + std::to_string(column)
-                                 : "line " + std::to_string(line) + ", column " +
-                                       std::to_string(column);
+  std::string where = lines <= 1
+                          ? "column " + std::to_string(column)
+                          : "line " + std::to_string(line) + ", column " + std::to_string(column);
+  if (!file.empty()) where = file + ":" + std::to_string(line) + ":" + std::to_string(column);
   std::string caret(static_cast<size_t>(std::max(column - 1, 0)), ' ');
   // Keep tabs so the caret lines up under tab-indented source.
   for (size_t k = 0; k < caret.size() && k < wanted.size(); ++k) {
@@ -34,13 +35,14 @@ std::string caret_message(const std::string& source, int line, int column,
 namespace {
 
 const char* kOps3[] = {"**=", "//=", "<<=", ">>=", "..."};
-const char* kOps2[] = {"**", "//", "<<", ">>", "<=", ">=", "==", "!=", "->", "+=", "-=",
-                       "*=", "/=", "%=", "&=", "|=", "^=", ":="};
+const char* kOps2[] = {"**", "//", "<<", ">>", "<=", ">=", "==", "!=", "->",
+                       "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", ":="};
 const char* kOps1 = "+-*/%&|^~<>()[]{},:.=@;";
 
 class Tokenizer {
  public:
-  Tokenizer(const std::string& src, TokenizeMode mode) : src_(src), mode_(mode) {}
+  Tokenizer(const std::string& src, TokenizeMode mode, const std::string& file)
+      : src_(src), mode_(mode), file_(file) {}
 
   std::vector<Token> run() {
     indents_.push_back(0);
@@ -53,7 +55,8 @@ class Tokenizer {
       if (c != '\n') at_line_start_ = false;
       if (c == '\n') {
         if (mode_ == TokenizeMode::kFile && depth_ == 0 && !tokens_.empty() &&
-            tokens_.back().kind != TokenKind::kNewline && tokens_.back().kind != TokenKind::kIndent &&
+            tokens_.back().kind != TokenKind::kNewline &&
+            tokens_.back().kind != TokenKind::kIndent &&
             tokens_.back().kind != TokenKind::kDedent) {
           push(TokenKind::kNewline, "\n", col());
         }
@@ -75,7 +78,8 @@ class Tokenizer {
         continue;
       }
       if (std::isdigit(static_cast<unsigned char>(c)) ||
-          (c == '.' && pos_ + 1 < src_.size() && std::isdigit(static_cast<unsigned char>(src_[pos_ + 1])))) {
+          (c == '.' && pos_ + 1 < src_.size() &&
+           std::isdigit(static_cast<unsigned char>(src_[pos_ + 1])))) {
         number();
       } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         name_or_string();
@@ -103,7 +107,7 @@ class Tokenizer {
   int col() const { return static_cast<int>(pos_ - line_start_) + 1; }
 
   [[noreturn]] void fail(int column, const std::string& message) const {
-    user_error(caret_message(src_, line_, column, message));
+    user_error(caret_message(src_, line_, column, message, file_));
   }
 
   void push(TokenKind kind, std::string text, int column) {
@@ -134,8 +138,10 @@ class Tokenizer {
     if (p >= src_.size() || src_[p] == '\n' || src_[p] == '#' || src_[p] == '\r') {
       while (p < src_.size() && src_[p] != '\n') ++p;
       pos_ = p;
-      if (pos_ < src_.size()) advance_line();
-      else at_line_start_ = false;
+      if (pos_ < src_.size())
+        advance_line();
+      else
+        at_line_start_ = false;
       return true;
     }
     pos_ = p;
@@ -176,7 +182,8 @@ class Tokenizer {
       for (size_t k = digits_start; k < pos_; ++k) {
         if (src_[k] != '_') text += src_[k];
       }
-      if (text.empty()) fail(column, "malformed number: no digits after '0" + std::string(1, base_char) + "'");
+      if (text.empty())
+        fail(column, "malformed number: no digits after '0" + std::string(1, base_char) + "'");
       try {
         size_t used = 0;
         t.int_value = static_cast<int64_t>(std::stoull(text, &used, base));
@@ -223,7 +230,8 @@ class Tokenizer {
         fail(column, "malformed or too large number '" + src_.substr(start, pos_ - start) + "'");
       }
     }
-    if (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) {
+    if (pos_ < src_.size() &&
+        (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) {
       fail(col(), "malformed number: unexpected '" + std::string(1, src_[pos_]) + "' after '" +
                       src_.substr(start, pos_ - start) + "'");
     }
@@ -233,7 +241,8 @@ class Tokenizer {
 
   void name_or_string() {
     size_t start = pos_;
-    while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) {
+    while (pos_ < src_.size() &&
+           (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) {
       ++pos_;
     }
     std::string word = src_.substr(start, pos_ - start);
@@ -324,12 +333,18 @@ class Tokenizer {
       push(TokenKind::kOp, std::string(1, c), column);
       return;
     }
-    std::string shown = std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "\\x" + std::to_string(static_cast<unsigned char>(c));
+    std::string shown(1, c);
+    if (!std::isprint(static_cast<unsigned char>(c))) {
+      static const char* kHex = "0123456789abcdef";
+      unsigned char u = static_cast<unsigned char>(c);
+      shown = std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
+    }
     fail(column, "unexpected character '" + shown + "'");
   }
 
   const std::string& src_;
   TokenizeMode mode_;
+  const std::string& file_;
   size_t pos_ = 0;
   size_t line_start_ = 0;
   int line_ = 1;
@@ -341,8 +356,9 @@ class Tokenizer {
 
 }  // namespace
 
-std::vector<Token> tokenize(const std::string& source, TokenizeMode mode) {
-  return Tokenizer(source, mode).run();
+std::vector<Token> tokenize(const std::string& source, TokenizeMode mode,
+                            const std::string& file) {
+  return Tokenizer(source, mode, file).run();
 }
 
 // ---- TokenCursor -----------------------------------------------------------------------------
@@ -395,15 +411,23 @@ bool TokenCursor::accept_name(std::string_view name) {
 
 std::string TokenCursor::describe(const Token& token) {
   switch (token.kind) {
-    case TokenKind::kEnd: return "end of input";
-    case TokenKind::kNewline: return "end of line";
-    case TokenKind::kIndent: return "an indent";
-    case TokenKind::kDedent: return "a dedent";
-    case TokenKind::kName: return "name '" + token.text + "'";
+    case TokenKind::kEnd:
+      return "end of input";
+    case TokenKind::kNewline:
+      return "end of line";
+    case TokenKind::kIndent:
+      return "an indent";
+    case TokenKind::kDedent:
+      return "a dedent";
+    case TokenKind::kName:
+      return "name '" + token.text + "'";
     case TokenKind::kInt:
-    case TokenKind::kFloat: return "number " + token.text;
-    case TokenKind::kString: return "string \"" + token.text + "\"";
-    case TokenKind::kOp: return "'" + token.text + "'";
+    case TokenKind::kFloat:
+      return "number " + token.text;
+    case TokenKind::kString:
+      return "string \"" + token.text + "\"";
+    case TokenKind::kOp:
+      return "'" + token.text + "'";
   }
   return "?";
 }
@@ -411,7 +435,10 @@ std::string TokenCursor::describe(const Token& token) {
 const Token& TokenCursor::expect_op(std::string_view op, std::string_view context) {
   if (!at_op(op)) {
     std::string msg = "expected '" + std::string(op) + "'";
-    if (!context.empty()) msg += " " + std::string(context);
+    if (!context.empty()) {
+      msg += ' ';
+      msg += context;
+    }
     error_at(peek(), msg + ", found " + describe(peek()));
   }
   return next();
@@ -425,7 +452,7 @@ const Token& TokenCursor::expect_name(std::string_view what) {
 }
 
 void TokenCursor::error_at(const Token& at, const std::string& message) const {
-  user_error(caret_message(source_, at.line, at.column, message));
+  user_error(caret_message(source_, at.line, at.column, message, file_));
 }
 
 }  // namespace tessel

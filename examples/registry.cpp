@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/error.h"
+#include "examples/bugs/thread_examples.h"
 
 namespace tessel {
 
@@ -43,9 +44,12 @@ bool Params::boolean(const std::string& name) const {
 }
 
 const std::vector<Example>& examples() {
-  static const std::vector<Example> all = {gemm_example(), gemm_transpose_b_example(),
-                                           gemm_rs_example(), softmax_example(),
-                                           elementwise_example()};
+  static const std::vector<Example> all = [] {
+    std::vector<Example> list = {gemm_example(), gemm_transpose_b_example(), gemm_rs_example(),
+                                 softmax_example(), elementwise_example()};
+    for (Example& e : thread_level_examples()) list.push_back(std::move(e));
+    return list;
+  }();
   return all;
 }
 

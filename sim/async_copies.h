@@ -3,6 +3,7 @@
 // but the newest N. Copies land only then; until they do, their data sits here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <vector>

@@ -5,12 +5,12 @@ namespace tessel::sim {
 
 FindingLog::Key FindingLog::key_of(const Finding& f) {
   return Key{f.kind, f.benign, f.buffer, f.sites.size() > 0 ? f.sites[0] : -1,
-             f.sites.size() > 1 ? f.sites[1] : -1};
+             f.sites.size() > 1 ? f.sites[1] : -1, f.variant};
 }
 
 void FindingLog::add(FindingKind kind, bool benign, const std::string& buffer, int site_a,
-                     int site_b, const std::function<Finding()>& make) {
-  Key key{kind, benign, buffer, site_a, site_b};
+                     int site_b, const std::function<Finding()>& make, int variant) {
+  Key key{kind, benign, buffer, site_a, site_b, variant};
   auto it = index_.find(key);
   if (it != index_.end()) {
     ++findings_[it->second].count;
@@ -24,6 +24,7 @@ void FindingLog::add(FindingKind kind, bool benign, const std::string& buffer, i
   if (site_a >= 0 || site_b >= 0) f.sites.push_back(site_a);
   if (site_b >= 0) f.sites.push_back(site_b);
   f.count = 1;
+  f.variant = variant;
   index_.emplace(key, findings_.size());
   findings_.push_back(std::move(f));
 }

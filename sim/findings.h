@@ -16,9 +16,9 @@ namespace tessel::sim {
 class FindingLog {
  public:
   /// Records one occurrence. `make` builds the full description; it runs only for the first
-  /// occurrence of (kind, benign, buffer, site_a, site_b).
+  /// occurrence of (kind, benign, buffer, site_a, site_b, variant).
   void add(FindingKind kind, bool benign, const std::string& buffer, int site_a, int site_b,
-           const std::function<Finding()>& make);
+           const std::function<Finding()>& make, int variant = 0);
   /// Appends `other`'s findings, adding counts to entries this log already has.
   void merge(const FindingLog& other);
 
@@ -28,7 +28,7 @@ class FindingLog {
   bool has_errors() const;
 
  private:
-  using Key = std::tuple<FindingKind, bool, std::string, int, int>;
+  using Key = std::tuple<FindingKind, bool, std::string, int, int, int>;
   static Key key_of(const Finding& f);
   std::map<Key, size_t> index_;
   std::vector<Finding> findings_;

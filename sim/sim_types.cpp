@@ -50,8 +50,8 @@ std::string BufferDesc::shape_string() const {
 std::string Site::describe() const {
   std::string s = access;
   if (!buffer.empty()) s += " of " + buffer;
-  if (!statement.empty()) s += " in `" + statement + "`";
-  if (!loc.empty()) s += " (at " + loc + ")";
+  if (!statement.empty() && statement != access) s += " in `" + statement + "`";
+  if (!loc.empty()) s += within.empty() ? " (at " + loc + ")" : " (in the `" + within + "` at " + loc + ")";
   return s;
 }
 

@@ -48,8 +48,10 @@ struct Site {
   std::string buffer;     ///< the buffer it touches ("" for barriers)
   std::string statement;  ///< the statement as printed: `B[tx] = A_s[tx + 1]`
   std::string loc;        ///< "file:line:col" of the statement or of the nearest enclosing one
+  std::string within;     ///< "" when `loc` is the statement's own, else the enclosing
+                          ///< statement's keyword ("for", "if", "kernel")
 
-  /// "load of A_s in `B[tx] = A_s[tx + 1]` (at bugs.cpp:40:3)".
+  /// "load of A_s in `B[tx] = A_s[tx + 1]` (at bugs.cpp:40:3)", or "(in the `for` at ...)".
   std::string describe() const;
 };
 
@@ -123,6 +125,8 @@ struct Finding {
   std::vector<std::vector<int64_t>> blocks;   ///< block indices involved (1 or 2)
   std::vector<int> sites;                     ///< the sites involved (1 or 2)
   int64_t count = 1;
+  /// Tells apart findings of one kind at the same sites (part of the aggregation key only).
+  int variant = 0;
 };
 
 }  // namespace tessel::sim

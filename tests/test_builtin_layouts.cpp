@@ -384,8 +384,8 @@ TEST_SUITE("layout registry") {
     for (const char* expected :
          {"row_major", "padded", "swizzle_32b", "swizzle_64b", "swizzle_128b", "swizzle",
           "mma_m16n8k16_a", "mma_m16n8k16_b", "mma_m16n8k16_c", "ldmatrix_x1", "ldmatrix_x2",
-          "ldmatrix_x4", "mfma_16x16x16_a", "mfma_16x16x16_b", "mfma_16x16x16_d",
-          "mfma_32x32x8_a", "mfma_32x32x8_b", "mfma_32x32x8_d", "fig6_block"}) {
+          "ldmatrix_x4", "mfma_16x16x16_a", "mfma_16x16x16_b", "mfma_16x16x16_d", "mfma_32x32x8_a",
+          "mfma_32x32x8_b", "mfma_32x32x8_d", "fig6_block"}) {
       CAPTURE(expected);
       CHECK(std::find(names.begin(), names.end(), expected) != names.end());
     }

@@ -34,6 +34,18 @@ TEST_CASE("a literal takes the other operand's type") {
   CHECK((n + 1).dtype() == DataType::i64());
 }
 
+TEST_CASE("unary minus of a variable subtracts it from zero") {
+  Var j("j");
+  CHECK(to_string(-j) == "0 - j");
+}
+
+TEST_CASE("a literal too large for the other operand's type widens the result") {
+  Var i("i");
+  Expr e = i * (int64_t{1} << 40);  // 2^40 does not fit int32: the product is int64
+  CHECK(e.dtype() == DataType::i64());
+  CHECK(to_string(e) == "T.cast(i, \"int64\") * T.int64(1099511627776)");
+}
+
 TEST_CASE("mixing int and float variables promotes to the float type") {
   Var i("i"), x("x", DataType::f32());
   CHECK((i + x).dtype() == DataType::f32());

@@ -15,7 +15,9 @@ using namespace tessel;
 
 namespace {
 
-int64_t value_of(const std::string& text) { return eval_int(parse_expression(text, std::vector<Var>{}), {}); }
+int64_t value_of(const std::string& text) {
+  return eval_int(parse_expression(text, std::vector<Var>{}), {});
+}
 
 template <typename F>
 std::string user_error_text(F&& fn) {
@@ -73,8 +75,8 @@ TEST_SUITE("tokenizer") {
     std::vector<Token> t = tokenize("x = f(\n  a)\ny\n", TokenizeMode::kFile);
     std::vector<TokenKind> kinds;
     for (const Token& tok : t) kinds.push_back(tok.kind);
-    std::vector<TokenKind> expected = {TokenKind::kName, TokenKind::kOp,      TokenKind::kName,
-                                       TokenKind::kOp,   TokenKind::kName,    TokenKind::kOp,
+    std::vector<TokenKind> expected = {TokenKind::kName,    TokenKind::kOp,   TokenKind::kName,
+                                       TokenKind::kOp,      TokenKind::kName, TokenKind::kOp,
                                        TokenKind::kNewline, TokenKind::kName, TokenKind::kNewline,
                                        TokenKind::kEnd};
     CHECK(kinds == expected);
@@ -118,9 +120,11 @@ TEST_SUITE("expression precedence") {
     CHECK(value_of("2 ** 3 ** 2") == 512);
   }
 
-  TEST_CASE("bitwise not is minus one minus the value") {
-    CHECK(value_of("~5") == -6);
+  TEST_CASE("a constant power is exact beyond 32 bits") {
+    CHECK(value_of("2 ** 40") == (int64_t{1} << 40));
   }
+
+  TEST_CASE("bitwise not is minus one minus the value") { CHECK(value_of("~5") == -6); }
 
   TEST_CASE("comparisons chain") {
     // 1 < 2 < 3 is 1 < 2 and 2 < 3; 3 > 2 > 2 is false because 2 > 2 is.
@@ -138,9 +142,7 @@ TEST_SUITE("expression precedence") {
     CHECK(value_of("1 or 0 and 0") == 1);
   }
 
-  TEST_CASE("parentheses override precedence") {
-    CHECK(value_of("(1 + 2) * 3") == 9);
-  }
+  TEST_CASE("parentheses override precedence") { CHECK(value_of("(1 + 2) * 3") == 9); }
 
   TEST_CASE("a conditional expression selects by its condition") {
     Var x("x");
@@ -169,15 +171,20 @@ TEST_SUITE("expression calls and names") {
   TEST_CASE("names resolve to the given variables") {
     Var i("i"), j("j");
     Expr e = parse_expression("i * 64 + j", std::vector<Var>{i, j});
-    IntEnv env{{static_cast<const VarNode*>(i.get()), 2}, {static_cast<const VarNode*>(j.get()), 5}};
+    IntEnv env{{static_cast<const VarNode*>(i.get()), 2},
+               {static_cast<const VarNode*>(j.get()), 5}};
     CHECK(eval_int(e, env) == 133);
   }
 
   TEST_CASE("printed expressions parse back to the same expression") {
     Var i("i"), j("j");
-    std::vector<Expr> cases = {i * 64 + j, floormod(i, 8) * 4 + floordiv(j, 2),
-                               (i ^ (j & 7)) >> 1, i - (j - 1), min(i, j) + max(i, 3),
-                               if_then_else(i < j && j < 8, i, Expr(0) - j), (i << 2) | j};
+    std::vector<Expr> cases = {i * 64 + j,
+                               floormod(i, 8) * 4 + floordiv(j, 2),
+                               (i ^ (j & 7)) >> 1,
+                               i - (j - 1),
+                               min(i, j) + max(i, 3),
+                               if_then_else(i < j && j < 8, i, Expr(0) - j),
+                               (i << 2) | j};
     for (const Expr& e : cases) {
       CAPTURE(to_string(e));
       CHECK(structural_equal(parse_expression(to_string(e), std::vector<Var>{i, j}), e));
@@ -192,23 +199,34 @@ TEST_SUITE("expression errors") {
   }
 
   TEST_CASE("an unknown name is reported at the name") {
-    std::string msg = user_error_text([] { parse_expression("i + k", std::vector<Var>{Var("i")}); });
+    std::string msg =
+        user_error_text([] { parse_expression("i + k", std::vector<Var>{Var("i")}); });
     CHECK(msg.find("column 5: unknown name 'k'") == 0);
   }
 
   TEST_CASE("an unclosed parenthesis names the opening column") {
-    CHECK(user_error_text([] { parse_expression("(1 + 2", std::vector<Var>{}); })
-              .find("expected ')' to close '(' at column 1, found end of input") !=
+    CHECK(user_error_text([] {
+            parse_expression("(1 + 2", std::vector<Var>{});
+          }).find("expected ')' to close '(' at column 1, found end of input") !=
           std::string::npos);
   }
 
   TEST_CASE("tokens after a complete expression are an error") {
-    CHECK(user_error_text([] { parse_expression("1 2", std::vector<Var>{}); })
-              .find("column 3: unexpected number 2 after a complete expression") == 0);
+    CHECK(user_error_text([] {
+            parse_expression("1 2", std::vector<Var>{});
+          }).find("column 3: unexpected number 2 after a complete expression") == 0);
+  }
+
+  TEST_CASE("division by the constant zero is reported at the operator") {
+    CHECK(user_error_text([] {
+            parse_expression("7 // 0", std::vector<Var>{});
+          }).find("column 3: division by the constant zero") == 0);
   }
 
   TEST_CASE("errors on later lines name the line") {
-    CHECK(user_error_text([] { parse_expression("1 +\n  )", std::vector<Var>{}); }).find("line 2, column 3") == 0);
+    CHECK(user_error_text([] {
+            parse_expression("1 +\n  )", std::vector<Var>{});
+          }).find("line 2, column 3") == 0);
   }
 }
 
@@ -257,9 +275,9 @@ TEST_SUITE("layout specs") {
   }
 
   TEST_CASE("every built-in's printed form parses back to it") {
-    for (const Layout& l : {Layout::row_major({4, 6}), swizzle_128b(64, 64, DataType::f16()),
-                            swizzle_32b(16, 16, DataType::f16()), cute_swizzle(3, 4, 3, 1024),
-                            padded(8, 8, 4)}) {
+    for (const Layout& l :
+         {Layout::row_major({4, 6}), swizzle_128b(64, 64, DataType::f16()),
+          swizzle_32b(16, 16, DataType::f16()), cute_swizzle(3, 4, 3, 1024), padded(8, 8, 4)}) {
       CAPTURE(l.to_string());
       CHECK(std::get<Layout>(parse_layout_spec(l.to_string())) == l);
     }
@@ -299,11 +317,10 @@ TEST_SUITE("layout specs") {
   }
 
   TEST_CASE("trailing text after a spec is an error") {
-    CHECK(user_error_text([] { parse_layout_spec("row_major(4) x"); })
-              .find("column 14: unexpected name 'x'") == 0);
+    CHECK(user_error_text([] {
+            parse_layout_spec("row_major(4) x");
+          }).find("column 14: unexpected name 'x'") == 0);
   }
 
-  TEST_CASE("an empty spec is an error") {
-    CHECK_THROWS_AS(parse_layout_spec(""), UserError);
-  }
+  TEST_CASE("an empty spec is an error") { CHECK_THROWS_AS(parse_layout_spec(""), UserError); }
 }

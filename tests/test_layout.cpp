@@ -55,9 +55,8 @@ TEST_SUITE("layout construction") {
 
   TEST_CASE("a padded layout is accepted and its output shape has the holes") {
     // Fig. 5(c): rows of 4 padded to 5; the largest offset is 3 * 5 + 3 = 18.
-    Layout l = Layout::from_fn({4, 4}, [](const std::vector<Var>& v) {
-      return std::vector<Expr>{v[0] * 5 + v[1]};
-    });
+    Layout l = Layout::from_fn(
+        {4, 4}, [](const std::vector<Var>& v) { return std::vector<Expr>{v[0] * 5 + v[1]}; });
     CHECK(l.output_shape() == Shape{19});
     CHECK(l.map({1, 0}) == Shape{5});
   }
@@ -79,6 +78,12 @@ TEST_SUITE("layout construction") {
     Var i("i");
     std::string msg = user_error_text([&] { (void)Layout::make({i}, {4}, {DivNode::make(i, 2)}); });
     CHECK(msg.find("use // for floor division") != std::string::npos);
+  }
+
+  TEST_CASE("make rejects a truth-valued output") {
+    Var i("i");
+    std::string msg = user_error_text([&] { (void)Layout::make({i}, {4}, {i < 2}); });
+    CHECK(msg.find("is a truth value") != std::string::npos);
   }
 
   TEST_CASE("make rejects a parameter count that differs from the shape") {
@@ -121,9 +126,8 @@ TEST_SUITE("layout printing and equality") {
   }
 
   TEST_CASE("two spellings of one map are equal by evaluation, not structurally") {
-    Layout x = Layout::from_fn({4, 4}, [](const std::vector<Var>& v) {
-      return std::vector<Expr>{v[1] + v[0] * 4};
-    });
+    Layout x = Layout::from_fn(
+        {4, 4}, [](const std::vector<Var>& v) { return std::vector<Expr>{v[1] + v[0] * 4}; });
     Layout y = Layout::row_major({4, 4});
     CHECK_FALSE(x == y);
     CHECK(equal_by_evaluation(x, y));
@@ -142,9 +146,8 @@ TEST_SUITE("layout algebra") {
   }
 
   TEST_CASE("inverse round-trips every point of a transposing layout") {
-    Layout l = Layout::from_fn({6, 4}, [](const std::vector<Var>& v) {
-      return std::vector<Expr>{v[1] * 6 + v[0]};
-    });
+    Layout l = Layout::from_fn(
+        {6, 4}, [](const std::vector<Var>& v) { return std::vector<Expr>{v[1] * 6 + v[0]}; });
     Layout inv = l.inverse();
     for_each_index(l.input_shape(), [&](const Shape& p) { CHECK(inv.map(l.map(p)) == p); });
   }
@@ -273,14 +276,18 @@ TEST_SUITE("fragment") {
   TEST_CASE("condense_rep_var drops the replica bits the thread ignores") {
     // thread = i + 16 * (rep // 2): replicas 0 and 1 (and 2 and 3) are the same threads.
     Fragment f = Fragment::from_fn(
-        {16}, [](const std::vector<Var>& v, const Var& rep) {
+        {16},
+        [](const std::vector<Var>& v, const Var& rep) {
           return std::pair(v[0] + floordiv(rep, 2) * 16, Expr(0));
         },
         4);
     Fragment c = f.condense_rep_var();
     CHECK(c.replicate() == 2);
     Fragment expected = Fragment::from_fn(
-        {16}, [](const std::vector<Var>& v, const Var& rep) { return std::pair(v[0] + rep * 16, Expr(0)); },
+        {16},
+        [](const std::vector<Var>& v, const Var& rep) {
+          return std::pair(v[0] + rep * 16, Expr(0));
+        },
         2);
     CHECK(equal_by_evaluation(c, expected));
   }

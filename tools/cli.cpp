@@ -55,9 +55,3 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 }
 
 }  // namespace tessel::cli
-
-// TEMPORARY (removed when cmd_layout.cpp/cmd_banks.cpp land): weak fallbacks so the build links.
-namespace tessel::cli {
-__attribute__((weak)) void add_layout_command(CLI::App&, Context&) {}
-__attribute__((weak)) void add_banks_command(CLI::App&, Context&) {}
-}  // namespace tessel::cli

@@ -103,7 +103,7 @@ ProofResult injective_impl(const IndexMap& map, const ProofOptions& options) {
   cex.symbols = s.symbol_values();
   IntEnv env = s.symbol_env();
   cex.output = apply(map, cex.indices[0], env);
-  if (s.exact_in_dtypes()) {
+  if (options.force_width == 0 && s.exact_in_dtypes()) {
     internal_check(apply(map, cex.indices[1], env) == cex.output,
                    "injectivity counterexample does not replay");
   }
@@ -137,10 +137,70 @@ ProofResult in_range_impl(const IndexMap& map, const ProofOptions& options) {
   return failed(r, clock, std::move(cex));
 }
 
+/// The concrete extents of `shape`, or nullopt when one is symbolic.
+std::optional<std::vector<int64_t>> concrete(const std::vector<Expr>& shape) {
+  std::vector<int64_t> out;
+  for (const Expr& e : shape) {
+    auto c = as_const_int(e);
+    if (!c) return std::nullopt;
+    out.push_back(*c);
+  }
+  return out;
+}
+
+/// Surjectivity decided by visiting every input point, for concrete maps within
+/// options.enumerate_limit points (nullopt otherwise).
+std::optional<ProofResult> missing_output_by_enumeration(const IndexMap& map,
+                                                         const ProofOptions& options,
+                                                         ProofResult r, const Stopwatch& clock) {
+  auto in = concrete(map.input_shape), out = concrete(map.output_shape);
+  if (!in || !out || !options.domain.ranges.empty()) return std::nullopt;
+  int64_t in_size = 1, out_size = 1;
+  for (int64_t e : *in) in_size *= e;
+  for (int64_t e : *out) out_size *= e;
+  if (in_size > options.enumerate_limit || out_size > 4 * options.enumerate_limit) {
+    return std::nullopt;
+  }
+  std::vector<bool> hit(static_cast<size_t>(out_size), false);
+  IntEnv env;
+  std::vector<int64_t> index(in->size(), 0);
+  for (int64_t p = 0; p < in_size; ++p) {
+    int64_t rest = p, flat = 0;
+    for (size_t d = in->size(); d-- > 0;) {
+      index[d] = rest % (*in)[d];
+      rest /= (*in)[d];
+    }
+    std::vector<int64_t> o = apply(map, index, env);
+    bool inside = true;
+    for (size_t d = 0; d < o.size(); ++d) {
+      inside = inside && o[d] >= 0 && o[d] < (*out)[d];
+      flat = flat * (*out)[d] + o[d];
+    }
+    if (inside) hit[static_cast<size_t>(flat)] = true;
+  }
+  for (int64_t flat = 0; flat < out_size; ++flat) {
+    if (hit[static_cast<size_t>(flat)]) continue;
+    Counterexample cex;
+    cex.output.assign(out->size(), 0);
+    for (int64_t rest = flat, d = static_cast<int64_t>(out->size()) - 1; d >= 0; --d) {
+      cex.output[d] = rest % (*out)[d];
+      rest /= (*out)[d];
+    }
+    cex.text = "no index of " + options.name + " maps to " + output_text(cex.output) +
+               " of the output box " + list_string(*out);
+    return failed(r, clock, std::move(cex));
+  }
+  ProofResult p = proved(r, clock);
+  p.message = "proved: every one of the " + std::to_string(out_size) +
+              " output points is hit (enumeration)";
+  return p;
+}
+
 /// Looks for an output point with no preimage: exists o in the box, forall x in the box,
 /// f(x) != o (a quantified bit-vector query).
 ProofResult missing_output(const IndexMap& map, const ProofOptions& options, ProofResult r,
                            const Stopwatch& clock) {
+  if (auto enumerated = missing_output_by_enumeration(map, options, r, clock)) return *enumerated;
   Setup st = setup(map, options);
   std::vector<Var> outs;
   for (size_t d = 0; d < map.output_shape.size(); ++d) outs.push_back(Var("o" + std::to_string(d)));
@@ -172,6 +232,15 @@ ProofResult missing_output(const IndexMap& map, const ProofOptions& options, Pro
 /// Whether the input and output boxes have the same number of points for every symbol value;
 /// nullopt when yes, else the symbol values where they differ (with both sizes).
 std::optional<std::string> size_mismatch(const IndexMap& map, const ProofOptions& options) {
+  auto in_shape = concrete(map.input_shape), out_shape = concrete(map.output_shape);
+  if (in_shape && out_shape) {  // no symbols: multiply
+    int64_t in = 1, out = 1;
+    for (int64_t e : *in_shape) in *= e;
+    for (int64_t e : *out_shape) out *= e;
+    if (in == out) return std::nullopt;
+    return options.name + " has " + std::to_string(in) + " indices but its output box " +
+           list_string(*out_shape) + " has " + std::to_string(out) + " points";
+  }
   Setup st = setup(map, options);
   ProofSession s(st.domain, map.iter_vars, st.exprs, options.timeout_ms, options.force_width);
   Expr in = product(map.input_shape), out = product(map.output_shape);
@@ -197,7 +266,7 @@ LayoutProofs prove_layout(const IndexMap& map, const ProofOptions& options) {
   std::optional<std::string> mismatch = size_mismatch(map, options);
   if (!mismatch && p.in_range.holds && p.injective.holds) {
     p.surjective = proved(surj, surj_clock);
-    p.surjective.message = "proved (injective into a box of equal size)";
+    p.surjective.message = "proved: injective into a box of equal size";
   } else {
     p.surjective = missing_output(map, options, surj, surj_clock);
   }
@@ -233,7 +302,7 @@ ProofResult prove_surjective(const IndexMap& map, const ProofOptions& options) {
   if (!size_mismatch(map, options) && in_range_impl(map, options).holds &&
       injective_impl(map, options).holds) {
     r = proved(r, clock);
-    r.message = "proved (injective into a box of equal size)";
+    r.message = "proved: injective into a box of equal size";
     return r;
   }
   return missing_output(map, options, r, clock);

@@ -64,6 +64,10 @@ struct ProofOptions {
   VarDomain domain;             ///< ranges and facts of symbolic variables
   unsigned timeout_ms = 60000;  ///< per Z3 query
   int force_width = 0;          ///< 0: chosen by IndexBounds; tests set it to show wrap-around
+  /// Surjectivity of a map that is not an injection into an equal-sized box needs a quantifier
+  /// ("some output has no preimage"), which Z3 often cannot decide; concrete maps with at most
+  /// this many input points are decided by enumeration instead (0: always ask Z3).
+  int64_t enumerate_limit = int64_t{1} << 22;
 };
 
 /// No two points of the input box map to one output.

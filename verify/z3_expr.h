@@ -15,72 +15,15 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include <z3++.h>
 
-#include "core/analyzer.h"
 #include "core/expr.h"
+#include "verify/index_bounds.h"
 
 namespace tessel {
-
-/// The free variables of a proof: each one's inclusive range, plus facts assumed true
-/// (`n % 8 == 0`). Variables of the proved expressions that have no range here range over their
-/// dtype.
-struct VarDomain {
-  std::vector<std::pair<Var, IntBound>> ranges;
-  std::vector<Expr> constraints;
-
-  /// Adds `lo <= v <= hi`.
-  VarDomain& bound(const Var& v, int64_t lo, int64_t hi) {
-    ranges.emplace_back(v, IntBound{lo, hi});
-    return *this;
-  }
-  /// Adds an assumed fact (a boolean integer expression over the variables).
-  VarDomain& assume(Expr fact) {
-    constraints.push_back(std::move(fact));
-    return *this;
-  }
-};
-
-/// Sound interval bounds of the exact (mathematical) values of integer sub-expressions over a
-/// VarDomain: interval arithmetic on every node (exact at the corners for + - * // % min max
-/// shifts, power-of-two envelopes for bitwise operations), intersected with the Analyzer's
-/// const_int_bound where no node of the sub-expression can exceed its dtype (the analyzer bounds
-/// wrapped values). Memoised per node.
-class IndexBounds {
- public:
-  explicit IndexBounds(const VarDomain& domain);
-  ~IndexBounds();
-  IndexBounds(const IndexBounds&) = delete;
-  IndexBounds& operator=(const IndexBounds&) = delete;
-
-  /// Bounds of an integral (or boolean: [0, 1]) expression. Requires: no float arithmetic,
-  /// buffer loads or calls (user error naming the construct otherwise).
-  IntBound bound(const Expr& e);
-
-  /// The signed bit-vector width that holds every intermediate value of every expression in
-  /// `exprs` (including the quotient products the translator introduces) plus one spare bit.
-  /// User error when some value cannot be bounded within 126 bits.
-  int width_for(const std::vector<Expr>& exprs);
-
-  /// Sub-expressions seen so far whose bounds exceed their own dtype (e.g. an int32 product that
-  /// can pass 2^31): the proofs reason about the exact values, the generated code would wrap.
-  const std::vector<Expr>& dtype_overflows() const { return overflows_; }
-
- private:
-  struct Wide;
-  Wide wide(const Expr& e);
-  int bits_of(const Expr& e);
-
-  Analyzer analyzer_;
-  std::unordered_map<const ExprNode*, std::pair<__int128, __int128>> memo_;
-  std::unordered_map<const VarNode*, IntBound> ranges_;
-  std::vector<Expr> overflows_;
-  std::unordered_set<const ExprNode*> wrapping_;  ///< nodes that may wrap, or contain one
-};
 
 /// One product of two non-constant operands as translated: the exact term and what is known of
 /// its operands (for the linear lemmas of verify/product_lemmas.h).
@@ -141,8 +84,11 @@ class Z3ExprTranslator {
   int width_;
   std::string suffix_;
   std::unordered_map<const VarNode*, z3::expr> vars_;
+  // Memo tables are keyed by node address; `kept_` holds those nodes alive so that an address is
+  // never reused by a different expression while this translator lives.
   std::unordered_map<const ExprNode*, z3::expr> memo_;
   std::unordered_map<const ExprNode*, std::unordered_map<int64_t, z3::expr>> quotients_;
+  std::vector<Expr> kept_;
   std::vector<z3::expr> side_;
   std::vector<z3::expr> created_;
   std::vector<ProductTerm>* products_ = nullptr;

@@ -1,0 +1,300 @@
+// Internals of the kernel-file parser shared by core/kernel_parser*.cpp: the values names stand
+// for, scopes, call arguments, and the Parser that reads a file and builds the IR as it goes.
+//
+// The parser is a recursive-descent reader over the tokenizer's kFile tokens that evaluates as it
+// parses (the way TVMScript runs a kernel's Python): the enclosing def and module-level
+// assignments are evaluated to compile-time values, and every statement of the kernel body is
+// turned into IR through the same node and operator make() functions the C++ builder uses.
+// T.macro helpers are inlined by parsing their body again at each call with the arguments bound.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/expr_parser.h"
+#include "core/kernel.h"
+#include "core/kernel_parser.h"
+#include "core/op_atomic.h"
+#include "core/op_gemm.h"
+#include "core/op_reduce.h"
+
+namespace tessel::kernel_parser_detail {
+
+/// An IR validation error (one the C++ builder raises too) already located in the file: it
+/// stays a UserError (the kernel is wrong), not a KernelFileError (the file is malformed).
+class LocatedError : public UserError {
+ public:
+  explicit LocatedError(const std::string& message) : UserError(message) {}
+};
+
+struct MacroDef;
+struct NameScope;
+
+/// What a name, an argument or the right-hand side of an assignment stands for.
+struct Value {
+  enum class Kind : uint8_t {
+    kNone,          ///< None
+    kExpr,          ///< a number or an expression: ints, floats, bools, variables, loads
+    kString,        ///< "float16", "shared.dyn" (dtypes are strings, as in TileLang)
+    kTuple,         ///< (a, b) or [a, b]
+    kBuffer,        ///< a tensor parameter or a T.alloc_* buffer
+    kRegion,        ///< A[0:32, k * 32:(k + 1) * 32]: a sliced region of a buffer
+    kElement,       ///< A[i, j], points only: a load or a point-form region, by context
+    kModule,        ///< T (tilelang.language) or tilelang
+    kMacro,         ///< a T.macro helper
+    kConvertMaker,  ///< _tir_packed_to_unsigned_convert
+    kConverter,     ///< _tir_packed_to_unsigned_convert("int", 8)
+    kPolicy,        ///< T.GemmWarpPolicy.FullRow
+    kKernel,        ///< the kernel function itself (what the enclosing def returns)
+  };
+  Kind kind = Kind::kNone;
+  Expr expr;                 ///< kExpr
+  std::string text;          ///< kString; kModule: "T" or "tilelang"; kKernel: its name
+  std::vector<Value> items;  ///< kTuple
+  bool is_list = false;      ///< kTuple written with brackets
+  Buffer buffer;             ///< kBuffer, kRegion, kElement
+  BufferRegion region;       ///< kRegion, kElement (point form)
+  std::vector<Expr> indices; ///< kElement
+  std::shared_ptr<const MacroDef> macro;
+  DataType storage;          ///< kConverter: the packed storage type
+  GemmWarpPolicy policy = GemmWarpPolicy::kSquare;
+
+  static Value none() { return Value{}; }
+  static Value of(Expr e);
+  static Value string(std::string s);
+  static Value module(std::string name);
+  static Value of(Buffer b);
+  /// The constant integer, if this is an integer (not bool) literal.
+  std::optional<int64_t> as_int() const;
+  /// How error messages name it: "the number 3", "the string \"float16\"", "buffer 'A'".
+  std::string describe() const;
+};
+
+/// A `T.macro` helper: its parameters and where its body starts in the token stream.
+struct MacroDef {
+  std::string name;
+  std::vector<std::string> params;
+  std::vector<std::optional<Value>> defaults;
+  size_t body_position = 0;  ///< the ':' that opens the body
+  SourceLoc loc;
+  std::shared_ptr<NameScope> closure;  ///< the scope it was defined in
+};
+
+/// A name's binding.
+struct Binding {
+  Value value;
+  SourceLoc loc;
+  bool kernel_local = false;  ///< bound in the kernel body (buffers, lets): not rebindable
+};
+
+/// Names visible at one point of the file; lookups continue in `parent`.
+struct NameScope {
+  std::shared_ptr<NameScope> parent;
+  std::map<std::string, Binding> names;
+  const Binding* find(const std::string& name) const;
+};
+
+/// One argument of a call as written: positional when `keyword` is empty.
+struct Arg {
+  Value value;
+  Token at;        ///< where the argument starts (its keyword, if any)
+  Token value_at;  ///< where its value starts
+  std::string keyword;
+};
+
+/// A call's arguments and where the call is. `callee` is normalised (`T.copy`).
+struct CallArgs {
+  std::string callee;
+  Token at;
+  std::vector<Arg> args;
+};
+
+/// Where the statement being read sits, which decides what it may be.
+enum class Context : uint8_t {
+  kModule,      ///< top level of the file
+  kGenerator,   ///< the enclosing def's body (compile-time values)
+  kPreLaunch,   ///< the kernel function's body before `with T.Kernel(...)`
+  kKernelBody,  ///< inside `with T.Kernel(...)`
+  kPostLaunch,  ///< the kernel function's body after the launch block
+};
+
+/// Limits that keep any input, however deep or large, from exhausting the stack or memory.
+constexpr int kMaxBracketDepth = 64;
+constexpr int kMaxUnaryRun = 64;
+constexpr int kMaxLineTokens = 4000;
+constexpr int kMaxBlockDepth = 48;
+constexpr int kMaxLetDepth = 200;
+constexpr int kMaxExprDepth = 160;
+constexpr int kMaxMacroDepth = 16;
+constexpr int64_t kMaxStatements = 50000;
+
+/// A `# tessel: NAME: T.Tensor(...)` directive: the annotation text and where it starts.
+struct TensorDirective {
+  std::string text;
+  int line = 0;
+  int column = 0;
+  bool used = false;
+};
+
+class Parser {
+ public:
+  Parser(const std::string& source, std::string path,
+         const std::map<std::string, std::string>& defines);
+  ParsedKernel run();
+
+  // ---- kernel_parser.cpp: the module, the enclosing def and the kernel's signature --------------
+ private:
+  void scan_limits() const;
+  void scan_directives();
+  void parse_module();
+  void parse_import();
+  void parse_def(std::vector<CallArgs> decorators, const Token& def_token);
+  std::vector<CallArgs> parse_decorators();
+  bool params_have_tensors() const;
+  bool body_has_nested_def() const;
+  void parse_generator(const Token& def_token);
+  Value define_value(const KernelFileParam& param, const std::string& text,
+                     const std::optional<Value>& fallback) const;
+  void parse_kernel_def(const Token& def_token);
+  Buffer parse_tensor_param(const Token& name_tok);
+  Buffer tensor_from_annotation(const Token& name_tok, const Token& at, const CallArgs& call);
+  void parse_macro_def(const Token& def_token);
+  void skip_suite();
+  void finish_kernel(const Token& def_token);
+
+  // ---- kernel_parser_values.cpp: values, expressions, calls and arguments ---------------------
+ public:
+  [[noreturn]] void fail(const Token& at, const std::string& message) const;
+  SourceLoc loc_of(const Token& t) const { return SourceLoc{path_, t.line, t.column}; }
+  /// Rethrows a UserError raised while building IR at `at` as located (see LocatedError).
+  [[noreturn]] void relocate(const UserError& error, const Token& at) const;
+  /// Runs `fn`, relocating the UserErrors it raises to `at`.
+  template <typename Fn>
+  auto located(const Token& at, Fn&& fn) -> decltype(fn()) {
+    try {
+      return fn();
+    } catch (const KernelFileError&) {
+      throw;
+    } catch (const LocatedError&) {
+      throw;
+    } catch (const UserError& e) {
+      relocate(e, at);
+    }
+  }
+
+ private:
+  friend struct HookAccess;
+  const Binding* lookup(const std::string& name) const;
+  void bind(const std::string& name, Value value, const Token& at, bool kernel_local = false);
+  std::string normalize(const std::string& dotted) const;
+  [[noreturn]] void unknown_name(const std::string& name, const Token& at) const;
+  Value parse_value();
+  Expr parse_expr();
+  Expr to_expr(const Value& v, const Token& at, const std::string& what) const;
+  bool at_terminator(size_t ahead = 0) const;
+  bool tuple_ahead() const;
+  Value parse_sequence(const char* close, bool is_list);
+  std::optional<Value> parse_name_value();
+  Value parse_subscript_value(const Buffer& buffer, const Token& at);
+  std::vector<Token> read_dotted(std::string& name);
+  CallArgs parse_call_args(const std::string& callee, const Token& at);
+  std::optional<Expr> expression_call(const std::string& callee, const Token& at);
+  Expr convert_call(const Value& converter, const Token& at);
+  Value attribute(const Value& base, const std::string& attr, const Token& at) const;
+  ExprParseHooks make_hooks();
+  void check_depth(const Expr& e, const Token& at) const;
+
+ public:
+  // Argument binding and typed access, for operators and calls.
+  std::vector<const Arg*> bind_args(const CallArgs& call, const std::vector<std::string>& names,
+                                    size_t required) const;
+  [[noreturn]] void wrong_kind(const CallArgs& call, const Arg& arg, const std::string& param,
+                               const std::string& wanted) const;
+  Buffer arg_buffer(const CallArgs& call, const Arg& arg, const std::string& param) const;
+  BufferRegion arg_region(const CallArgs& call, const Arg& arg, const std::string& param) const;
+  Expr arg_expr(const CallArgs& call, const Arg& arg, const std::string& param) const;
+  int64_t arg_int(const CallArgs& call, const Arg& arg, const std::string& param, int64_t lo,
+                  int64_t hi) const;
+  bool arg_bool(const CallArgs& call, const Arg& arg, const std::string& param) const;
+  DataType arg_dtype(const CallArgs& call, const Arg& arg, const std::string& param) const;
+  std::string arg_string(const CallArgs& call, const Arg& arg, const std::string& param) const;
+  std::vector<int> arg_int_list(const CallArgs& call, const Arg& arg,
+                                const std::string& param) const;
+  std::vector<Expr> arg_shape(const CallArgs& call, const Arg& arg,
+                              const std::string& param) const;
+
+  // ---- kernel_parser_stmts.cpp: blocks, assignments, loops, if, the launch, macros -----------
+ private:
+  /// Reads ':' and a block; `new_scope` false lets its names join the enclosing scope.
+  Stmt parse_suite(Context context, bool new_scope = true);
+  void parse_statements_until_dedent(std::vector<Stmt>& out, std::vector<size_t>& lets);
+  void parse_statement(std::vector<Stmt>& out, std::vector<size_t>& lets);
+  void parse_simple_statement(std::vector<Stmt>& out, std::vector<size_t>& lets);
+  void end_of_simple_statement();
+  Stmt fold_lets(std::vector<Stmt> stmts, const std::vector<size_t>& lets) const;
+  void parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets);
+  void parse_augmented(std::vector<Stmt>& out, const std::string& op);
+  bool parse_special_assignment(const Token& target, std::vector<Stmt>& out);
+  void assign_name(const Token& target, Value value, std::vector<Stmt>& out,
+                   std::vector<size_t>& lets);
+  Stmt make_store(const Buffer& buffer, std::vector<Expr> indices, Expr value, const Token& at);
+  std::vector<Expr> parse_store_indices(const Buffer& buffer, const Token& at);
+  void parse_for(std::vector<Stmt>& out);
+  void parse_if(std::vector<Stmt>& out, std::vector<size_t>& lets);
+  void parse_with(std::vector<Stmt>& out);
+  void parse_return();
+  void parse_call_statement(std::vector<Stmt>& out);
+  void inline_macro(const MacroDef& macro, const CallArgs& call, std::vector<Stmt>& out);
+  [[noreturn]] void unsupported(const Token& at) const;
+  void require_kernel_body(const Token& at, const std::string& what) const;
+  void count_statement(const Token& at);
+  Var kernel_thread_var(const Token& at);
+
+  // ---- kernel_parser_ops.cpp: tile operators, allocations and thread-level calls -------------
+  bool parse_operator(const CallArgs& call, std::vector<Stmt>& out);
+  Buffer parse_alloc(const CallArgs& call, const std::string& name, std::vector<Stmt>& out);
+  Stmt parse_intrinsic(const CallArgs& call);
+
+  // ---- state -------------------------------------------------------------------------------
+  const std::string& source_;
+  std::string path_;
+  std::map<std::string, std::string> defines_;
+  TokenCursor main_cursor_;
+  TokenCursor* cur_;
+  ExprParseHooks hooks_;
+
+  std::shared_ptr<NameScope> scope_;
+  Context context_ = Context::kModule;
+  std::map<std::string, TensorDirective> tensor_directives_;
+  ParsedKernel result_;
+  bool have_generator_ = false;
+  bool have_kernel_ = false;
+
+  // The kernel being built.
+  KernelNode node_;
+  std::string kernel_name_;
+  bool launched_ = false;
+  Token launch_token_;
+  bool thread_var_used_ = false;
+  bool thread_var_named_ = false;
+  std::vector<Var> dynamic_vars_;
+  std::set<const BufferNode*> var_buffers_;  ///< T.alloc_var buffers, read and written bare
+
+  int block_depth_ = 0;
+  int let_depth_ = 0;
+  int macro_depth_ = 0;
+  int64_t statements_ = 0;
+};
+
+/// True when `e` nests deeper than `limit` (stops looking at `limit`).
+bool expr_deeper_than(const Expr& e, int limit);
+
+/// The closest name to `name` among `candidates` within two edits, or "".
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
+
+}  // namespace tessel::kernel_parser_detail

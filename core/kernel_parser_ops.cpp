@@ -1,0 +1,253 @@
+// Tile operators, allocations and thread-level calls of the kernel-file parser: each reads its
+// arguments as TileLang spells them and builds IR through the operator's own make().
+#include "core/intrinsics.h"
+#include "core/kernel_parser_detail.h"
+#include "core/op_copy.h"
+#include "core/op_fill.h"
+
+namespace tessel::kernel_parser_detail {
+
+namespace {
+
+std::optional<ReduceKind> reduce_kind(const std::string& name) {
+  if (name == "T.reduce_sum") return ReduceKind::kSum;
+  if (name == "T.reduce_max") return ReduceKind::kMax;
+  if (name == "T.reduce_min") return ReduceKind::kMin;
+  if (name == "T.reduce_abssum") return ReduceKind::kAbsSum;
+  if (name == "T.reduce_absmax") return ReduceKind::kAbsMax;
+  return std::nullopt;
+}
+
+std::optional<AtomicKind> atomic_kind(const std::string& name) {
+  if (name == "T.atomic_add") return AtomicKind::kAdd;
+  if (name == "T.atomic_max") return AtomicKind::kMax;
+  if (name == "T.atomic_min") return AtomicKind::kMin;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
+  const std::string& op = call.callee;
+  SourceLoc loc = loc_of(call.at);
+  auto emit_op = [&](const std::function<TileOpRef()>& make) {
+    out.push_back(located(call.at, [&] { return TileOpCallNode::make(make()); }));
+  };
+  auto start = [&] {
+    require_kernel_body(call.at, op);
+    count_statement(call.at);
+  };
+  if (op == "T.copy") {
+    start();
+    auto a = bind_args(call, {"src", "dst"}, 2);
+    BufferRegion src = arg_region(call, *a[0], "src"), dst = arg_region(call, *a[1], "dst");
+    emit_op([&] { return CopyOp::make(src, dst, loc); });
+    return true;
+  }
+  if (op == "T.gemm") {
+    start();
+    auto a = bind_args(call, {"A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum"},
+                       3);
+    Buffer A = arg_buffer(call, *a[0], "A"), B = arg_buffer(call, *a[1], "B"),
+           C = arg_buffer(call, *a[2], "C");
+    GemmOptions options;
+    if (a[3]) options.transpose_A = arg_bool(call, *a[3], "transpose_A");
+    if (a[4]) options.transpose_B = arg_bool(call, *a[4], "transpose_B");
+    if (a[5]) {
+      if (a[5]->value.kind != Value::Kind::kPolicy) {
+        wrong_kind(call, *a[5], "policy", "T.GemmWarpPolicy.Square, FullRow or FullCol");
+      }
+      options.policy = a[5]->value.policy;
+    }
+    if (a[6]) options.clear_accum = arg_bool(call, *a[6], "clear_accum");
+    emit_op([&] { return GemmOp::make(A, B, C, options, loc); });
+    return true;
+  }
+  if (auto kind = reduce_kind(op)) {
+    start();
+    auto a = bind_args(call, {"buffer", "out", "dim", "clear"}, 2);
+    Buffer src = arg_buffer(call, *a[0], "buffer"), dst = arg_buffer(call, *a[1], "out");
+    int64_t dim = a[2] ? arg_int(call, *a[2], "dim", -8, 8) : -1;
+    if (dim < 0) dim += static_cast<int64_t>(src->ndim());  // Python-style: -1 is the last
+    bool clear = a[3] ? arg_bool(call, *a[3], "clear") : true;
+    emit_op([&] { return ReduceOp::make(*kind, src, dst, static_cast<int>(dim), clear, loc); });
+    return true;
+  }
+  if (auto kind = atomic_kind(op)) {
+    start();
+    auto a = bind_args(call, {"dst", "value"}, 2);
+    BufferRegion dst = arg_region(call, *a[0], "dst");
+    const Value& v = a[1]->value;
+    if (v.kind == Value::Kind::kBuffer && !var_buffers_.count(v.buffer.get())) {
+      emit_op([&] { return AtomicOp::make_tile(*kind, dst, BufferRegion::full(v.buffer), loc); });
+    } else if (v.kind == Value::Kind::kRegion) {
+      emit_op([&] { return AtomicOp::make_tile(*kind, dst, v.region, loc); });
+    } else {
+      // A single element or an expression: the scalar form, as in the C++ builder.
+      Expr value = arg_expr(call, *a[1], "value");
+      emit_op([&] { return AtomicOp::make_scalar(*kind, dst, value, loc); });
+    }
+    return true;
+  }
+  if (op == "T.fill") {
+    start();
+    auto a = bind_args(call, {"buffer", "value"}, 2);
+    BufferRegion dst = arg_region(call, *a[0], "buffer");
+    Expr value = arg_expr(call, *a[1], "value");
+    emit_op([&] { return FillOp::make(dst, value, false, loc); });
+    return true;
+  }
+  if (op == "T.clear") {
+    start();
+    auto a = bind_args(call, {"buffer"}, 1);
+    BufferRegion dst = arg_region(call, *a[0], "buffer");
+    emit_op([&] { return FillOp::make(dst, make_int(0), true, loc); });
+    return true;
+  }
+  if (op == "T.sync_threads") {
+    start();
+    bind_args(call, {}, 0);
+    out.push_back(BarrierNode::make(loc));
+    return true;
+  }
+  if (op == "T.use_swizzle") {
+    start();
+    auto a = bind_args(call, {"panel_size", "order", "enable"}, 1);
+    int64_t panel = arg_int(call, *a[0], "panel_size", 1, 1 << 20);
+    bool column = false;
+    if (a[1]) {
+      std::string order = arg_string(call, *a[1], "order");
+      if (order != "row" && order != "column") {
+        fail(a[1]->value_at, "T.use_swizzle: order is \"row\" or \"column\", got \"" + order + "\"");
+      }
+      column = order == "column";
+    }
+    if (a[2] && !arg_bool(call, *a[2], "enable")) return true;
+    out.push_back(located(call.at, [&] {
+      return UseSwizzleNode::make(static_cast<int>(panel), column, loc);
+    }));
+    return true;
+  }
+  if (op.rfind("T.annotate_", 0) == 0) {
+    fail(call.at, op + " is not supported: Tessel's IR carries no layout annotations; layouts "
+                       "and fragments are inferred by the lowering");
+  }
+  if (op.rfind("T.", 0) == 0 && find_intrinsic(op.substr(2))) {
+    start();
+    out.push_back(parse_intrinsic(call));
+    return true;
+  }
+  return false;
+}
+
+Buffer Parser::parse_alloc(const CallArgs& call, const std::string& name, std::vector<Stmt>& out) {
+  const std::string& op = call.callee;
+  SourceLoc loc = loc_of(call.at);
+  count_statement(call.at);
+  if (op == "T.alloc_var") {
+    auto a = bind_args(call, {"dtype", "init", "scope"}, 1);
+    DataType dtype = arg_dtype(call, *a[0], "dtype");
+    Expr init = a[1] ? arg_expr(call, *a[1], "init") : Expr();
+    if (a[2] && arg_string(call, *a[2], "scope") != "local.var" &&
+        arg_string(call, *a[2], "scope") != "local") {
+      fail(a[2]->value_at, "T.alloc_var lives in \"local.var\"");
+    }
+    Buffer b = located(call.at, [&] {
+      return BufferNode::make(name, {make_int(1)}, dtype, Scope::kLocal, loc);
+    });
+    out.push_back(located(call.at, [&] { return AllocNode::make(b, init, true, loc); }));
+    var_buffers_.insert(b.get());
+    return b;
+  }
+  // The shape: a tuple, or (as in the paper's Fig. 16) the extents as leading arguments.
+  std::vector<Expr> shape;
+  std::vector<const Arg*> rest;
+  size_t k = 0;
+  const std::vector<Arg>& args = call.args;
+  if (!args.empty() && args[0].keyword.empty() && args[0].value.kind == Value::Kind::kExpr) {
+    while (k < args.size() && args[k].keyword.empty() && args[k].value.kind == Value::Kind::kExpr) {
+      shape.push_back(args[k++].value.expr);
+    }
+  }
+  CallArgs remaining{call.callee, call.at, {}};
+  if (!shape.empty()) {
+    Arg shape_arg;
+    shape_arg.keyword = "shape";
+    shape_arg.at = shape_arg.value_at = args[0].at;
+    shape_arg.value.kind = Value::Kind::kTuple;
+    for (const Expr& e : shape) shape_arg.value.items.push_back(Value::of(e));
+    remaining.args.push_back(shape_arg);
+  }
+  for (; k < args.size(); ++k) remaining.args.push_back(args[k]);
+  auto a = bind_args(remaining, {"shape", "dtype", "scope"}, 1);
+  shape = arg_shape(remaining, *a[0], "shape");
+  Scope scope = op == "T.alloc_fragment" ? Scope::kFragment
+                : op == "T.alloc_local"  ? Scope::kLocal
+                                         : Scope::kShared;
+  DataType dtype;
+  if (a[1]) {
+    dtype = arg_dtype(remaining, *a[1], "dtype");
+  } else {
+    // The paper writes T.alloc_shared(block_M, block_K): the dtype comes from the enclosing
+    // def's `dtype` (`accum_dtype` for fragments).
+    std::string fallback = scope == Scope::kFragment ? "accum_dtype" : "dtype";
+    const Binding* b = lookup(fallback);
+    std::optional<DataType> t;
+    if (b && b->value.kind == Value::Kind::kString) t = DataType::parse(b->value.text);
+    if (!t) {
+      fail(call.at, op + " needs a dtype, e.g. " + op + "((64, 64), \"float16\"); when it is left "
+                         "out (as in the paper's Fig. 16) the dtype named `" + fallback +
+                         "` is used, but no such string is defined");
+    }
+    dtype = *t;
+  }
+  if (a[2]) {
+    std::string s = arg_string(remaining, *a[2], "scope");
+    bool ok = (scope == Scope::kShared && (s == "shared" || s == "shared.dyn")) ||
+              (scope == Scope::kFragment && s == "local.fragment") ||
+              (scope == Scope::kLocal && s == "local");
+    if (!ok) {
+      fail(a[2]->value_at, op + ": scope \"" + s + "\" does not fit; " +
+                               (scope == Scope::kShared ? "use \"shared\" or \"shared.dyn\""
+                                : scope == Scope::kFragment ? "fragments live in \"local.fragment\""
+                                                            : "locals live in \"local\""));
+    }
+    if (s == "shared.dyn") scope = Scope::kSharedDyn;
+  }
+  Buffer b = located(call.at, [&] { return BufferNode::make(name, shape, dtype, scope, loc); });
+  out.push_back(located(call.at, [&] { return AllocNode::make(b, Expr(), false, loc); }));
+  return b;
+}
+
+Stmt Parser::parse_intrinsic(const CallArgs& call) {
+  IntrinsicId id = *find_intrinsic(call.callee.substr(2));
+  const IntrinsicInfo& info = intrinsic_info(id);
+  std::vector<std::string> names;
+  for (const IntrinsicOperand& o : info.operands) names.push_back(o.name);
+  size_t required = names.size();
+  bool cp_async = info.family == IntrinsicFamily::kCpAsync;
+  if (cp_async) required = 2;  // src_size defaults to the bytes copied, as in the builder
+  auto a = bind_args(call, names, required);
+  std::vector<IntrinsicArg> args;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const IntrinsicOperand& o = info.operands[i];
+    if (!a[i]) {
+      args.push_back(IntrinsicArg{Buffer(), {}, make_int(info.bytes)});
+      continue;
+    }
+    if (o.kind == OperandKind::kValue || o.kind == OperandKind::kImmediate) {
+      args.push_back(IntrinsicArg{Buffer(), {}, arg_expr(call, *a[i], o.name)});
+      continue;
+    }
+    if (a[i]->value.kind != Value::Kind::kElement) {
+      wrong_kind(call, *a[i], o.name,
+                 "one element of a buffer (the lane's first register or address, e.g. " +
+                     std::string(o.kind == OperandKind::kRegisters ? "C_regs[0]" : "A_shared[r, c]") +
+                     ")");
+    }
+    args.push_back(IntrinsicArg{a[i]->value.buffer, a[i]->value.indices, Expr()});
+  }
+  return located(call.at, [&] { return IntrinsicCallNode::make(id, args, loc_of(call.at)); });
+}
+
+}  // namespace tessel::kernel_parser_detail

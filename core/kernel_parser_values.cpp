@@ -1,0 +1,843 @@
+// Values of the kernel-file parser: names and scopes, expressions through the shared expression
+// parser's hooks, call arguments and typed access to them, with errors that point at the text.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/analyzer.h"
+#include "core/expr_printer.h"
+#include "core/intrinsics.h"
+#include "core/kernel_parser_detail.h"
+#include "core/tile_op.h"
+
+namespace tessel::kernel_parser_detail {
+
+// ---- Value ------------------------------------------------------------------------------------
+
+Value Value::of(Expr e) {
+  Value v;
+  v.kind = Kind::kExpr;
+  v.expr = std::move(e);
+  return v;
+}
+
+Value Value::string(std::string s) {
+  Value v;
+  v.kind = Kind::kString;
+  v.text = std::move(s);
+  return v;
+}
+
+Value Value::module(std::string name) {
+  Value v;
+  v.kind = Kind::kModule;
+  v.text = std::move(name);
+  return v;
+}
+
+Value Value::of(Buffer b) {
+  Value v;
+  v.kind = Kind::kBuffer;
+  v.buffer = std::move(b);
+  return v;
+}
+
+std::optional<int64_t> Value::as_int() const {
+  if (kind != Kind::kExpr || expr.dtype().is_bool()) return std::nullopt;
+  return as_const_int(expr);
+}
+
+std::string Value::describe() const {
+  switch (kind) {
+    case Kind::kNone: return "None";
+    case Kind::kExpr:
+      if (expr.as<IntImmNode>() || expr.as<FloatImmNode>()) return "the number " + to_string(expr);
+      return "the expression `" + to_string(expr) + "`";
+    case Kind::kString: return "the string \"" + text + "\"";
+    case Kind::kTuple: {
+      std::string s = is_list ? "the list [" : "the tuple (";
+      for (size_t i = 0; i < items.size(); ++i) {
+        const Value& item = items[i];
+        s += (i ? ", " : "");
+        s += item.kind == Kind::kExpr ? to_string(item.expr)
+             : item.kind == Kind::kString ? "\"" + item.text + "\""
+                                          : "...";
+      }
+      return s + (is_list ? "]" : ")");
+    }
+    case Kind::kBuffer: return "buffer '" + buffer->name + "'";
+    case Kind::kRegion: return "the region " + region_to_string(region);
+    case Kind::kElement: return "the element " + to_string(BufferLoadNode::make(buffer, indices));
+    case Kind::kModule: return text == "T" || text == "tilelang" ? "the module " + text : text;
+    case Kind::kMacro: return "the T.macro '" + macro->name + "'";
+    case Kind::kConvertMaker: return "_tir_packed_to_unsigned_convert";
+    case Kind::kConverter: return "a converter made by _tir_packed_to_unsigned_convert";
+    case Kind::kPolicy: return std::string("T.GemmWarpPolicy.") + policy_name(policy);
+    case Kind::kKernel: return "the kernel '" + text + "'";
+  }
+  return "a value";
+}
+
+const Binding* NameScope::find(const std::string& name) const {
+  for (const NameScope* s = this; s; s = s->parent.get()) {
+    auto it = s->names.find(name);
+    if (it != s->names.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+// ---- Helpers ----------------------------------------------------------------------------------
+
+namespace {
+
+/// The direct operands of an expression node.
+std::vector<Expr> children(const Expr& e) {
+  if (const auto* b = dynamic_cast<const BinaryNode*>(e.get())) return {b->a, b->b};
+  if (const auto* c = dynamic_cast<const CompareNode*>(e.get())) return {c->a, c->b};
+  if (const auto* n = e.as<NotNode>()) return {n->a};
+  if (const auto* s = e.as<SelectNode>()) return {s->cond, s->t, s->f};
+  if (const auto* c = e.as<CastNode>()) return {c->value};
+  if (const auto* l = e.as<BufferLoadNode>()) return l->indices;
+  if (const auto* c = e.as<CallNode>()) return c->args;
+  return {};
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  return s;
+}
+
+std::string plural(size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+/// Calls of T that are statements (or declarations), never values.
+bool is_statement_function(const std::string& norm) {
+  static const char* kNames[] = {
+      "T.copy", "T.gemm", "T.fill", "T.clear", "T.reduce_sum", "T.reduce_max", "T.reduce_min",
+      "T.reduce_abssum", "T.reduce_absmax", "T.atomic_add", "T.atomic_max", "T.atomic_min",
+      "T.sync_threads", "T.use_swizzle", "T.alloc_shared", "T.alloc_fragment", "T.alloc_local",
+      "T.alloc_var", "T.Kernel", "T.Tensor", "T.Buffer", "T.Parallel", "T.Pipelined",
+      "T.serial", "T.unroll", "T.vectorized", "T.grid", "T.annotate_layout"};
+  for (const char* n : kNames) {
+    if (norm == n) return true;
+  }
+  return norm.rfind("T.", 0) == 0 && find_intrinsic(norm.substr(2)).has_value();
+}
+
+}  // namespace
+
+bool expr_deeper_than(const Expr& e, int limit) {
+  if (limit <= 0) return true;
+  for (const Expr& c : children(e)) {
+    if (expr_deeper_than(c, limit - 1)) return true;
+  }
+  return false;
+}
+
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = 3;
+  for (const std::string& c : candidates) {
+    if (c == name || c.size() > name.size() + 2 || name.size() > c.size() + 2) continue;
+    std::vector<size_t> row(c.size() + 1);
+    for (size_t j = 0; j <= c.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= name.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= c.size(); ++j) {
+        size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (name[i - 1] == c[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    if (row[c.size()] < best_distance) {
+      best_distance = row[c.size()];
+      best = c;
+    }
+  }
+  return best;
+}
+
+// ---- Errors -----------------------------------------------------------------------------------
+
+void Parser::fail(const Token& at, const std::string& message) const {
+  throw KernelFileError(caret_message(source_, at.line, at.column, message, path_));
+}
+
+void Parser::relocate(const UserError& error, const Token& at) const {
+  std::string message = error.what();
+  // The cursor and the tokenizer already located it: a syntax error of the file.
+  if (message.rfind(path_ + ":", 0) == 0) throw KernelFileError(message);
+  std::string where = loc_of(at).str();
+  std::string quoted = caret_message(source_, at.line, at.column, "", path_);
+  quoted = quoted.substr(std::min(quoted.find('\n'), quoted.size()));
+  if (message.find(where) != std::string::npos) throw LocatedError(message + quoted);
+  throw LocatedError(where + ": " + message + quoted);
+}
+
+void Parser::unknown_name(const std::string& name, const Token& at) const {
+  std::vector<std::string> known;
+  for (const NameScope* s = scope_.get(); s; s = s->parent.get()) {
+    for (const auto& [n, b] : s->names) known.push_back(n);
+  }
+  std::string near = closest_name(name, known);
+  if (!near.empty()) fail(at, "unknown name '" + name + "'; did you mean '" + near + "'?");
+  fail(at, "unknown name '" + name + "': define it above this line (a kernel parameter goes in "
+           "the enclosing def's signature)");
+}
+
+void Parser::check_depth(const Expr& e, const Token& at) const {
+  if (expr_deeper_than(e, kMaxExprDepth)) {
+    fail(at, "this expression nests more than " + std::to_string(kMaxExprDepth) +
+                 " operations deep; split it with local constants (x = ...)");
+  }
+}
+
+// ---- Names ------------------------------------------------------------------------------------
+
+const Binding* Parser::lookup(const std::string& name) const { return scope_->find(name); }
+
+void Parser::bind(const std::string& name, Value value, const Token& at, bool kernel_local) {
+  auto it = scope_->names.find(name);
+  if (it != scope_->names.end() && it->second.kernel_local) {
+    fail(at, "'" + name + "' is already bound at " + it->second.loc.str() +
+                 "; a name in the kernel body is bound once (use T.alloc_var for a value that "
+                 "changes, or pick another name)");
+  }
+  scope_->names[name] = Binding{std::move(value), loc_of(at), kernel_local};
+}
+
+std::string Parser::normalize(const std::string& dotted) const {
+  size_t dot = dotted.find('.');
+  std::string first = dotted.substr(0, dot);
+  std::string rest = dot == std::string::npos ? "" : dotted.substr(dot);
+  const Binding* b = lookup(first);
+  if (!b || b->value.kind != Value::Kind::kModule) return dotted;
+  std::string base = b->value.text;
+  if (base == "tilelang" && rest.rfind(".language", 0) == 0) {
+    base = "T";
+    rest = rest.substr(9);
+  }
+  return base + rest;
+}
+
+Value Parser::attribute(const Value& base, const std::string& attr, const Token& at) const {
+  if (base.kind == Value::Kind::kModule) {
+    std::string full = base.text + "." + attr;
+    if (base.text == "tilelang" && attr == "language") return Value::module("T");
+    if (base.text == "T") {
+      if (auto dtype = DataType::parse(attr)) return Value::string(dtype->name());
+      if (attr == "inf") return Value::of(Expr(std::numeric_limits<double>::infinity()));
+      if (attr == "nan") return Value::of(Expr(std::numeric_limits<double>::quiet_NaN()));
+    }
+    if (base.text == "T.GemmWarpPolicy") {
+      Value v;
+      v.kind = Value::Kind::kPolicy;
+      if (attr == "Square") v.policy = GemmWarpPolicy::kSquare;
+      else if (attr == "FullRow") v.policy = GemmWarpPolicy::kFullRow;
+      else if (attr == "FullCol") v.policy = GemmWarpPolicy::kFullCol;
+      else fail(at, "T.GemmWarpPolicy has no member '" + attr + "'; use Square, FullRow or FullCol");
+      return v;
+    }
+    return Value::module(full);  // a function of T, or a submodule
+  }
+  if (base.kind == Value::Kind::kBuffer) {
+    if (attr == "shape") {
+      Value v;
+      v.kind = Value::Kind::kTuple;
+      for (const Expr& e : base.buffer->shape) v.items.push_back(Value::of(e));
+      return v;
+    }
+    if (attr == "dtype") return Value::string(base.buffer->dtype.name());
+    fail(at, "buffer '" + base.buffer->name + "' has no attribute '" + attr +
+                 "'; buffers have .shape and .dtype");
+  }
+  fail(at, base.describe() + " has no attribute '" + attr + "'");
+}
+
+std::vector<Token> Parser::read_dotted(std::string& name) {
+  std::vector<Token> parts{cur_->next()};
+  name = parts[0].text;
+  while (cur_->at_op(".") && cur_->peek(1).kind == TokenKind::kName) {
+    cur_->next();
+    parts.push_back(cur_->next());
+    name += "." + parts.back().text;
+  }
+  return parts;
+}
+
+// ---- Values -----------------------------------------------------------------------------------
+
+bool Parser::at_terminator(size_t ahead) const {
+  const Token& t = cur_->peek(ahead);
+  switch (t.kind) {
+    case TokenKind::kNewline:
+    case TokenKind::kEnd:
+    case TokenKind::kDedent:
+    case TokenKind::kIndent: return true;
+    case TokenKind::kOp:
+      return t.text == "," || t.text == ")" || t.text == "]" || t.text == "}" || t.text == ":" ||
+             t.text == "=" || t.text == ";";
+    default: return false;
+  }
+}
+
+bool Parser::tuple_ahead() const {
+  int depth = 0;
+  for (size_t k = 0;; ++k) {
+    const Token& t = cur_->peek(k);
+    if (t.kind == TokenKind::kEnd) return false;
+    if (t.kind != TokenKind::kOp) continue;
+    if (t.text == "(" || t.text == "[" || t.text == "{") {
+      ++depth;
+      if (k == 0 && cur_->at_op(")", 1)) return true;  // ()
+    } else if (t.text == ")" || t.text == "]" || t.text == "}") {
+      if (--depth == 0) return false;
+    } else if (t.text == "," && depth == 1) {
+      return true;
+    }
+  }
+}
+
+Value Parser::parse_sequence(const char* close, bool is_list) {
+  const Token open = cur_->next();
+  Value v;
+  v.kind = Value::Kind::kTuple;
+  v.is_list = is_list;
+  while (!cur_->at_op(close)) {
+    v.items.push_back(parse_value());
+    if (cur_->at_name("for")) {
+      fail(cur_->peek(), "comprehensions are not supported; write the items out");
+    }
+    if (!cur_->accept_op(",")) break;
+  }
+  cur_->expect_op(close, std::string("to close '") + open.text + "' at column " +
+                             std::to_string(open.column));
+  if (!at_terminator()) {
+    fail(cur_->peek(), std::string("a ") + (is_list ? "list" : "tuple") +
+                           " is not a number: arithmetic on it is not supported");
+  }
+  return v;
+}
+
+Value Parser::parse_value() {
+  const Token t = cur_->peek();
+  if (t.kind == TokenKind::kString) {
+    std::string s = cur_->next().text;
+    while (cur_->peek().kind == TokenKind::kString) s += cur_->next().text;
+    if (!at_terminator()) {
+      fail(cur_->peek(), "a string is not a number; strings name dtypes and scopes "
+                         "(\"float16\", \"shared.dyn\")");
+    }
+    return Value::string(std::move(s));
+  }
+  if (t.kind == TokenKind::kOp) {
+    if (t.text == "(" && tuple_ahead()) return parse_sequence(")", false);
+    if (t.text == "[") return parse_sequence("]", true);
+    if (t.text == "{") fail(t, "dicts and sets are not supported in kernel files");
+  }
+  if (t.kind == TokenKind::kName) {
+    if (t.text == "None" && at_terminator(1)) {
+      cur_->next();
+      return Value::none();
+    }
+    if (t.text == "lambda") {
+      fail(t, "lambda is only accepted in layout specs (`tessel layout`); a kernel file has no "
+              "place for one: Tessel's IR carries no layout annotations, layouts are inferred");
+    }
+    if (auto v = parse_name_value()) return *v;
+  }
+  return Value::of(parse_expr());
+}
+
+std::optional<Value> Parser::parse_name_value() {
+  size_t start = cur_->position();
+  std::string dotted;
+  std::vector<Token> parts = read_dotted(dotted);
+  const Binding* base = lookup(parts[0].text);
+  if (!base) {
+    cur_->rewind(start);
+    return std::nullopt;  // the expression parser reports the unknown name
+  }
+  Value v = base->value;
+  for (size_t k = 1; k < parts.size(); ++k) v = attribute(v, parts[k].text, parts[k]);
+  std::string norm = normalize(dotted);
+
+  if (cur_->at_op("(")) {
+    if (v.kind == Value::Kind::kConvertMaker) {
+      CallArgs maker = parse_call_args(norm, parts[0]);
+      if (!cur_->at_op("(")) {
+        auto a = bind_args(maker, {"storage_type", "storage_nbit"}, 0);
+        std::string type = a[0] ? arg_string(maker, *a[0], "storage_type") : "uint";
+        int64_t bits = a[1] ? arg_int(maker, *a[1], "storage_nbit", 8, 32) : 8;
+        auto storage = DataType::parse(type + std::to_string(bits));
+        if ((type != "int" && type != "uint") || (bits != 8 && bits != 16 && bits != 32) ||
+            !storage) {
+          fail(maker.at, "_tir_packed_to_unsigned_convert packs into \"int\" or \"uint\" storage of "
+                         "8, 16 or 32 bits, got \"" + type + "\", " + std::to_string(bits));
+        }
+        Value conv;
+        conv.kind = Value::Kind::kConverter;
+        conv.storage = *storage;
+        if (!at_terminator()) fail(cur_->peek(), "a converter is not a number; call it");
+        return conv;
+      }
+    }
+    if (norm.rfind("T.alloc_", 0) == 0) {
+      fail(parts[0], norm + "(...) allocates a buffer: assign it to a name on a line of its own "
+                            "(X = " + norm + "(...))");
+    }
+    cur_->rewind(start);
+    return std::nullopt;
+  }
+  if (cur_->at_op("[")) {
+    if (v.kind == Value::Kind::kBuffer && !var_buffers_.count(v.buffer.get())) {
+      Value sub = parse_subscript_value(v.buffer, parts[0]);
+      if (sub.kind != Value::Kind::kNone) return sub;
+    }
+    cur_->rewind(start);
+    return std::nullopt;
+  }
+  bool expression = v.kind == Value::Kind::kExpr ||
+                    (v.kind == Value::Kind::kBuffer && var_buffers_.count(v.buffer.get()));
+  if (expression || !at_terminator()) {
+    cur_->rewind(start);
+    return std::nullopt;  // an expression, or an error the expression parser words
+  }
+  if (v.kind == Value::Kind::kModule && v.text != "T" && v.text != "tilelang") {
+    fail(parts[0], norm + " is a function of TileLang: call it");
+  }
+  return v;
+}
+
+Value Parser::parse_subscript_value(const Buffer& buffer, const Token& at) {
+  struct Item {
+    Expr lo, hi;
+    bool slice = false;
+    Token at;
+  };
+  size_t after_name = cur_->position();
+  const Token open = cur_->next();
+  std::vector<Item> items;
+  bool any_slice = false;
+  while (!cur_->at_op("]")) {
+    Item item;
+    item.at = cur_->peek();
+    if (!cur_->at_op(":")) item.lo = parse_expr();
+    if (cur_->accept_op(":")) {
+      item.slice = any_slice = true;
+      if (!cur_->at_op(",") && !cur_->at_op("]")) item.hi = parse_expr();
+      if (cur_->at_op(":")) fail(cur_->peek(), "a slice step is not supported; regions are dense");
+    }
+    items.push_back(item);
+    if (!cur_->accept_op(",")) break;
+  }
+  cur_->expect_op("]", "to close '[' at column " + std::to_string(open.column));
+  if (!at_terminator()) {
+    if (any_slice) {
+      fail(at, "the region " + buffer->name + "[...] is not a number: tile operators take "
+                   "regions, expressions read single elements (" + buffer->name + "[i, j])");
+    }
+    cur_->rewind(after_name);
+    return Value::none();  // an element inside a larger expression
+  }
+  if (items.size() != buffer->ndim()) {
+    fail(at, "region of '" + buffer->name + "' with " + std::to_string(items.size()) +
+                 " index(es), but it has " + std::to_string(buffer->ndim()) +
+                 " dimension(s); give one index or slice per dimension");
+  }
+  Value v;
+  v.buffer = buffer;
+  v.region.buffer = buffer;
+  v.region.point_form = !any_slice;
+  for (size_t d = 0; d < items.size(); ++d) {
+    const Item& item = items[d];
+    for (const Expr* e : {&item.lo, &item.hi}) {
+      if (e->defined() && !e->dtype().is_integral()) {
+        fail(item.at, "index " + std::to_string(d) + " of '" + buffer->name + "' is a " +
+                          e->dtype().name() + " expression; indices must be integers");
+      }
+    }
+    if (!item.slice) {
+      v.indices.push_back(item.lo);
+      v.region.ranges.push_back({item.lo, make_int(1)});
+      continue;
+    }
+    Expr lo = item.lo.defined() ? item.lo : make_int(0);
+    Expr hi = item.hi.defined() ? item.hi : buffer->shape[d];
+    Expr extent = hi - lo;
+    if (!as_const_int(extent) && !as_const_int(lo)) {
+      Analyzer analyzer;  // `k * 32:k * 32 + 32` has extent 32, as the printer meant
+      extent = analyzer.simplify(extent);
+    }
+    v.region.ranges.push_back({lo, extent});
+  }
+  v.kind = any_slice ? Value::Kind::kRegion : Value::Kind::kElement;
+  return v;
+}
+
+Expr Parser::parse_expr() {
+  const Token at = cur_->peek();
+  Expr e = located(at, [&] { return parse_expression(*cur_, hooks_); });
+  check_depth(e, at);
+  return e;
+}
+
+Expr Parser::to_expr(const Value& v, const Token& at, const std::string& what) const {
+  if (v.kind == Value::Kind::kExpr) return v.expr;
+  if (v.kind == Value::Kind::kElement) {
+    return const_cast<Parser*>(this)->located(
+        at, [&] { return BufferLoadNode::make(v.buffer, v.indices); });
+  }
+  if (v.kind == Value::Kind::kBuffer && var_buffers_.count(v.buffer.get())) {
+    return BufferLoadNode::make(v.buffer, {make_int(0)});
+  }
+  fail(at, what + " must be a number or an expression, got " + v.describe());
+}
+
+// ---- The expression parser's hooks ------------------------------------------------------------
+
+ExprParseHooks Parser::make_hooks() {
+  ExprParseHooks h;
+  h.resolve_name = [this](const std::string& name, const Token& at) -> std::optional<Expr> {
+    size_t dot = name.find('.');
+    std::string first = name.substr(0, dot);
+    const Binding* b = lookup(first);
+    if (!b) unknown_name(first, at);
+    Value v = b->value;
+    for (size_t p = dot; p != std::string::npos;) {
+      size_t next = name.find('.', p + 1);
+      v = attribute(v, name.substr(p + 1, next == std::string::npos ? next : next - p - 1), at);
+      p = next;
+    }
+    if (v.kind == Value::Kind::kBuffer && !var_buffers_.count(v.buffer.get())) {
+      fail(at, "'" + name + "' is buffer '" + v.buffer->name + "', not a number; index it (" +
+                   name + "[i, j]) to read an element");
+    }
+    return to_expr(v, at, "'" + name + "'");
+  };
+  h.resolve_subscript = [this](const std::string& name, const std::vector<Expr>& indices,
+                               const Token& at) -> std::optional<Expr> {
+    size_t dot = name.find('.');
+    const Binding* b = lookup(name.substr(0, dot));
+    if (!b) unknown_name(name.substr(0, dot), at);
+    Value v = b->value;
+    for (size_t p = dot; p != std::string::npos;) {
+      size_t next = name.find('.', p + 1);
+      v = attribute(v, name.substr(p + 1, next == std::string::npos ? next : next - p - 1), at);
+      p = next;
+    }
+    if (v.kind == Value::Kind::kBuffer) {
+      return located(at, [&] { return BufferLoadNode::make(v.buffer, indices); });
+    }
+    if (v.kind == Value::Kind::kTuple) {
+      auto k = indices.size() == 1 ? as_const_int(indices[0]) : std::nullopt;
+      int64_t n = static_cast<int64_t>(v.items.size());
+      if (!k || *k < -n || *k >= n) {
+        fail(at, "'" + name + "' has " + plural(v.items.size(), "item") +
+                     "; index it with one constant between " + std::to_string(-n) + " and " +
+                     std::to_string(n - 1));
+      }
+      return to_expr(v.items[*k < 0 ? *k + n : *k], at, "item of '" + name + "'");
+    }
+    fail(at, "'" + name + "' is " + v.describe() + " and cannot be indexed");
+  };
+  h.parse_call = [this](const std::string& callee, TokenCursor&,
+                        const Token& at) -> std::optional<Expr> {
+    return expression_call(callee, at);
+  };
+  return h;
+}
+
+std::optional<Expr> Parser::expression_call(const std::string& callee, const Token& at) {
+  std::string norm = normalize(callee);
+  std::optional<Value> target;
+  size_t dot = callee.find('.');
+  if (const Binding* b = lookup(callee.substr(0, dot))) {
+    Value v = b->value;
+    for (size_t p = dot; p != std::string::npos && v.kind != Value::Kind::kModule;) {
+      size_t next = callee.find('.', p + 1);
+      v = attribute(v, callee.substr(p + 1, next == std::string::npos ? next : next - p - 1), at);
+      p = next;
+    }
+    target = v;
+  }
+  if (target && target->kind == Value::Kind::kConvertMaker) {
+    CallArgs maker = parse_call_args(norm, at);
+    auto a = bind_args(maker, {"storage_type", "storage_nbit"}, 0);
+    std::string type = a[0] ? arg_string(maker, *a[0], "storage_type") : "uint";
+    int64_t bits = a[1] ? arg_int(maker, *a[1], "storage_nbit", 8, 32) : 8;
+    auto storage = DataType::parse(type + std::to_string(bits));
+    if ((type != "int" && type != "uint") || (bits != 8 && bits != 16 && bits != 32) || !storage) {
+      fail(maker.at, "_tir_packed_to_unsigned_convert packs into \"int\" or \"uint\" storage of 8, "
+                     "16 or 32 bits, got \"" + type + "\", " + std::to_string(bits));
+    }
+    if (!cur_->at_op("(")) {
+      fail(cur_->peek(), "_tir_packed_to_unsigned_convert(...) makes a converter; call it with "
+                         "(nbit, val, pos, dtype=...) to get a value");
+    }
+    Value conv;
+    conv.kind = Value::Kind::kConverter;
+    conv.storage = *storage;
+    return convert_call(conv, at);
+  }
+  if (target && target->kind == Value::Kind::kConverter) return convert_call(*target, at);
+  if (target && target->kind == Value::Kind::kMacro) {
+    fail(at, "T.macro '" + callee + "' is a statement: call it on a line of its own");
+  }
+  auto args = [&](std::vector<std::string> names, size_t required) {
+    CallArgs call = parse_call_args(norm, at);
+    std::vector<const Arg*> bound = bind_args(call, names, required);
+    return std::make_pair(std::move(call), std::move(bound));
+  };
+  if (norm == "T.cast" || norm == "T.Cast") {
+    bool tvm_order = norm == "T.Cast";
+    auto [call, a] = args(tvm_order ? std::vector<std::string>{"dtype", "value"}
+                                    : std::vector<std::string>{"value", "dtype"}, 2);
+    const Arg& value = *a[tvm_order ? 1 : 0];
+    const Arg& dtype = *a[tvm_order ? 0 : 1];
+    DataType t = arg_dtype(call, dtype, "dtype");
+    Expr x = arg_expr(call, value, "value");
+    return located(at, [&] { return cast(t, x); });
+  }
+  if (norm == "T.ceildiv") {
+    auto [call, a] = args({"a", "b"}, 2);
+    Expr x = arg_expr(call, *a[0], "a"), y = arg_expr(call, *a[1], "b");
+    if (!x.dtype().is_integral() || !y.dtype().is_integral()) {
+      fail(at, "T.ceildiv divides integers, got " + x.dtype().name() + " and " + y.dtype().name());
+    }
+    return located(at, [&] { return ceildiv(x, y); });
+  }
+  if (norm == "T.infinity" || norm == "T.max_value" || norm == "T.min_value") {
+    auto [call, a] = args({"dtype"}, 1);
+    DataType t = arg_dtype(call, *a[0], "dtype");
+    if (norm == "T.infinity") {
+      if (!t.is_float()) fail(a[0]->value_at, "T.infinity needs a float type, got " + t.name());
+      return FloatImmNode::make(t, std::numeric_limits<double>::infinity());
+    }
+    return make_const(t, norm == "T.max_value" ? max_value(t) : min_value(t));
+  }
+  if (norm == "T.get_thread_binding") {
+    auto [call, a] = args({"dim"}, 0);
+    if (a[0] && arg_int(call, *a[0], "dim", 0, 2) != 0) {
+      fail(a[0]->value_at, "only dimension 0 of the thread index exists: Tessel blocks are 1-d "
+                           "(threads=N)");
+    }
+    return kernel_thread_var(at);
+  }
+  if (norm == "T.dynamic" || norm == "T.symbolic") {
+    auto [call, a] = args({"name", "dtype"}, 1);
+    std::string name = arg_string(call, *a[0], "name");
+    DataType t = a[1] ? arg_dtype(call, *a[1], "dtype") : DataType::i32();
+    if (!t.is_int()) fail(a[1]->value_at, norm + ": a symbolic dimension is an integer, got " + t.name());
+    for (const Var& v : dynamic_vars_) {
+      if (v.name() == name) return Expr(v);
+    }
+    dynamic_vars_.emplace_back(name, t);
+    return Expr(dynamic_vars_.back());
+  }
+  if (is_statement_function(norm)) {
+    fail(at, norm + " is a statement, not a value: write it on a line of its own" +
+                 (norm.rfind("T.alloc_", 0) == 0 ? " as X = " + norm + "(...)" : std::string()));
+  }
+  return std::nullopt;
+}
+
+Expr Parser::convert_call(const Value& converter, const Token& at) {
+  CallArgs call = parse_call_args("_tir_packed_to_unsigned_convert(...)", at);
+  auto a = bind_args(call, {"nbit", "val", "pos", "dtype"}, 4);
+  DataType storage = converter.storage;
+  int64_t nbit = arg_int(call, *a[0], "nbit", 1, storage.bits);
+  Expr val = arg_expr(call, *a[1], "val");
+  Expr pos = arg_expr(call, *a[2], "pos");
+  DataType dtype = arg_dtype(call, *a[3], "dtype");
+  if (val.dtype() != storage) {
+    fail(a[1]->value_at, "_tir_packed_to_unsigned_convert(\"" +
+                             std::string(storage.is_int() ? "int" : "uint") + "\", " +
+                             std::to_string(storage.bits) + "): val is " + val.dtype().name() +
+                             " (`" + to_string(val) + "`) but the storage type is " +
+                             storage.name() + "; pass an element of the packed " + storage.name() +
+                             " buffer");
+  }
+  if (!pos.dtype().is_integral()) {
+    fail(a[2]->value_at, "_tir_packed_to_unsigned_convert: pos must be an integer, got " +
+                             pos.dtype().name());
+  }
+  // ((val >> (pos * nbit)) & ((1 << nbit) - 1)) as `dtype`, the shift and mask in the storage
+  // type: TVM's definition of the converter.
+  return located(at, [&] {
+    Expr shift = cast(storage, pos * make_int(nbit));
+    Expr mask = IntImmNode::make(storage, (int64_t{1} << nbit) - 1);
+    return cast(dtype, (val >> shift) & mask);
+  });
+}
+
+// ---- Calls and arguments ----------------------------------------------------------------------
+
+CallArgs Parser::parse_call_args(const std::string& callee, const Token& at) {
+  CallArgs call{callee, at, {}};
+  const Token open = cur_->expect_op("(", "after " + callee);
+  bool keywords = false;
+  while (!cur_->at_op(")")) {
+    Arg arg;
+    arg.at = cur_->peek();
+    if (cur_->at_op("*") || cur_->at_op("**")) {
+      fail(arg.at, "star arguments (*args, **kwargs) are not supported; pass arguments one by one");
+    }
+    if (arg.at.kind == TokenKind::kName && cur_->at_op("=", 1)) {
+      arg.keyword = arg.at.text;
+      cur_->next();
+      cur_->next();
+      keywords = true;
+    } else if (keywords) {
+      fail(arg.at, "a positional argument follows a keyword argument");
+    }
+    arg.value_at = cur_->peek();
+    arg.value = parse_value();
+    call.args.push_back(std::move(arg));
+    if (!cur_->accept_op(",")) break;
+  }
+  cur_->expect_op(")", "to close '(' of " + callee + " at column " + std::to_string(open.column));
+  return call;
+}
+
+std::vector<const Arg*> Parser::bind_args(const CallArgs& call,
+                                          const std::vector<std::string>& names,
+                                          size_t required) const {
+  std::vector<const Arg*> bound(names.size(), nullptr);
+  std::string list = names.empty() ? "no arguments" : join(names);
+  size_t positional = 0, given = 0;
+  for (const Arg& a : call.args) given += a.keyword.empty();
+  for (const Arg& a : call.args) {
+    size_t slot = 0;
+    if (a.keyword.empty()) {
+      if (positional >= names.size()) {
+        fail(a.at, call.callee + " takes " + (required == names.size() ? "" : "at most ") +
+                       plural(names.size(), "argument") + " (" + list + "), got " +
+                       std::to_string(given));
+      }
+      slot = positional++;
+    } else {
+      auto it = std::find(names.begin(), names.end(), a.keyword);
+      if (it == names.end()) {
+        fail(a.at, call.callee + " has no argument '" + a.keyword + "'; its arguments are " + list);
+      }
+      slot = static_cast<size_t>(it - names.begin());
+    }
+    if (bound[slot]) fail(a.at, call.callee + " got argument '" + names[slot] + "' twice");
+    bound[slot] = &a;
+  }
+  for (size_t i = 0; i < required; ++i) {
+    if (!bound[i]) {
+      fail(call.at, call.callee + " needs argument '" + names[i] + "' (it takes " + list +
+                        (required < names.size() ? "; the first " + std::to_string(required) +
+                                                       " are required"
+                                                 : std::string()) +
+                        "), got " + plural(call.args.size(), "argument"));
+    }
+  }
+  return bound;
+}
+
+void Parser::wrong_kind(const CallArgs& call, const Arg& arg, const std::string& param,
+                        const std::string& wanted) const {
+  fail(arg.value_at, call.callee + ": argument '" + param + "' must be " + wanted + ", got " +
+                         arg.value.describe());
+}
+
+Buffer Parser::arg_buffer(const CallArgs& call, const Arg& arg, const std::string& param) const {
+  if (arg.value.kind == Value::Kind::kBuffer) return arg.value.buffer;
+  if (arg.value.kind == Value::Kind::kRegion && arg.value.region.is_full()) return arg.value.buffer;
+  wrong_kind(call, arg, param, "a whole buffer (" + call.callee + " works on whole tiles)");
+}
+
+BufferRegion Parser::arg_region(const CallArgs& call, const Arg& arg,
+                                const std::string& param) const {
+  switch (arg.value.kind) {
+    case Value::Kind::kBuffer: return BufferRegion::full(arg.value.buffer);
+    case Value::Kind::kRegion:
+    case Value::Kind::kElement: return arg.value.region;
+    default: wrong_kind(call, arg, param, "a buffer or a region of one (A, A[i, j], A[0:16, :])");
+  }
+}
+
+Expr Parser::arg_expr(const CallArgs& call, const Arg& arg, const std::string& param) const {
+  const Value& v = arg.value;
+  if (v.kind == Value::Kind::kExpr || v.kind == Value::Kind::kElement ||
+      (v.kind == Value::Kind::kBuffer && var_buffers_.count(v.buffer.get()))) {
+    return to_expr(v, arg.value_at, call.callee + ": argument '" + param + "'");
+  }
+  wrong_kind(call, arg, param, "a number or an expression");
+}
+
+int64_t Parser::arg_int(const CallArgs& call, const Arg& arg, const std::string& param,
+                        int64_t lo, int64_t hi) const {
+  auto c = arg.value.as_int();
+  if (!c) wrong_kind(call, arg, param, "a constant integer");
+  if (*c < lo || *c > hi) {
+    fail(arg.value_at, call.callee + ": argument '" + param + "' must be between " +
+                           std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                           std::to_string(*c));
+  }
+  return *c;
+}
+
+bool Parser::arg_bool(const CallArgs& call, const Arg& arg, const std::string& param) const {
+  if (arg.value.kind == Value::Kind::kExpr) {
+    auto c = as_const_int(arg.value.expr);
+    if (c && (arg.value.expr.dtype().is_bool() || *c == 0 || *c == 1)) return *c != 0;
+  }
+  wrong_kind(call, arg, param, "True or False");
+}
+
+DataType Parser::arg_dtype(const CallArgs& call, const Arg& arg, const std::string& param) const {
+  if (arg.value.kind != Value::Kind::kString) {
+    wrong_kind(call, arg, param, "a data type such as \"float16\"");
+  }
+  auto t = DataType::parse(arg.value.text);
+  if (!t) {
+    fail(arg.value_at, call.callee + ": \"" + arg.value.text + "\" is not a data type; use one of " +
+                           DataType::accepted_names());
+  }
+  return *t;
+}
+
+std::string Parser::arg_string(const CallArgs& call, const Arg& arg,
+                               const std::string& param) const {
+  if (arg.value.kind != Value::Kind::kString) wrong_kind(call, arg, param, "a string");
+  return arg.value.text;
+}
+
+std::vector<int> Parser::arg_int_list(const CallArgs& call, const Arg& arg,
+                                      const std::string& param) const {
+  if (arg.value.kind != Value::Kind::kTuple) wrong_kind(call, arg, param, "a list of integers");
+  std::vector<int> out;
+  for (const Value& item : arg.value.items) {
+    auto c = item.as_int();
+    if (!c || *c < -1000000 || *c > 1000000) {
+      wrong_kind(call, arg, param, "a list of constant integers");
+    }
+    out.push_back(static_cast<int>(*c));
+  }
+  return out;
+}
+
+std::vector<Expr> Parser::arg_shape(const CallArgs& call, const Arg& arg,
+                                    const std::string& param) const {
+  if (arg.value.kind == Value::Kind::kExpr) return {arg.value.expr};
+  if (arg.value.kind != Value::Kind::kTuple) {
+    wrong_kind(call, arg, param, "a shape: a tuple of integers such as (block_M, block_K)");
+  }
+  std::vector<Expr> shape;
+  for (const Value& item : arg.value.items) {
+    if (item.kind != Value::Kind::kExpr) {
+      wrong_kind(call, arg, param, "a shape: a tuple of integers such as (block_M, block_K)");
+    }
+    shape.push_back(item.expr);
+  }
+  return shape;
+}
+
+}  // namespace tessel::kernel_parser_detail

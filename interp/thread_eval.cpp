@@ -1,0 +1,248 @@
+// Warp-wide expression evaluation: each node is evaluated for every active lane at once. The
+// arithmetic is the tile-level interpreter's (interp/scalar_eval.cpp), lane by lane: floats are
+// rounded to each node's dtype, integers wrap, `//` and `%` floor, `and`/`or`/select evaluate
+// their second operand only in the lanes that need it (so a guarded load never runs unguarded).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "core/int_eval.h"
+#include "interp/thread_exec.h"
+
+namespace tessel::thread_detail {
+
+namespace {
+
+inline double round_float(const CExpr* e, double x) {
+  switch (e->rounding) {
+    case Rounding::kNone: return x;
+    case Rounding::kF32: return static_cast<double>(static_cast<float>(x));
+    default: return round_to(e->dtype, x);
+  }
+}
+
+inline int64_t wrap(const CExpr* e, int64_t x) {
+  switch (e->rounding) {
+    case Rounding::kNone: return x;
+    case Rounding::kI32: return static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(x)));
+    default: return wrap_int(e->dtype, x);
+  }
+}
+
+}  // namespace
+
+const LaneValues& WarpExec::eval(const CExpr* e, uint64_t mask, LaneValues& out) {
+  block_.lane_ops += std::popcount(mask);
+  switch (e->op) {
+    case XOp::kImm: return e->imm;
+    case XOp::kVar: return warp_.regs[e->slot];
+    case XOp::kNot: {
+      LaneValues sa;
+      const LaneValues& a = eval(e->a, mask, sa);
+      for_lanes(mask, [&](int l) { out.i[l] = !a.i[l]; });
+      return out;
+    }
+    case XOp::kSelect: {
+      LaneValues sc;
+      const LaneValues& c = eval(e->a, mask, sc);
+      uint64_t yes = 0;
+      for_lanes(mask, [&](int l) { yes |= static_cast<uint64_t>(c.i[l] != 0) << l; });
+      uint64_t no = mask & ~yes;
+      if (yes) {
+        LaneValues st;
+        const LaneValues& t = eval(e->b, yes, st);
+        for_lanes(yes, [&](int l) { out.i[l] = t.i[l]; });
+      }
+      if (no) {
+        LaneValues sf;
+        const LaneValues& f = eval(e->c, no, sf);
+        for_lanes(no, [&](int l) { out.i[l] = f.i[l]; });
+      }
+      return out;
+    }
+    case XOp::kCast: {
+      LaneValues sa;
+      const LaneValues& a = eval(e->a, mask, sa);
+      DataType to = e->dtype;
+      if (e->is_float) {
+        if (e->operand_float) for_lanes(mask, [&](int l) { out.f[l] = round_float(e, a.f[l]); });
+        else for_lanes(mask, [&](int l) { out.f[l] = round_float(e, static_cast<double>(a.i[l])); });
+      } else if (e->operand_float) {
+        for_lanes(mask, [&](int l) {
+          out.i[l] = static_cast<int64_t>(round_to(to, std::trunc(a.f[l])));
+        });
+      } else {
+        for_lanes(mask, [&](int l) { out.i[l] = wrap_int(to, a.i[l]); });
+      }
+      return out;
+    }
+    case XOp::kLoad: eval_load(e, mask, out); return out;
+    case XOp::kCall: eval_call(e, mask, out); return out;
+    case XOp::kShuffle: eval_shuffle(e, mask, out); return out;
+    case XOp::kAnd:
+    case XOp::kOr: {
+      LaneValues sa;
+      const LaneValues& a = eval(e->a, mask, sa);
+      uint64_t need = 0;  // lanes whose result depends on b
+      bool is_and = e->op == XOp::kAnd;
+      for_lanes(mask, [&](int l) {
+        bool av = a.i[l] != 0;
+        out.i[l] = av;
+        if (av == is_and) need |= uint64_t{1} << l;
+      });
+      if (need) {
+        LaneValues sb;
+        const LaneValues& b = eval(e->b, need, sb);
+        for_lanes(need, [&](int l) { out.i[l] = b.i[l] != 0; });
+      }
+      return out;
+    }
+    default: eval_binary(e, mask, out); return out;
+  }
+}
+
+void WarpExec::eval_binary(const CExpr* e, uint64_t mask, LaneValues& out) {
+  LaneValues sa, sb;
+  const LaneValues& a = eval(e->a, mask, sa);
+  const LaneValues& b = eval(e->b, mask, sb);
+  if (e->op >= XOp::kEQ) {  // comparisons: bool results from int or float operands
+#define TESSEL_CMP_(xop, cmp)                                                        \
+  case XOp::xop:                                                                     \
+    if (e->operand_float) for_lanes(mask, [&](int l) { out.i[l] = a.f[l] cmp b.f[l]; }); \
+    else for_lanes(mask, [&](int l) { out.i[l] = a.i[l] cmp b.i[l]; });               \
+    return;
+    switch (e->op) {
+      TESSEL_CMP_(kEQ, ==) TESSEL_CMP_(kNE, !=) TESSEL_CMP_(kLT, <)
+      TESSEL_CMP_(kLE, <=) TESSEL_CMP_(kGT, >) TESSEL_CMP_(kGE, >=)
+      default: break;
+    }
+#undef TESSEL_CMP_
+    internal_error("unhandled comparison in the thread-level evaluator");
+  }
+  if (e->is_float) {
+#define TESSEL_FLT_(xop, expr)                                                          \
+  case XOp::xop:                                                                        \
+    for_lanes(mask, [&](int l) { double x = a.f[l], y = b.f[l]; out.f[l] = round_float(e, expr); }); \
+    return;
+    switch (e->op) {
+      TESSEL_FLT_(kAdd, x + y)
+      TESSEL_FLT_(kSub, x - y)
+      TESSEL_FLT_(kMul, x * y)
+      TESSEL_FLT_(kDiv, x / y)
+      TESSEL_FLT_(kFloorDiv, std::floor(x / y))
+      TESSEL_FLT_(kFloorMod, x - std::floor(x / y) * y)
+      TESSEL_FLT_(kMin, std::fmin(x, y))
+      TESSEL_FLT_(kMax, std::fmax(x, y))
+      default: break;
+    }
+#undef TESSEL_FLT_
+    internal_error("bitwise operation on floats in the thread-level evaluator");
+  }
+#define TESSEL_INT_(xop, expr)                                                            \
+  case XOp::xop:                                                                          \
+    for_lanes(mask, [&](int l) { int64_t x = a.i[l], y = b.i[l]; out.i[l] = wrap(e, expr); }); \
+    return;
+  switch (e->op) {
+    TESSEL_INT_(kAdd, static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)))
+    TESSEL_INT_(kSub, static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)))
+    TESSEL_INT_(kMul, static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)))
+    TESSEL_INT_(kMin, std::min(x, y))
+    TESSEL_INT_(kMax, std::max(x, y))
+    TESSEL_INT_(kBitAnd, x & y)
+    TESSEL_INT_(kBitOr, x | y)
+    TESSEL_INT_(kBitXor, x ^ y)
+    TESSEL_INT_(kShl, (y < 0 || y >= 64) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(x) << y))
+    TESSEL_INT_(kShr, x >> std::clamp<int64_t>(y, 0, 63))
+    case XOp::kDiv:
+    case XOp::kFloorDiv:
+    case XOp::kFloorMod:
+      for_lanes(mask, [&](int l) {
+        if (b.i[l] == 0) division_by_zero(l);
+        out.i[l] = wrap(e, e->op == XOp::kFloorMod ? floor_mod(a.i[l], b.i[l])
+                                                   : floor_div(a.i[l], b.i[l]));
+      });
+      return;
+    default: break;
+  }
+#undef TESSEL_INT_
+  internal_error("unhandled binary operation in the thread-level evaluator");
+}
+
+void WarpExec::division_by_zero(int lane) const {
+  user_error(block_.where(warp_.first_thread + lane) + ": integer division by zero");
+}
+
+void WarpExec::eval_call(const CExpr* e, uint64_t mask, LaneValues& out) {
+  LaneValues sa, sb;
+  const LaneValues& a = eval(e->a, mask, sa);
+  if (e->builtin == Builtin::kAbs && !e->is_float) {
+    for_lanes(mask, [&](int l) { out.i[l] = wrap_int(e->dtype, std::llabs(a.i[l])); });
+    return;
+  }
+  const LaneValues* b = e->b ? &eval(e->b, mask, sb) : nullptr;
+  for_lanes(mask, [&](int l) {
+    double x = a.f[l], r = 0;
+    switch (e->builtin) {
+      case Builtin::kExp: r = std::exp(x); break;
+      case Builtin::kExp2: r = std::exp2(x); break;
+      case Builtin::kLog: r = std::log(x); break;
+      case Builtin::kLog2: r = std::log2(x); break;
+      case Builtin::kAbs: r = std::fabs(x); break;
+      case Builtin::kSqrt: r = std::sqrt(x); break;
+      case Builtin::kRsqrt: r = 1.0 / std::sqrt(x); break;
+      case Builtin::kTanh: r = std::tanh(x); break;
+      case Builtin::kSin: r = std::sin(x); break;
+      case Builtin::kCos: r = std::cos(x); break;
+      case Builtin::kFloor: r = std::floor(x); break;
+      case Builtin::kCeil: r = std::ceil(x); break;
+      case Builtin::kPow: r = std::pow(x, b->f[l]); break;
+      default: internal_error("unhandled builtin in the thread-level evaluator");
+    }
+    out.f[l] = round_to(e->dtype, r);
+  });
+}
+
+/// Warp shuffles read the operand as the source lane computes it at this point of the lock-step
+/// execution. A source outside the warp gives the lane its own value (CUDA semantics); an
+/// inactive source lane is reported (its value is undefined) and also gives the own value.
+void WarpExec::eval_shuffle(const CExpr* e, uint64_t mask, LaneValues& out) {
+  LaneValues sa, sb;
+  const LaneValues& v = eval(e->a, mask, sa);
+  const LaneValues& off = eval(e->b, mask, sb);
+  const int lanes = block_.warp_size();
+  for_lanes(mask, [&](int l) {
+    int64_t src = l;
+    switch (e->builtin) {
+      case Builtin::kShflXor: src = l ^ off.i[l]; break;
+      case Builtin::kShflDown: src = l + off.i[l]; break;
+      case Builtin::kShflUp: src = l - off.i[l]; break;
+      default: break;
+    }
+    if (src < 0 || src >= lanes) src = l;
+    if (!((mask >> src) & 1)) {
+      block_.sim().inactive_shuffle_source(e->site, warp_.first_thread + l, static_cast<int>(src));
+      src = l;
+    }
+    out.i[l] = v.i[src];
+  });
+}
+
+std::array<const int64_t*, 8> WarpExec::eval_indices(const std::vector<const CExpr*>& indices,
+                                                     uint64_t mask, IndexScratch& idx) {
+  std::array<const int64_t*, 8> ptrs{};
+  if (indices.size() > ptrs.size()) {
+    user_error("kernel '" + block_.prog().kernel->name + "': a buffer access with " +
+               std::to_string(indices.size()) + " indices; the thread-level interpreter "
+               "supports up to 8 dimensions");
+  }
+  for (size_t k = 0; k < indices.size(); ++k) ptrs[k] = eval(indices[k], mask, idx[k]).i;
+  return ptrs;
+}
+
+void WarpExec::eval_load(const CExpr* e, uint64_t mask, LaneValues& out) {
+  IndexScratch idx;
+  auto ptrs = eval_indices(e->indices, mask, idx);
+  block_.load(warp_, e->buffer, e->site, mask, ptrs, e->is_float, out);
+}
+
+}  // namespace tessel::thread_detail

@@ -1,0 +1,323 @@
+// SIMT statement execution for one warp, and the block's barrier rounds.
+#include <algorithm>
+#include <random>
+
+#include "core/error.h"
+#include "interp/thread_exec.h"
+
+namespace tessel::thread_detail {
+
+namespace {
+
+/// The cell the models expect in storage nothing has written: every byte 0xFF, as the tile-level
+/// interpreter fills new allocations (NaN for floats, -1 for signed integers).
+uint64_t uninitialised_cell(DataType dtype) {
+  HostTensor t(dtype, {1}, 0xFF);
+  double v = t.at(0);
+  return dtype.is_float() ? std::bit_cast<uint64_t>(v)
+                          : static_cast<uint64_t>(static_cast<int64_t>(v));
+}
+
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+}  // namespace
+
+// ---- Block -------------------------------------------------------------------------------------
+
+BlockExec::BlockExec(LaunchContext& launch, uint32_t block_linear)
+    : launch_(launch), block_linear_(block_linear),
+      block_index_(launch.sim.block_index(block_linear)),
+      threads_(launch.prog.kernel->threads), sim_(launch.sim, block_linear, threads_),
+      storage_(launch.prog.buffers.size()) {
+  const ThreadProgram& prog = launch.prog;
+  for (int b = 0; b < prog.num_globals; ++b) {
+    storage_[b].tensor = launch.tensors[b];
+    storage_[b].is_float = prog.buffers[b].buffer->dtype.is_float();
+  }
+  const int ws = launch.warp_size;
+  const int num_warps = (threads_ + ws - 1) / ws;
+  warps_.resize(num_warps);
+  for (int w = 0; w < num_warps; ++w) {
+    WarpState& warp = warps_[w];
+    warp.id = w;
+    warp.first_thread = w * ws;
+    warp.live = full_mask(std::min(ws, threads_ - w * ws));
+    warp.regs.resize(prog.num_slots);
+    for (int l = 0; l < sim::kMaxLanes; ++l) {
+      warp.regs[prog.thread_slot].i[l] = warp.first_thread + l;
+      for (size_t d = 0; d < prog.block_slots.size(); ++d) {
+        warp.regs[prog.block_slots[d]].i[l] = block_index_[d];
+      }
+      for (size_t d = 0; d < prog.dynamic_slots.size(); ++d) {
+        warp.regs[prog.dynamic_slots[d].first].i[l] = launch.dynamic_values[d];
+      }
+    }
+  }
+}
+
+void BlockExec::allocate() {
+  const ThreadProgram& prog = launch_.prog;
+  WarpExec thread0(*this, warps_[0]);
+  int64_t shared_top = 0;
+  for (size_t b = prog.num_globals; b < prog.buffers.size(); ++b) {
+    const CBuffer& cb = prog.buffers[b];
+    sim::BufferDesc desc;
+    desc.name = cb.buffer->name;
+    desc.space = cb.space;
+    desc.dtype = cb.buffer->dtype;
+    for (size_t d = 0; d < cb.shape.size(); ++d) {
+      LaneValues scratch;
+      int64_t n = thread0.eval(cb.shape[d], 1, scratch).i[0];
+      if (n <= 0) {
+        user_error("kernel '" + prog.kernel->name + "': '" + desc.name + "' would have extent " +
+                   std::to_string(n) + " in dimension " + std::to_string(d) +
+                   "; extents must be positive");
+      }
+      desc.shape.push_back(n);
+    }
+    Storage& s = storage_[b];
+    s.size = desc.size();
+    s.is_float = desc.dtype.is_float();
+    int64_t copies = cb.space == sim::Space::kLocal ? threads_ : 1;
+    s.cells.assign(static_cast<size_t>(s.size * copies), uninitialised_cell(desc.dtype));
+    if (cb.space == sim::Space::kShared) {
+      // Buffers follow one another in declaration order, each 128-byte aligned, so element 0
+      // of every shared buffer sits in bank 0.
+      desc.base = align_up(shared_top, 128);
+      shared_top = desc.base + desc.dtype.storage_bytes(s.size);
+    }
+    int id = sim_.add_buffer(std::move(desc));
+    internal_check(id == static_cast<int>(b), "simulator buffer ids out of program order");
+  }
+}
+
+std::vector<int> BlockExec::warp_order(int round) {
+  std::vector<int> order(warps_.size());
+  for (size_t w = 0; w < order.size(); ++w) order[w] = static_cast<int>(w);
+  switch (launch_.schedule.kind) {
+    case Schedule::Kind::kInOrder: break;
+    case Schedule::Kind::kReverse: std::reverse(order.begin(), order.end()); break;
+    case Schedule::Kind::kRandom: {
+      std::mt19937_64 rng(launch_.schedule.seed * 0x9E3779B97F4A7C15ull ^
+                          (uint64_t{block_linear_} << 20) ^ static_cast<uint64_t>(round));
+      std::shuffle(order.begin(), order.end(), rng);
+      break;
+    }
+  }
+  return order;
+}
+
+void BlockExec::run_warp(WarpState& w) {
+  if (w.done) return;
+  const CStmt* body = launch_.prog.body;
+  if (!w.started) {
+    w.started = true;
+    if (!body->has_barrier) {
+      WarpExec(*this, w).exec(body, w.live);
+      w.done = true;
+      return;
+    }
+    execs_.at(w.id) = std::make_unique<WarpExec>(*this, w);
+    w.task = execs_[w.id]->exec_co(body, w.live);
+    w.resume = w.task.handle();
+  }
+  w.barrier_site = -1;
+  w.resume.resume();
+  auto h = w.task.handle();
+  if (h.done()) {
+    w.done = true;
+    if (h.promise().error) std::rethrow_exception(h.promise().error);
+  }
+}
+
+void BlockExec::run() {
+  allocate();
+  execs_.resize(warps_.size());
+  for (int round = 0;; ++round) {
+    for (int w : warp_order(round)) run_warp(warps_[w]);
+    bool all_done = std::all_of(warps_.begin(), warps_.end(), [](const WarpState& w) { return w.done; });
+    if (all_done) break;
+    std::vector<sim::Arrival> arrivals;
+    for (const WarpState& w : warps_) {
+      arrivals.push_back({w.id, w.done ? -1 : w.barrier_site, w.done ? 0 : w.barrier_mask, w.live});
+    }
+    sim_.barrier(arrivals);
+  }
+  // Copies nobody waited for land when the block ends.
+  for (const sim::AsyncCopy& copy : sim_.async_drain()) {
+    for (size_t j = 0; j < copy.cells.size(); ++j) cell(copy.buffer, 0, copy.flat + j) = copy.cells[j];
+  }
+  launch_.sim.absorb(sim_);
+}
+
+// ---- Warp --------------------------------------------------------------------------------------
+
+void WarpExec::exec(const CStmt* s, uint64_t mask) {
+  if (!mask) return;
+  switch (s->op) {
+    case SOp::kSeq:
+      for (const CStmt* c : s->body) exec(c, mask);
+      break;
+    case SOp::kFor: exec_for(s, mask); break;
+    case SOp::kIf: {
+      LaneValues sc;
+      const LaneValues& c = eval(s->a, mask, sc);
+      uint64_t yes = 0;
+      for_lanes(mask, [&](int l) { yes |= static_cast<uint64_t>(c.i[l] != 0) << l; });
+      exec(s->body[0], yes);
+      if (s->body.size() > 1) exec(s->body[1], mask & ~yes);
+      break;
+    }
+    case SOp::kStore: exec_store(s, mask); break;
+    case SOp::kAlloc: exec_alloc(s, mask); break;
+    case SOp::kLet: {
+      LaneValues sv;
+      const LaneValues& v = eval(s->a, mask, sv);
+      LaneValues& reg = warp_.regs[s->slot];
+      for_lanes(mask, [&](int l) { reg.i[l] = v.i[l]; });
+      exec(s->body[0], mask);
+      break;
+    }
+    case SOp::kBarrier: internal_error("a barrier outside the barrier-aware executor");
+    case SOp::kIntrinsic: exec_intrinsic(s, mask); break;
+    case SOp::kNop: break;
+  }
+}
+
+namespace {
+
+/// Per-lane loop bounds, and whether every lane has the same ones.
+struct LoopBounds {
+  std::array<int64_t, sim::kMaxLanes> lo{}, n{};
+  int64_t most = 0;
+};
+
+}  // namespace
+
+void WarpExec::exec_for(const CStmt* s, uint64_t mask) {
+  LoopBounds b;
+  {
+    LaneValues slo, sn;
+    const LaneValues& lo = eval(s->a, mask, slo);
+    const LaneValues& n = eval(s->b, mask, sn);
+    for_lanes(mask, [&](int l) {
+      b.lo[l] = lo.i[l];
+      b.n[l] = n.i[l];
+      b.most = std::max(b.most, n.i[l]);
+    });
+  }
+  LaneValues& reg = warp_.regs[s->slot];
+  for (int64_t it = 0; it < b.most; ++it) {
+    uint64_t active = 0;
+    for_lanes(mask, [&](int l) {
+      if (it < b.n[l]) {
+        active |= uint64_t{1} << l;
+        reg.i[l] = b.lo[l] + it;
+      }
+    });
+    exec(s->body[0], active);
+  }
+}
+
+Task WarpExec::exec_co(const CStmt* s, uint64_t mask) {
+  if (!mask) co_return;
+  switch (s->op) {
+    case SOp::kSeq:
+      for (const CStmt* c : s->body) {
+        if (c->has_barrier) co_await exec_co(c, mask);
+        else exec(c, mask);
+      }
+      break;
+    case SOp::kFor: {
+      LoopBounds b;
+      {
+        LaneValues slo, sn;
+        const LaneValues& lo = eval(s->a, mask, slo);
+        const LaneValues& n = eval(s->b, mask, sn);
+        for_lanes(mask, [&](int l) {
+          b.lo[l] = lo.i[l];
+          b.n[l] = n.i[l];
+          b.most = std::max(b.most, n.i[l]);
+        });
+      }
+      for (int64_t it = 0; it < b.most; ++it) {
+        uint64_t active = 0;
+        LaneValues& reg = warp_.regs[s->slot];
+        for_lanes(mask, [&](int l) {
+          if (it < b.n[l]) {
+            active |= uint64_t{1} << l;
+            reg.i[l] = b.lo[l] + it;
+          }
+        });
+        co_await exec_co(s->body[0], active);
+      }
+      break;
+    }
+    case SOp::kIf: {
+      uint64_t yes = 0;
+      {
+        LaneValues sc;
+        const LaneValues& c = eval(s->a, mask, sc);
+        for_lanes(mask, [&](int l) { yes |= static_cast<uint64_t>(c.i[l] != 0) << l; });
+      }
+      if (s->body[0]->has_barrier) co_await exec_co(s->body[0], yes);
+      else exec(s->body[0], yes);
+      if (s->body.size() > 1) {
+        if (s->body[1]->has_barrier) co_await exec_co(s->body[1], mask & ~yes);
+        else exec(s->body[1], mask & ~yes);
+      }
+      break;
+    }
+    case SOp::kLet: {
+      {
+        LaneValues sv;
+        const LaneValues& v = eval(s->a, mask, sv);
+        LaneValues& reg = warp_.regs[s->slot];
+        for_lanes(mask, [&](int l) { reg.i[l] = v.i[l]; });
+      }
+      co_await exec_co(s->body[0], mask);
+      break;
+    }
+    case SOp::kBarrier:
+      block_.lane_ops += std::popcount(mask);
+      co_await BarrierAwaiter{warp_, s->site, mask};
+      break;
+    default: exec(s, mask); break;
+  }
+}
+
+void WarpExec::exec_store(const CStmt* s, uint64_t mask) {
+  IndexScratch idx;
+  auto ptrs = eval_indices(s->indices, mask, idx);
+  LaneValues sv;
+  const LaneValues& v = eval(s->a, mask, sv);
+  block_.lane_ops += std::popcount(mask);
+  block_.store(warp_, s->buffer, s->site, mask, ptrs, v);
+}
+
+void WarpExec::exec_alloc(const CStmt* s, uint64_t mask) {
+  if (!s->a) return;  // storage exists from the start of the block
+  LaneValues sv;
+  const LaneValues& v = eval(s->a, mask, sv);
+  Storage& st = block_.storage(s->buffer);
+  for_lanes(mask, [&](int l) {
+    for (int64_t e = 0; e < st.size; ++e) {
+      block_.cell(s->buffer, warp_.first_thread + l, e) = static_cast<uint64_t>(v.i[l]);
+    }
+  });
+  // The models see the initialisation as one store of the whole array per lane.
+  std::array<int64_t, sim::kMaxLanes> zeros{};
+  sim::WarpRequest req;
+  req.buffer = s->buffer;
+  req.access = sim::Access::kStore;
+  req.site = s->site;
+  req.mask = mask;
+  req.warp = warp_.id;
+  req.first_thread = warp_.first_thread;
+  req.vector = static_cast<int>(std::min<int64_t>(st.size, 1 << 30));
+  for (size_t d = 0; d < block_.prog().buffers[s->buffer].shape.size(); ++d) req.index[d] = zeros.data();
+  sim::Resolved r = block_.sim().resolve(req);
+  block_.sim().observe(req, r);
+}
+
+}  // namespace tessel::thread_detail

@@ -1,0 +1,232 @@
+// Internals of the thread-level interpreter, shared by its .cpp files: the block executor, the
+// per-warp SIMT executor, and the coroutine that lets a warp stop at a barrier and resume.
+//
+// Execution model. A block's threads form warps of the target's size. A warp executes every
+// statement for all its active lanes at once (one expression node evaluated for 32/64 lanes, one
+// warp-wide memory request presented to sim/), with an active mask narrowed by `if` and by loops
+// whose trip count differs between lanes. Warps run one after another; a warp runs until it
+// reaches a barrier or finishes. When every warp waits or has finished, the barrier round ends
+// (sim checks that everyone met at the same barrier) and the next round starts — so everything a
+// warp does between two barriers happens before or after everything another warp does between
+// them, in the order --schedule picks. Statements that contain no barrier are executed by plain
+// recursion; only those that do are coroutines, so a warp can stop inside nested loops.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <coroutine>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "interp/host_tensor.h"
+#include "interp/thread_interpreter.h"
+#include "interp/thread_program.h"
+#include "sim/block_sim.h"
+
+namespace tessel::thread_detail {
+
+/// A lazily started coroutine that resumes its awaiter when it finishes (symmetric transfer),
+/// so a barrier deep inside nested statements suspends the whole chain back to the scheduler.
+class Task {
+ public:
+  struct promise_type {
+    std::coroutine_handle<> continuation = std::noop_coroutine();
+    std::exception_ptr error;
+    Task get_return_object() { return Task(std::coroutine_handle<promise_type>::from_promise(*this)); }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    struct FinalAwaiter {
+      bool await_ready() noexcept { return false; }
+      std::coroutine_handle<> await_suspend(std::coroutine_handle<promise_type> h) noexcept {
+        return h.promise().continuation;
+      }
+      void await_resume() noexcept {}
+    };
+    FinalAwaiter final_suspend() noexcept { return {}; }
+    void return_void() {}
+    void unhandled_exception() { error = std::current_exception(); }
+  };
+
+  Task() = default;
+  explicit Task(std::coroutine_handle<promise_type> h) : h_(h) {}
+  Task(Task&& o) noexcept : h_(o.h_) { o.h_ = nullptr; }
+  Task& operator=(Task&& o) noexcept {
+    if (this != &o) {
+      if (h_) h_.destroy();
+      h_ = o.h_;
+      o.h_ = nullptr;
+    }
+    return *this;
+  }
+  Task(const Task&) = delete;
+  ~Task() {
+    if (h_) h_.destroy();
+  }
+
+  // Awaiting a task starts it; the awaiter continues when it finishes.
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> parent) noexcept {
+    h_.promise().continuation = parent;
+    return h_;
+  }
+  void await_resume() const {
+    if (h_.promise().error) std::rethrow_exception(h_.promise().error);
+  }
+
+  std::coroutine_handle<promise_type> handle() const { return h_; }
+
+ private:
+  std::coroutine_handle<promise_type> h_;
+};
+
+/// One warp's registers and scheduling state.
+struct WarpState {
+  int id = 0;
+  int first_thread = 0;
+  uint64_t live = 0;               ///< lanes that exist (a last partial warp has fewer)
+  std::vector<LaneValues> regs;    ///< one per variable slot
+  Task task;                       ///< the warp's program, when it contains barriers
+  std::coroutine_handle<> resume;  ///< where to continue after a barrier
+  bool started = false;
+  bool done = false;
+  int barrier_site = -1;           ///< the barrier it waits at
+  uint64_t barrier_mask = 0;
+};
+
+/// One buffer's storage in a block: 8-byte cells (int64 or double bits) for shared and local
+/// buffers, the host tensor for globals.
+struct Storage {
+  std::vector<uint64_t> cells;  ///< shared: [size]; local: [threads * size]
+  int64_t size = 0;             ///< elements per block (shared) or per thread (local)
+  HostTensor* tensor = nullptr;
+  bool is_float = false;
+  bool allocated = false;
+};
+
+/// Everything a block run shares with the others.
+struct LaunchContext {
+  const ThreadProgram& prog;
+  sim::SimRun& sim;
+  std::vector<HostTensor*> tensors;  ///< by parameter
+  std::vector<int64_t> dynamic_values;  ///< by program.dynamic_slots
+  std::vector<int64_t> grid;
+  int warp_size = 32;
+  Schedule schedule;
+};
+
+class WarpExec;
+
+/// Per-dimension index values of one warp-wide access (up to 8 dimensions).
+using IndexScratch = std::array<LaneValues, 8>;
+
+/// Runs one block: storage, warps, barrier rounds.
+class BlockExec {
+ public:
+  BlockExec(LaunchContext& launch, uint32_t block_linear);
+  /// Runs the block to its end and hands the models' results to the launch.
+  void run();
+
+  const ThreadProgram& prog() const { return launch_.prog; }
+  sim::BlockSim& sim() { return sim_; }
+  int warp_size() const { return launch_.warp_size; }
+  int threads() const { return threads_; }
+  const std::vector<int64_t>& block_index() const { return block_index_; }
+  int64_t lane_ops = 0;
+
+  // ---- Memory (thread_memory.cpp) -----------------------------------------------------------
+  /// A warp-wide load of one element per lane (lanes outside the shape read 0).
+  void load(const WarpState& w, int buffer, int site, uint64_t mask,
+            const std::array<const int64_t*, 8>& index, bool is_float, LaneValues& out);
+  /// A warp-wide store of one element per lane.
+  void store(const WarpState& w, int buffer, int site, uint64_t mask,
+             const std::array<const int64_t*, 8>& index, const LaneValues& values);
+  /// The cell of element `flat` of a shared (thread ignored) or local buffer.
+  uint64_t& cell(int buffer, int thread, int64_t flat) {
+    Storage& s = storage_[buffer];
+    return s.cells[launch_.prog.buffers[buffer].space == sim::Space::kLocal
+                       ? static_cast<int64_t>(thread) * s.size + flat
+                       : flat];
+  }
+  /// Element `flat` of a global tensor as a cell of `is_float` kind, and back.
+  uint64_t global_cell(int buffer, int64_t flat) const;
+  void set_global_cell(int buffer, int64_t flat, uint64_t cell);
+  Storage& storage(int buffer) { return storage_[buffer]; }
+  /// "kernel 'k', block (1, 0), thread 5" for messages.
+  std::string where(int thread) const;
+
+ private:
+  /// Creates the storage of every allocation (shared: one per block; local: one per thread),
+  /// uninitialised, and registers it with the models. Extents are evaluated in thread 0.
+  void allocate();
+  void run_warp(WarpState& w);
+  std::vector<int> warp_order(int round);
+
+  LaunchContext& launch_;
+  uint32_t block_linear_;
+  std::vector<int64_t> block_index_;
+  int threads_;
+  sim::BlockSim sim_;
+  std::vector<Storage> storage_;
+  std::vector<WarpState> warps_;
+  std::vector<std::unique_ptr<WarpExec>> execs_;  ///< live as long as the warps' coroutines
+};
+
+/// Executes statements and evaluates expressions for one warp.
+class WarpExec {
+ public:
+  WarpExec(BlockExec& block, WarpState& warp) : block_(block), warp_(warp) {}
+
+  /// The value of `e` in every lane of `mask`; the result lives in `scratch` or in a register
+  /// or constant the node owns.
+  const LaneValues& eval(const CExpr* e, uint64_t mask, LaneValues& scratch);
+  /// Executes a statement without barriers.
+  void exec(const CStmt* s, uint64_t mask);
+  /// Executes a statement that contains barriers, suspending at each.
+  Task exec_co(const CStmt* s, uint64_t mask);
+
+ private:
+  struct BarrierAwaiter {
+    WarpState& warp;
+    int site;
+    uint64_t mask;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) noexcept {
+      warp.resume = h;
+      warp.barrier_site = site;
+      warp.barrier_mask = mask;
+    }
+    void await_resume() const noexcept {}
+  };
+
+  // thread_eval.cpp
+  void eval_binary(const CExpr* e, uint64_t mask, LaneValues& out);
+  void eval_call(const CExpr* e, uint64_t mask, LaneValues& out);
+  void eval_shuffle(const CExpr* e, uint64_t mask, LaneValues& out);
+  void eval_load(const CExpr* e, uint64_t mask, LaneValues& out);
+  [[noreturn]] void division_by_zero(int lane) const;
+  // thread_exec.cpp
+  void exec_for(const CStmt* s, uint64_t mask);
+  void exec_store(const CStmt* s, uint64_t mask);
+  void exec_alloc(const CStmt* s, uint64_t mask);
+  // thread_intrinsics.cpp
+  void exec_intrinsic(const CStmt* s, uint64_t mask);
+  void exec_matrix(const CStmt* s, uint64_t mask);
+  void exec_ldmatrix(const CStmt* s, uint64_t mask);
+  void exec_cp_async(const CStmt* s, uint64_t mask);
+  /// Evaluates an element operand's indices for the lanes of `mask` into `idx`.
+  std::array<const int64_t*, 8> eval_indices(const std::vector<const CExpr*>& indices,
+                                             uint64_t mask, IndexScratch& idx);
+
+  BlockExec& block_;
+  WarpState& warp_;
+};
+
+/// Calls f(lane) for every set bit of `mask`, lowest first.
+template <typename F>
+inline void for_lanes(uint64_t mask, F&& f) {
+  for (; mask; mask &= mask - 1) f(std::countr_zero(mask));
+}
+
+}  // namespace tessel::thread_detail

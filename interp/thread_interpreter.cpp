@@ -1,0 +1,184 @@
+// The thread-level interpreter's entry point: binds the tensors, sets up the models, and runs
+// the blocks over the CPU's cores in the order the schedule picks.
+#include "interp/thread_interpreter.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "core/expr_printer.h"
+#include "core/int_eval.h"
+#include "interp/thread_exec.h"
+
+namespace tessel {
+
+std::optional<Schedule> Schedule::parse(std::string_view text) {
+  if (text == "in-order") return Schedule{Kind::kInOrder, 0};
+  if (text == "reverse") return Schedule{Kind::kReverse, 0};
+  constexpr std::string_view kRandom = "random:";
+  if (text.substr(0, kRandom.size()) == kRandom) {
+    std::string_view digits = text.substr(kRandom.size());
+    uint64_t seed = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), seed);
+    if (ec == std::errc() && end == digits.data() + digits.size() && !digits.empty()) {
+      return Schedule{Kind::kRandom, seed};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Schedule::name() const {
+  switch (kind) {
+    case Kind::kInOrder: return "in-order";
+    case Kind::kReverse: return "reverse";
+    case Kind::kRandom: return "random:" + std::to_string(seed);
+  }
+  return "?";
+}
+
+namespace {
+
+/// Binds symbolic dimensions from the tensors' shapes and checks each parameter's dtype and
+/// shape against the signature.
+IntEnv bind_tensors(const Kernel& kernel, TensorMap& tensors) {
+  IntEnv env;
+  std::string k = "kernel '" + kernel->name + "'";
+  for (const Buffer& b : kernel->params) {
+    auto it = tensors.find(b->name);
+    if (it == tensors.end()) user_error(k + ": no tensor given for parameter '" + b->name + "'");
+    const HostTensor& t = it->second;
+    if (t.dtype() != b->dtype) {
+      user_error(k + ": tensor '" + b->name + "' is " + t.dtype().name() +
+                 " but the signature says " + b->dtype.name());
+    }
+    if (t.shape().size() != b->ndim()) {
+      user_error(k + ": tensor '" + b->name + "' has " + std::to_string(t.shape().size()) +
+                 " dimensions but the signature has " + std::to_string(b->ndim()));
+    }
+    for (size_t d = 0; d < b->ndim(); ++d) {
+      if (const auto* v = b->shape[d].as<VarNode>()) {
+        auto [pos, inserted] = env.emplace(v, t.shape()[d]);
+        if (!inserted && pos->second != t.shape()[d]) {
+          user_error(k + ": symbolic dimension '" + v->name + "' is " + std::to_string(pos->second) +
+                     " from one tensor but " + std::to_string(t.shape()[d]) + " from '" +
+                     b->name + "'");
+        }
+      }
+    }
+  }
+  for (const Buffer& b : kernel->params) {
+    const HostTensor& t = tensors.at(b->name);
+    for (size_t d = 0; d < b->ndim(); ++d) {
+      int64_t want = eval_int(b->shape[d], env);
+      if (want != t.shape()[d]) {
+        user_error(k + ": tensor '" + b->name + "' has extent " + std::to_string(t.shape()[d]) +
+                   " in dimension " + std::to_string(d) + " but the signature says " +
+                   to_string(b->shape[d]) + " = " + std::to_string(want));
+      }
+    }
+  }
+  return env;
+}
+
+}  // namespace
+
+ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
+                                 const ThreadRunOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  std::optional<BankModel> banks = BankModel::for_target(options.target);
+  if (!banks) {
+    user_error("unknown target '" + options.target + "'; use one of " +
+               BankModel::accepted_targets());
+  }
+  std::unique_ptr<ThreadProgram> prog = compile_thread_program(kernel);
+  IntEnv env = bind_tensors(kernel, tensors);
+
+  std::vector<int64_t> grid;
+  int64_t blocks = 1;
+  for (const Expr& g : kernel->grid) {
+    int64_t n = eval_int(g, env);
+    if (n <= 0) {
+      user_error("kernel '" + kernel->name + "': grid extent " + to_string(g) + " = " +
+                 std::to_string(n) + " for these shapes; every grid extent must be positive");
+    }
+    grid.push_back(n);
+    blocks *= n;
+  }
+  if (blocks > (int64_t{1} << 31)) {
+    user_error("kernel '" + kernel->name + "': " + std::to_string(blocks) +
+               " blocks is more than the thread-level interpreter runs; use smaller shapes");
+  }
+
+  sim::SimRun run(sim::SimOptions{*banks, options.detectors, options.counters}, prog->sites);
+  run.set_grid(grid);
+  thread_detail::LaunchContext launch{*prog, run, {}, {}, grid, banks->warp_size, options.schedule};
+  int64_t base = 0;
+  for (const Buffer& b : kernel->params) {
+    HostTensor& t = tensors.at(b->name);
+    base = (base + 255) / 256 * 256;  // device allocations are 256-byte aligned
+    run.add_global(sim::BufferDesc{b->name, sim::Space::kGlobal, b->dtype, t.shape(), base});
+    base += b->dtype.storage_bytes(t.size());
+    launch.tensors.push_back(&t);
+  }
+  for (const auto& [slot, var] : prog->dynamic_slots) {
+    auto it = env.find(var);
+    if (it == env.end()) {
+      user_error("kernel '" + kernel->name + "': symbolic dimension '" + var->name +
+                 "' is not the extent of any tensor dimension, so its value is unknown");
+    }
+    launch.dynamic_values.push_back(it->second);
+  }
+
+  // Block order: the schedule's, handed out to the workers one block at a time.
+  std::vector<uint32_t> order(static_cast<size_t>(blocks));
+  for (size_t b = 0; b < order.size(); ++b) order[b] = static_cast<uint32_t>(b);
+  if (options.schedule.kind == Schedule::Kind::kReverse) std::reverse(order.begin(), order.end());
+  if (options.schedule.kind == Schedule::Kind::kRandom) {
+    std::mt19937_64 rng(options.schedule.seed);
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+
+  int workers = options.workers > 0
+                    ? options.workers
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  workers = static_cast<int>(std::min<int64_t>(workers, blocks));
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> lane_ops{0};
+  std::exception_ptr failure;
+  std::mutex failure_lock;
+  auto worker = [&] {
+    try {
+      for (int64_t i = next++; i < blocks; i = next++) {
+        thread_detail::BlockExec block(launch, order[i]);
+        block.run();
+        lane_ops += block.lane_ops;
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> guard(failure_lock);
+      if (!failure) failure = std::current_exception();
+      next = blocks;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+
+  ThreadRunResult result;
+  result.report = run.report();
+  result.blocks = blocks;
+  result.threads = kernel->threads;
+  result.warp_size = banks->warp_size;
+  result.workers = workers;
+  result.lane_ops = lane_ops;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace tessel

@@ -1,0 +1,57 @@
+// The thread-level SIMT interpreter: runs every thread of every block of a thread-level kernel,
+// warp by warp in lock-step, and feeds each memory instruction to the hardware models of sim/
+// (banks, sectors, races, bounds, uninitialised reads, barriers, async copies). Blocks run on
+// the CPU's cores.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/kernel.h"
+#include "interp/tile_interpreter.h"
+#include "sim/sim_run.h"
+
+namespace tessel {
+
+/// The order in which warps run between two barriers, and in which blocks start.
+struct Schedule {
+  enum class Kind : uint8_t { kInOrder, kReverse, kRandom };
+  Kind kind = Kind::kInOrder;
+  uint64_t seed = 0;  ///< kRandom
+
+  /// "in-order", "reverse" or "random:SEED"; nullopt for anything else.
+  static std::optional<Schedule> parse(std::string_view text);
+  /// The text parse() reads back.
+  std::string name() const;
+};
+
+struct ThreadRunOptions {
+  std::string target = "sm80";  ///< picks the warp size and bank rules (BankModel::for_target)
+  Schedule schedule;
+  int workers = 0;              ///< CPU threads running blocks; 0 = all cores
+  bool detectors = true;        ///< races, uninitialised reads, async races
+  bool counters = true;         ///< bank wavefronts and global sectors
+};
+
+struct ThreadRunResult {
+  sim::SimReport report;
+  int64_t blocks = 0;
+  int threads = 0;     ///< per block
+  int warp_size = 32;
+  int workers = 1;
+  double seconds = 0;
+  /// Simulated lane-operations: every expression node and memory access, once per active lane.
+  int64_t lane_ops = 0;
+};
+
+/// Runs `kernel` at thread level on `tensors` (updated in place). User error when the kernel is
+/// not thread-level IR (tile operators, T.Parallel: they need the lowering pass), when the
+/// target is unknown, when tensors do not match the signature, or on an integer division by
+/// zero. Problems the hardware would hide (races, out-of-bounds accesses, ...) are findings in
+/// the report, not errors.
+ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
+                                 const ThreadRunOptions& options = {});
+
+}  // namespace tessel

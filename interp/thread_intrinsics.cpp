@@ -1,0 +1,221 @@
+// Exact simulation semantics of the intrinsic table's instructions, executed per warp. Where a
+// matrix element lives (which lane, which register element) is read from the table's operand
+// Fragments and nowhere else, so the simulator and codegen agree by construction.
+//
+// Numerics of mma / MFMA: inputs are exact (f16/bf16 values), every product is exact in double,
+// the k products and C are summed in double and D is rounded to f32 once. Hardware sums with at
+// least f32 precision in an unspecified order, so it may differ in the last bits of D.
+#include <algorithm>
+#include <bit>
+
+#include "core/bank_rules.h"
+#include "interp/thread_exec.h"
+
+namespace tessel::thread_detail {
+
+namespace {
+
+/// One register operand's layout as a lookup table: element (row, col) -> (lane, register).
+struct FragmentTable {
+  int64_t rows = 0, cols = 0;
+  std::vector<std::pair<int, int>> at;  ///< [row * cols + col]
+};
+
+/// The tables of every register operand of every instruction, built once from the table's
+/// Fragments (tables[id][operand]; empty for non-register operands).
+const std::vector<std::vector<FragmentTable>>& fragment_tables() {
+  static const std::vector<std::vector<FragmentTable>> tables = [] {
+    std::vector<std::vector<FragmentTable>> all;
+    for (const IntrinsicInfo& info : intrinsic_table()) {
+      std::vector<FragmentTable> ops(info.operands.size());
+      for (size_t o = 0; o < info.operands.size(); ++o) {
+        const Fragment& f = info.operands[o].layout;
+        if (!f.defined()) continue;
+        FragmentTable& t = ops[o];
+        t.rows = f.input_shape()[0];
+        t.cols = f.input_shape()[1];
+        t.at.resize(static_cast<size_t>(t.rows * t.cols));
+        for (int64_t r = 0; r < t.rows; ++r) {
+          for (int64_t c = 0; c < t.cols; ++c) {
+            auto [lane, reg] = f.map_fragment({r, c});
+            t.at[r * t.cols + c] = {static_cast<int>(lane), static_cast<int>(reg)};
+          }
+        }
+      }
+      all.push_back(std::move(ops));
+    }
+    return all;
+  }();
+  return tables;
+}
+
+sim::WarpRequest request(const WarpState& w, int buffer, sim::Access access, int site,
+                         uint64_t mask, int vector, const std::array<const int64_t*, 8>& index) {
+  sim::WarpRequest req;
+  req.buffer = buffer;
+  req.access = access;
+  req.site = site;
+  req.mask = mask;
+  req.warp = w.id;
+  req.first_thread = w.first_thread;
+  req.vector = vector;
+  req.index = index;
+  return req;
+}
+
+}  // namespace
+
+void WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
+  const IntrinsicInfo& info = *s->intrinsic;
+  const bool target_nvidia = block_.warp_size() == 32;
+  if (info.nvidia != target_nvidia) {
+    user_error("kernel '" + block_.prog().kernel->name + "': " + block_.prog().sites[s->site].describe() +
+               " is " + (info.nvidia ? "an NVIDIA" : "an AMD") + " instruction (" +
+               (info.nvidia ? info.cuda : info.hip) + "), but the target has " +
+               std::to_string(block_.warp_size()) + "-lane warps; run with --target " +
+               (info.nvidia ? "sm80" : "gfx942"));
+  }
+  block_.lane_ops += std::popcount(mask) * static_cast<int64_t>(std::max<size_t>(1, s->args.size()));
+  switch (info.family) {
+    case IntrinsicFamily::kMma: exec_matrix(s, mask); break;
+    case IntrinsicFamily::kLdmatrix: exec_ldmatrix(s, mask); break;
+    case IntrinsicFamily::kCpAsync: exec_cp_async(s, mask); break;
+    case IntrinsicFamily::kCommitGroup:
+      for_lanes(mask, [&](int l) { block_.sim().async_commit(warp_.first_thread + l); });
+      break;
+    case IntrinsicFamily::kWaitGroup: {
+      int n = static_cast<int>(s->args[0].value->imm.i[0]);
+      for_lanes(mask, [&](int l) {
+        for (const sim::AsyncCopy& copy : block_.sim().async_wait(warp_.first_thread + l, n)) {
+          for (size_t j = 0; j < copy.cells.size(); ++j) {
+            block_.cell(copy.buffer, 0, copy.flat + static_cast<int64_t>(j)) = copy.cells[j];
+          }
+        }
+      });
+      break;
+    }
+  }
+}
+
+void WarpExec::exec_matrix(const CStmt* s, uint64_t mask) {
+  const IntrinsicInfo& info = *s->intrinsic;
+  const auto& tables = fragment_tables()[static_cast<size_t>(info.id)];
+  const uint64_t full = full_mask(block_.warp_size());
+  if (mask != full) block_.sim().partial_warp(warp_.id, s->site, mask, full, warp_.first_thread);
+  // Operands D, A, B, C: resolve each lane's register run.
+  std::array<sim::Resolved, 4> res;
+  std::array<sim::WarpRequest, 4> req;
+  for (int o = 0; o < 4; ++o) {
+    const CArg& arg = s->args[o];
+    const IntrinsicOperand& op = info.operands[o];
+    IndexScratch idx;
+    auto ptrs = eval_indices(arg.indices, mask, idx);
+    req[o] = request(warp_, arg.buffer, o == 0 ? sim::Access::kStore : sim::Access::kLoad, arg.site,
+                     mask, op.elements, ptrs);
+    res[o] = block_.sim().resolve(req[o]);
+    req[o].index = {};  // the index scratch dies with this iteration; flats are in res[o]
+  }
+  auto read = [&](int o, int row, int col) -> double {
+    const FragmentTable& t = tables[o];
+    auto [lane, reg] = t.at[row * t.cols + col];
+    if (!((res[o].ok >> lane) & 1)) return 0.0;
+    return std::bit_cast<double>(
+        block_.cell(s->args[o].buffer, warp_.first_thread + lane, res[o].flat[lane] + reg));
+  };
+  const int m = info.m, n = info.n, k = info.k;
+  std::vector<double> d(static_cast<size_t>(m * n));
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double acc = read(3, i, j);
+      for (int kk = 0; kk < k; ++kk) acc += read(1, i, kk) * read(2, kk, j);
+      d[i * n + j] = static_cast<double>(static_cast<float>(acc));
+    }
+  }
+  for (int o = 1; o < 4; ++o) block_.sim().observe(req[o], res[o]);
+  const FragmentTable& td = tables[0];
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      auto [lane, reg] = td.at[i * td.cols + j];
+      if (!((res[0].ok >> lane) & 1)) continue;
+      block_.cell(s->args[0].buffer, warp_.first_thread + lane, res[0].flat[lane] + reg) =
+          std::bit_cast<uint64_t>(d[i * n + j]);
+    }
+  }
+  block_.sim().observe(req[0], res[0]);
+  block_.lane_ops += static_cast<int64_t>(m) * n * k;
+}
+
+void WarpExec::exec_ldmatrix(const CStmt* s, uint64_t mask) {
+  const IntrinsicInfo& info = *s->intrinsic;
+  const FragmentTable& t = fragment_tables()[static_cast<size_t>(info.id)][0];
+  const uint64_t full = full_mask(block_.warp_size());
+  if (mask != full) block_.sim().partial_warp(warp_.id, s->site, mask, full, warp_.first_thread);
+  const int matrices = info.m;
+  // Lanes 8m..8m+7 give the 16-byte row addresses of matrix m.
+  const uint64_t address_lanes = mask & full_mask(8 * matrices);
+  const CArg& dst = s->args[0];
+  const CArg& src = s->args[1];
+  IndexScratch src_idx, dst_idx;
+  sim::WarpRequest src_req = request(warp_, src.buffer, sim::Access::kLoad, src.site,
+                                     address_lanes, 8, eval_indices(src.indices, address_lanes, src_idx));
+  src_req.ldmatrix = true;
+  sim::Resolved src_res = block_.sim().resolve(src_req);
+  sim::WarpRequest dst_req = request(warp_, dst.buffer, sim::Access::kStore, dst.site, mask,
+                                     info.operands[0].elements,
+                                     eval_indices(dst.indices, mask, dst_idx));
+  sim::Resolved dst_res = block_.sim().resolve(dst_req);
+  block_.sim().observe(src_req, src_res);
+  for (int row = 0; row < 8 * matrices; ++row) {
+    if (!((src_res.ok >> row) & 1)) continue;
+    for (int col = 0; col < 8; ++col) {
+      uint64_t v = block_.cell(src.buffer, 0, src_res.flat[row] + col);
+      auto [lane, reg] = t.at[row * t.cols + col];
+      if (!((dst_res.ok >> lane) & 1)) continue;
+      block_.cell(dst.buffer, warp_.first_thread + lane, dst_res.flat[lane] + reg) = v;
+    }
+  }
+  block_.sim().observe(dst_req, dst_res);
+}
+
+void WarpExec::exec_cp_async(const CStmt* s, uint64_t mask) {
+  const IntrinsicInfo& info = *s->intrinsic;
+  const CArg& dst = s->args[0];
+  const CArg& src = s->args[1];
+  const DataType dtype = block_.prog().buffers[dst.buffer].buffer->dtype;
+  const int elem_bits = dtype.storage_bits() * dtype.lanes;
+  const int n = info.bytes * 8 / elem_bits;
+  // src_size: the bytes actually read; the rest of the destination is zero-filled.
+  std::array<uint8_t, sim::kMaxLanes> read_elems{};
+  uint64_t read_lanes = 0;
+  {
+    LaneValues ss;
+    const LaneValues& size = eval(s->args[2].value, mask, ss);
+    for_lanes(mask, [&](int l) {
+      int64_t bytes = std::clamp<int64_t>(size.i[l], 0, info.bytes);
+      read_elems[l] = static_cast<uint8_t>(bytes * 8 / elem_bits);
+      if (read_elems[l] > 0) read_lanes |= uint64_t{1} << l;
+    });
+  }
+  IndexScratch src_idx, dst_idx;
+  sim::WarpRequest src_req = request(warp_, src.buffer, sim::Access::kLoad, src.site, read_lanes, n,
+                                     eval_indices(src.indices, read_lanes, src_idx));
+  src_req.lane_vector = read_elems.data();
+  sim::Resolved src_res = block_.sim().resolve(src_req);
+  sim::WarpRequest dst_req = request(warp_, dst.buffer, sim::Access::kAsyncWrite, dst.site, mask, n,
+                                     eval_indices(dst.indices, mask, dst_idx));
+  sim::Resolved dst_res = block_.sim().resolve(dst_req);
+  block_.sim().observe(src_req, src_res);
+  block_.sim().observe(dst_req, dst_res);
+  for_lanes(dst_res.ok, [&](int l) {
+    std::vector<uint64_t> cells(static_cast<size_t>(n), 0);  // zero bits: 0 and +0.0
+    if ((src_res.ok >> l) & 1) {
+      for (int j = 0; j < read_elems[l]; ++j) {
+        cells[j] = block_.global_cell(src.buffer, src_res.flat[l] + j);
+      }
+    }
+    block_.sim().async_issue(warp_.first_thread + l, dst.site, dst.buffer, dst_res.flat[l],
+                             std::move(cells));
+  });
+}
+
+}  // namespace tessel::thread_detail

@@ -1,0 +1,347 @@
+// Compiles a kernel's statements and expressions into the thread-level interpreter's form.
+#include "interp/thread_program.h"
+
+#include <unordered_map>
+
+#include "core/expr_functor.h"
+#include "core/printer.h"
+#include "core/stmt_functor.h"
+#include "core/tile_op.h"
+
+namespace tessel {
+
+namespace {
+
+/// State shared by the expression and statement compilers.
+struct CompileState {
+  ThreadProgram& prog;
+  std::unordered_map<const VarNode*, int> slots;
+  std::unordered_map<const BufferNode*, int> buffers;
+  std::string statement;  ///< the statement being compiled, as printed (first line)
+  struct Context {
+    std::string loc;
+    std::string within;
+  };
+  std::vector<Context> context;  ///< the nearest known location, innermost last
+
+  const std::string& kernel_name() const { return prog.kernel->name; }
+
+  int slot_of(const Var& v) {
+    auto [it, inserted] = slots.emplace(static_cast<const VarNode*>(v.get()), prog.num_slots);
+    if (inserted) ++prog.num_slots;
+    return it->second;
+  }
+
+  int buffer_id(const Buffer& b, const char* use) {
+    auto it = buffers.find(b.get());
+    if (it == buffers.end()) {
+      user_error("kernel '" + kernel_name() + "': '" + b->name + "' is " + use + " in `" +
+                 statement + "` but it is neither a parameter of the kernel nor allocated "
+                 "before this statement; pass it in the signature or allocate it (T.alloc_*) "
+                 "first");
+    }
+    return it->second;
+  }
+
+  int add_site(std::string access, std::string buffer) {
+    sim::Site site{std::move(access), std::move(buffer), statement, "", ""};
+    if (!context.empty()) {
+      site.loc = context.back().loc;
+      site.within = context.back().within;
+    }
+    prog.sites.push_back(std::move(site));
+    return static_cast<int>(prog.sites.size()) - 1;
+  }
+
+  CExpr* new_expr(XOp op, DataType dtype) {
+    prog.expr_pool.push_back(std::make_unique<CExpr>());
+    CExpr* e = prog.expr_pool.back().get();
+    e->op = op;
+    e->dtype = dtype;
+    e->is_float = dtype.is_float();
+    if (dtype.is_float()) {
+      e->rounding = dtype == DataType::f64() ? Rounding::kNone
+                    : dtype == DataType::f32() ? Rounding::kF32
+                                               : Rounding::kOther;
+    } else {
+      e->rounding = dtype == DataType::i64() ? Rounding::kNone
+                    : dtype == DataType::i32() ? Rounding::kI32
+                                               : Rounding::kOther;
+    }
+    return e;
+  }
+
+  CStmt* new_stmt(SOp op) {
+    prog.stmt_pool.push_back(std::make_unique<CStmt>());
+    CStmt* s = prog.stmt_pool.back().get();
+    s->op = op;
+    return s;
+  }
+};
+
+class ExprCompiler : public ExprFunctor<const CExpr*> {
+ public:
+  explicit ExprCompiler(CompileState& st) : st_(st) {}
+  const CExpr* compile(const Expr& e) { return e.defined() ? visit(e) : nullptr; }
+
+ protected:
+  const CExpr* visit_IntImm(const IntImmNode* op, const Expr&) override {
+    CExpr* e = st_.new_expr(XOp::kImm, op->dtype);
+    for (int64_t& v : e->imm.i) v = op->value;
+    return e;
+  }
+  const CExpr* visit_FloatImm(const FloatImmNode* op, const Expr&) override {
+    CExpr* e = st_.new_expr(XOp::kImm, op->dtype);
+    for (double& v : e->imm.f) v = op->value;
+    return e;
+  }
+  const CExpr* visit_Var(const VarNode* op, const Expr&) override {
+    auto it = st_.slots.find(op);
+    if (it == st_.slots.end()) {
+      user_error("kernel '" + st_.kernel_name() + "': variable '" + op->name + "' is used in `" +
+                 st_.statement + "` outside the scope that defines it; define it (a loop, a "
+                 "let, T.dynamic) around its uses");
+    }
+    CExpr* e = st_.new_expr(XOp::kVar, op->dtype);
+    e->slot = it->second;
+    return e;
+  }
+  const CExpr* visit_Not(const NotNode* op, const Expr& x) override { return unary(XOp::kNot, op->a, x); }
+  const CExpr* visit_Cast(const CastNode* op, const Expr& x) override {
+    return unary(XOp::kCast, op->value, x);
+  }
+  const CExpr* visit_Select(const SelectNode* op, const Expr& x) override {
+    CExpr* e = st_.new_expr(XOp::kSelect, x.dtype());
+    e->a = visit(op->cond);
+    e->b = visit(op->t);
+    e->c = visit(op->f);
+    return e;
+  }
+  const CExpr* visit_BufferLoad(const BufferLoadNode* op, const Expr& x) override {
+    CExpr* e = st_.new_expr(XOp::kLoad, x.dtype());
+    e->buffer = st_.buffer_id(op->buffer, "read");
+    for (const Expr& i : op->indices) e->indices.push_back(visit(i));
+    e->site = st_.add_site("load", op->buffer->name);
+    return e;
+  }
+  const CExpr* visit_Call(const CallNode* op, const Expr& x) override {
+    CExpr* e = st_.new_expr(is_shuffle(op->op) ? XOp::kShuffle : XOp::kCall, x.dtype());
+    e->builtin = op->op;
+    e->a = visit(op->args[0]);
+    e->operand_dtype = op->args[0].dtype();
+    e->operand_float = e->operand_dtype.is_float();
+    if (op->args.size() > 1) e->b = visit(op->args[1]);
+    if (is_shuffle(op->op)) e->site = st_.add_site(std::string("T.") + builtin_name(op->op), "");
+    return e;
+  }
+#define TESSEL_BINARY_(name, ...)                                            \
+  const CExpr* visit_##name(const name##Node* op, const Expr& x) override { \
+    return binary(XOp::k##name, op->a, op->b, x);                           \
+  }
+  TESSEL_BINARY_NODES(TESSEL_BINARY_)
+  TESSEL_COMPARE_NODES(TESSEL_BINARY_)
+#undef TESSEL_BINARY_
+
+ private:
+  const CExpr* unary(XOp xop, const Expr& a, const Expr& x) {
+    CExpr* e = st_.new_expr(xop, x.dtype());
+    e->a = visit(a);
+    e->operand_dtype = a.dtype();
+    e->operand_float = a.dtype().is_float();
+    return e;
+  }
+  const CExpr* binary(XOp xop, const Expr& a, const Expr& b, const Expr& x) {
+    CExpr* e = st_.new_expr(xop, x.dtype());
+    e->a = visit(a);
+    e->b = visit(b);
+    e->operand_dtype = a.dtype();
+    e->operand_float = a.dtype().is_float();
+    return e;
+  }
+
+  CompileState& st_;
+};
+
+/// The first line of a statement as printed, without indentation.
+std::string first_line(const Stmt& s) {
+  std::string text = print_stmt(s);
+  size_t start = text.find_first_not_of(' ');
+  size_t end = text.find('\n');
+  if (start == std::string::npos) return "";
+  return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+class StmtCompiler : public StmtFunctor<const CStmt*> {
+ public:
+  explicit StmtCompiler(CompileState& st) : st_(st), exprs_(st) {}
+
+  const CStmt* compile(const Stmt& s) {
+    std::string saved = st_.statement;
+    st_.statement = first_line(s);
+    const CStmt* c = visit(s);
+    st_.statement = saved;
+    return c;
+  }
+
+ protected:
+  const CStmt* visit_Seq(const SeqNode* op, const Stmt&) override {
+    CStmt* c = st_.new_stmt(SOp::kSeq);
+    for (const Stmt& s : op->stmts) add_child(c, compile(s));
+    return c;
+  }
+  const CStmt* visit_For(const ForNode* op, const Stmt& s) override {
+    if (op->for_kind == ForKind::kParallel || op->for_kind == ForKind::kPipelined) {
+      not_thread_level(std::string("the T.") + for_kind_name(op->for_kind) + " loop over '" +
+                           op->var.name() + "'",
+                       s->loc);
+    }
+    CStmt* c = st_.new_stmt(SOp::kFor);
+    LocScope scope(st_, s->loc, "for");
+    c->a = exprs_.compile(op->min);
+    c->b = exprs_.compile(op->extent);
+    c->slot = st_.slot_of(op->var);
+    add_child(c, compile(op->body));
+    return c;
+  }
+  const CStmt* visit_If(const IfNode* op, const Stmt& s) override {
+    CStmt* c = st_.new_stmt(SOp::kIf);
+    LocScope scope(st_, s->loc, "if");
+    c->a = exprs_.compile(op->cond);
+    add_child(c, compile(op->then_case));
+    if (op->else_case.defined()) add_child(c, compile(op->else_case));
+    return c;
+  }
+  const CStmt* visit_Store(const StoreNode* op, const Stmt& s) override {
+    CStmt* c = st_.new_stmt(SOp::kStore);
+    LocScope scope(st_, s->loc, "");
+    c->buffer = st_.buffer_id(op->buffer, "written");
+    for (const Expr& i : op->indices) c->indices.push_back(exprs_.compile(i));
+    c->a = exprs_.compile(op->value);
+    c->site = st_.add_site("store", op->buffer->name);
+    return c;
+  }
+  const CStmt* visit_Alloc(const AllocNode* op, const Stmt& s) override {
+    CStmt* c = st_.new_stmt(SOp::kAlloc);
+    LocScope scope(st_, s->loc, "");
+    const Buffer& b = op->buffer;
+    auto it = st_.buffers.find(b.get());
+    if (it == st_.buffers.end()) {
+      CBuffer cb;
+      cb.buffer = b;
+      cb.space = (b->scope == tessel::Scope::kShared || b->scope == tessel::Scope::kSharedDyn) ? sim::Space::kShared
+                                                                               : sim::Space::kLocal;
+      for (const Expr& e : b->shape) cb.shape.push_back(exprs_.compile(e));
+      st_.prog.buffers.push_back(std::move(cb));
+      it = st_.buffers.emplace(b.get(), static_cast<int>(st_.prog.buffers.size()) - 1).first;
+    }
+    c->buffer = it->second;
+    c->is_var = op->is_var;
+    c->a = exprs_.compile(op->init);
+    if (c->a) c->site = st_.add_site("init", b->name);
+    return c;
+  }
+  const CStmt* visit_Let(const LetNode* op, const Stmt& s) override {
+    CStmt* c = st_.new_stmt(SOp::kLet);
+    LocScope scope(st_, s->loc, "");
+    c->a = exprs_.compile(op->value);
+    c->slot = st_.slot_of(op->var);
+    add_child(c, compile(op->body));
+    return c;
+  }
+  const CStmt* visit_Barrier(const BarrierNode*, const Stmt& s) override {
+    CStmt* c = st_.new_stmt(SOp::kBarrier);
+    LocScope scope(st_, s->loc, "");
+    c->site = st_.add_site("T.sync_threads()", "");
+    c->has_barrier = true;
+    return c;
+  }
+  const CStmt* visit_TileOpCall(const TileOpCallNode* op, const Stmt& s) override {
+    not_thread_level("T." + op->op->name() + " (a tile operator)", s->loc);
+  }
+  const CStmt* visit_UseSwizzle(const UseSwizzleNode*, const Stmt&) override {
+    return st_.new_stmt(SOp::kNop);  // block rasterisation changes only the order of blocks
+  }
+  const CStmt* visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt& s) override {
+    CStmt* c = st_.new_stmt(SOp::kIntrinsic);
+    LocScope scope(st_, s->loc, "");
+    const IntrinsicInfo& info = intrinsic_info(op->intrinsic);
+    c->intrinsic = &info;
+    c->site = st_.add_site("T." + info.name, "");
+    for (size_t i = 0; i < op->args.size(); ++i) {
+      const IntrinsicArg& a = op->args[i];
+      CArg arg;
+      if (a.buffer.defined()) {
+        const IntrinsicOperand& o = info.operands[i];
+        arg.buffer = st_.buffer_id(a.buffer, o.written ? "written" : "read");
+        for (const Expr& e : a.indices) arg.indices.push_back(exprs_.compile(e));
+        arg.site = st_.add_site(info.name + " " + o.name, a.buffer->name);
+      } else {
+        arg.value = exprs_.compile(a.value);
+      }
+      c->args.push_back(std::move(arg));
+    }
+    st_.prog.uses_intrinsics = true;
+    return c;
+  }
+
+ private:
+  /// Pushes a known location for the statements and sites compiled inside its lifetime.
+  class LocScope {
+   public:
+    LocScope(CompileState& st, const SourceLoc& loc, const char* within) : st_(st), pushed_(loc.known()) {
+      if (pushed_) st_.context.push_back({loc.str(), within});
+    }
+    ~LocScope() {
+      if (pushed_) st_.context.pop_back();
+    }
+
+   private:
+    CompileState& st_;
+    bool pushed_;
+  };
+
+  static void add_child(CStmt* parent, const CStmt* child) {
+    parent->body.push_back(child);
+    parent->has_barrier = parent->has_barrier || child->has_barrier;
+  }
+
+  [[noreturn]] void not_thread_level(const std::string& what, const SourceLoc& loc) {
+    user_error("kernel '" + st_.kernel_name() + "': " + what +
+               (loc.known() ? " at " + loc.str() : "") +
+               " cannot run at thread level yet. The thread-level interpreter runs thread-level "
+               "IR (T.get_thread_binding(), indexed loads and stores, T.sync_threads(), warp "
+               "shuffles, serial loops, ifs and the instructions of the intrinsic table); tile "
+               "operators and T.Parallel/T.Pipelined loops become such code in the lowering pass "
+               "(`tessel lower`), which is not implemented yet. Run this kernel with --level tile");
+  }
+
+  CompileState& st_;
+  ExprCompiler exprs_;
+};
+
+}  // namespace
+
+std::unique_ptr<ThreadProgram> compile_thread_program(const Kernel& kernel) {
+  auto prog = std::make_unique<ThreadProgram>();
+  prog->kernel = kernel;
+  CompileState st{*prog, {}, {}, "", {}};
+  if (kernel->loc.known()) st.context.push_back({kernel->loc.str(), "kernel"});
+  prog->thread_slot = st.slot_of(kernel->thread_var);
+  for (const Var& v : kernel->block_vars) prog->block_slots.push_back(st.slot_of(v));
+  for (const Var& v : kernel->dynamic_vars) {
+    prog->dynamic_slots.emplace_back(st.slot_of(v), static_cast<const VarNode*>(v.get()));
+  }
+  for (size_t p = 0; p < kernel->params.size(); ++p) {
+    CBuffer cb;
+    cb.buffer = kernel->params[p];
+    cb.space = sim::Space::kGlobal;
+    cb.param = static_cast<int>(p);
+    prog->buffers.push_back(std::move(cb));
+    st.buffers.emplace(kernel->params[p].get(), static_cast<int>(p));
+  }
+  prog->num_globals = static_cast<int>(kernel->params.size());
+  prog->body = StmtCompiler(st).compile(kernel->body);
+  return prog;
+}
+
+}  // namespace tessel

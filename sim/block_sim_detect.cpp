@@ -1,0 +1,294 @@
+// The detectors of one block: races between barriers and uninitialised reads in shared memory,
+// async races on cp.async destinations, uninitialised registers, and cross-block races in
+// global memory.
+//
+// Shared memory keeps, per element, the barrier interval (epoch) and thread of the last write
+// and of the first two distinct readers. Within one interval:
+//   read  by t after a write by w != t               -> race (read-after-write)
+//   write by t after a write by w != t               -> write_conflict (different values) or a
+//                                                       benign race (the same value)
+//   write by t after a read by r != t                -> race (write-after-read)
+// Lanes of one warp count as different threads: since Volta, lanes of a warp are not
+// guaranteed to run in lock-step between instructions, so they need a barrier too.
+#include <bit>
+
+#include "sim/block_sim.h"
+
+namespace tessel::sim {
+
+void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuffer& b,
+                            uint64_t same) {
+  const BufferDesc& d = b.desc;
+  for (uint64_t m = r.ok; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    int t = req.first_thread + lane;
+    int n = lane_vector(req, lane);
+    bool lane_same = (same >> lane) & 1;
+    for (int j = 0; j < n; ++j) {
+      int64_t e = r.flat[lane] + j;
+      Cell& c = b.cells[e];
+      switch (req.access) {
+        case Access::kLoad: {
+          if (c.pending) {
+            findings_.add(FindingKind::kAsyncRace, false, d.name, c.async_site, req.site, [&] {
+              Finding f;
+              f.element = d.index_string(e);
+              f.threads = {c.async_thread, t};
+              f.blocks = {block_index_};
+              f.message = "async race on shared " + d.name + f.element + ": " + thread_words(t) +
+                          " reads it by " + site_words(req.site) + " while the cp.async that "
+                          "writes it (" + site_words(c.async_site) + ", " +
+                          thread_words(c.async_thread) + ") has not landed. Wait for the copy "
+                          "with T.cp_async_wait_group(0) — and T.sync_threads() when other "
+                          "threads read it — before reading";
+              return f;
+            });
+            break;
+          }
+          if (!c.init) {
+            findings_.add(FindingKind::kUninit, false, d.name, req.site, -1, [&] {
+              Finding f;
+              f.element = d.index_string(e);
+              f.threads = {t};
+              f.blocks = {block_index_};
+              f.message = "uninitialised read of shared " + d.name + f.element + ": " +
+                          thread_words(t) + " of block " + block_string(block_index_) +
+                          " reads it by " + site_words(req.site) + " before any thread wrote it "
+                          "(shared memory starts with undefined contents). Write every element "
+                          "before reading it, or check the bounds of the loop that fills it";
+              return f;
+            });
+          }
+          if (c.w_epoch == epoch_ && c.writer != t) {
+            int w = c.writer, ws = c.w_site;
+            findings_.add(FindingKind::kRace, false, d.name, ws, req.site, [&] {
+              Finding f;
+              f.element = d.index_string(e);
+              f.threads = {w, t};
+              f.blocks = {block_index_};
+              f.message = "race on shared " + d.name + f.element + " in block " +
+                          block_string(block_index_) + ": " + thread_words(t) + " reads it by " +
+                          site_words(req.site) + " after " + thread_words(w) + " wrote it by " +
+                          site_words(ws) + ", with no T.sync_threads() between them; on a GPU "
+                          "the read may see the old or the new value. Put T.sync_threads() "
+                          "between the write and the read";
+              return f;
+            });
+          }
+          if (c.r_epoch != epoch_) {
+            c.r_epoch = epoch_;
+            c.reader = t;
+            c.r_site = req.site;
+            c.reader2 = -1;
+          } else if (c.reader != t && c.reader2 < 0) {
+            c.reader2 = t;
+            c.r_site2 = req.site;
+          }
+          break;
+        }
+        case Access::kStore: shared_store(b, e, t, req.site, lane_same); break;
+        case Access::kAtomic: c.init = true; break;
+        case Access::kAsyncWrite:
+          // The data land at the wait, but the copy may write as soon as it is issued: a read
+          // by another thread in this interval is a write-after-read race already.
+          if (c.r_epoch == epoch_ && (c.reader != t || c.reader2 >= 0)) {
+            int other = c.reader != t ? c.reader : c.reader2;
+            int os = c.reader != t ? c.r_site : c.r_site2;
+            findings_.add(FindingKind::kRace, false, d.name, os, req.site, [&] {
+              Finding f;
+              f.element = d.index_string(e);
+              f.threads = {other, t};
+              f.blocks = {block_index_};
+              f.message = "race on shared " + d.name + f.element + " in block " +
+                          block_string(block_index_) + ": " + thread_words(t) + " starts a "
+                          "copy into it by " + site_words(req.site) + " while " +
+                          thread_words(other) + " read it by " + site_words(os) +
+                          " since the last barrier; the copy may land before that read. Put "
+                          "T.sync_threads() between the read and the copy (or double-buffer)";
+              return f;
+            });
+          }
+          break;
+      }
+    }
+  }
+}
+
+void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool same) {
+  const BufferDesc& d = b.desc;
+  Cell& c = b.cells[e];
+  if (c.pending) {
+    findings_.add(FindingKind::kAsyncRace, false, d.name, c.async_site, site, [&] {
+      Finding f;
+      f.element = d.index_string(e);
+      f.threads = {c.async_thread, t};
+      f.blocks = {block_index_};
+      f.message = "async race on shared " + d.name + f.element + ": " + thread_words(t) +
+                  " writes it by " + site_words(site) + " while a cp.async into it (" +
+                  site_words(c.async_site) + ", " + thread_words(c.async_thread) +
+                  ") is still in flight; the copy will overwrite the store when it lands. "
+                  "Wait for the copy (T.cp_async_wait_group) before writing";
+      return f;
+    });
+  }
+  if (c.w_epoch == epoch_ && c.writer != t) {
+    int w = c.writer, ws = c.w_site;
+    FindingKind kind = same ? FindingKind::kRace : FindingKind::kWriteConflict;
+    findings_.add(kind, same, d.name, ws, site, [&] {
+      Finding f;
+      f.element = d.index_string(e);
+      f.threads = {w, t};
+      f.blocks = {block_index_};
+      if (same) {
+        f.message = "benign race on shared " + d.name + f.element + " in block " +
+                    block_string(block_index_) + ": " + thread_words(w) + " (by " +
+                    site_words(ws) + ") and " + thread_words(t) + " (by " + site_words(site) +
+                    ") write it between the same two barriers, with the same value";
+      } else {
+        f.message = "write conflict on shared " + d.name + f.element + " in block " +
+                    block_string(block_index_) + ": " + thread_words(w) + " (by " +
+                    site_words(ws) + ") and " + thread_words(t) + " (by " + site_words(site) +
+                    ") write different values to it between the same two barriers; which "
+                    "value remains is undefined. Give each element one writer, or separate the "
+                    "writes with T.sync_threads()";
+      }
+      return f;
+    });
+  } else if (c.r_epoch == epoch_ && (c.reader != t || c.reader2 >= 0)) {
+    int other = c.reader != t ? c.reader : c.reader2;
+    int os = c.reader != t ? c.r_site : c.r_site2;
+    findings_.add(FindingKind::kRace, false, d.name, os, site, [&] {
+      Finding f;
+      f.element = d.index_string(e);
+      f.threads = {other, t};
+      f.blocks = {block_index_};
+      f.message = "race on shared " + d.name + f.element + " in block " +
+                  block_string(block_index_) + ": " + thread_words(t) + " writes it by " +
+                  site_words(site) + " after " + thread_words(other) + " read it by " +
+                  site_words(os) + ", with no T.sync_threads() between them; on a GPU the read "
+                  "may see the new value. Put T.sync_threads() between the read and the write";
+      return f;
+    });
+  }
+  c.w_epoch = epoch_;
+  c.writer = t;
+  c.w_site = site;
+  c.init = true;
+}
+
+void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffer& b) {
+  const BufferDesc& d = b.desc;
+  for (uint64_t m = r.ok; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    int t = req.first_thread + lane;
+    int n = lane_vector(req, lane);
+    uint8_t* init = b.init.data() + static_cast<int64_t>(t) * b.size + r.flat[lane];
+    if (req.access != Access::kLoad) {
+      std::fill(init, init + n, uint8_t{1});
+      continue;
+    }
+    for (int j = 0; j < n; ++j) {
+      if (init[j]) continue;
+      int64_t e = r.flat[lane] + j;
+      findings_.add(FindingKind::kUninit, false, d.name, req.site, -1, [&] {
+        Finding f;
+        f.element = d.index_string(e);
+        f.threads = {t};
+        f.blocks = {block_index_};
+        f.message = "uninitialised read of local " + d.name + f.element + ": " +
+                    thread_words(t) + " of block " + block_string(block_index_) +
+                    " reads it by " + site_words(req.site) + " before this thread wrote it "
+                    "(registers start undefined). Initialise it (an init value, or a store "
+                    "before the loop) before reading it";
+        return f;
+      });
+    }
+  }
+}
+
+void BlockSim::check_global(const WarpRequest& req, const Resolved& r, const BufferDesc& d,
+                            uint64_t same) {
+  GlobalShadow& shadow = run_.shadow();
+  for (uint64_t m = r.ok; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    int t = req.first_thread + lane;
+    int n = lane_vector(req, lane);
+    for (int j = 0; j < n; ++j) {
+      int64_t e = r.flat[lane] + j;
+      std::optional<GlobalConflict> c =
+          req.access == Access::kLoad
+              ? shadow.read(req.buffer, e, block_, t, req.site)
+              : shadow.write(req.buffer, e, block_, t, req.site, (same >> lane) & 1);
+      if (!c) continue;
+      const Toucher& o = c->other;
+      findings_.add(c->kind, c->benign, d.name, o.site, req.site, [&] {
+        Finding f;
+        f.element = d.index_string(e);
+        std::string other_block = o.several ? "several other blocks"
+                                            : "block " + block_string(run_.block_index(o.block));
+        f.threads = {o.several ? -1 : o.thread, t};
+        f.blocks = {o.several ? std::vector<int64_t>{} : run_.block_index(o.block),
+                    block_index_};
+        std::string me = "thread " + std::to_string(t) + " of block " + block_string(block_index_);
+        std::string them = o.several ? other_block
+                                     : "thread " + std::to_string(o.thread) + " of " + other_block;
+        std::string their_site = o.site >= 0 ? " by " + site_words(o.site) : "";
+        if (c->kind == FindingKind::kWriteConflict) {
+          f.message = "write conflict on global " + d.name + f.element + ": " + me +
+                      " writes it by " + site_words(req.site) + " and " + them + " wrote a "
+                      "different value" + their_site + "; blocks run in no fixed order, so the "
+                      "result depends on scheduling. Give each block its own output elements, or "
+                      "combine them with an atomic";
+        } else if (c->benign) {
+          f.message = "benign race on global " + d.name + f.element + ": " + me + " (by " +
+                      site_words(req.site) + ") and " + them + their_site +
+                      " write it with the same value";
+        } else if (req.access == Access::kLoad) {
+          f.message = "race on global " + d.name + f.element + ": " + me + " reads it by " +
+                      site_words(req.site) + " while " + them + " writes it" + their_site +
+                      "; blocks of one launch run in no fixed order, so the read may see "
+                      "either value. Do not read what another block writes in the same launch";
+        } else {
+          f.message = "race on global " + d.name + f.element + ": " + me + " writes it by " +
+                      site_words(req.site) + " while " + them + " read" +
+                      (o.several ? "" : "s") + " it" + their_site + "; blocks of one launch "
+                      "run in no fixed order, so the read may see either value. Do not write "
+                      "what another block reads in the same launch";
+        }
+        return f;
+      });
+    }
+  }
+}
+
+void BlockSim::async_issue(int thread, int site, int buffer, int64_t flat,
+                           std::vector<uint64_t> cells) {
+  if (run_.options().detectors) {
+    BlockBuffer& b = buffers_[buffer - num_globals_];
+    for (size_t j = 0; j < cells.size(); ++j) {
+      Cell& c = b.cells[flat + static_cast<int64_t>(j)];
+      ++c.pending;
+      c.async_site = static_cast<int16_t>(std::min(site, 0x7FFF));
+      c.async_thread = thread;
+    }
+  }
+  async_.issue(AsyncCopy{buffer, flat, std::move(cells), site, thread});
+}
+
+std::vector<AsyncCopy> BlockSim::async_wait(int thread, int n) {
+  std::vector<AsyncCopy> landed = async_.wait(thread, n);
+  if (!run_.options().detectors) return landed;
+  for (const AsyncCopy& copy : landed) {
+    BlockBuffer& b = buffers_[copy.buffer - num_globals_];
+    for (size_t j = 0; j < copy.cells.size(); ++j) --b.cells[copy.flat + static_cast<int64_t>(j)].pending;
+  }
+  for (const AsyncCopy& copy : landed) {
+    BlockBuffer& b = buffers_[copy.buffer - num_globals_];
+    for (size_t j = 0; j < copy.cells.size(); ++j) {
+      shared_store(b, copy.flat + static_cast<int64_t>(j), copy.thread, copy.site, false);
+    }
+  }
+  return landed;
+}
+
+}  // namespace tessel::sim

@@ -1,0 +1,115 @@
+// Launch-wide simulator state and the merged report.
+#include "sim/sim_run.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "sim/block_sim.h"
+
+namespace tessel::sim {
+
+std::string block_string(const std::vector<int64_t>& index) {
+  std::string s = "(";
+  for (size_t d = 0; d < index.size(); ++d) s += (d ? ", " : "") + std::to_string(index[d]);
+  return s + (index.size() == 1 ? ",)" : ")");
+}
+
+SimRun::SimRun(SimOptions options, std::vector<Site> sites)
+    : options_(std::move(options)), sites_(std::move(sites)), per_site_(sites_.size()) {}
+
+int SimRun::add_global(BufferDesc desc) {
+  int id = static_cast<int>(globals_.size());
+  if (options_.detectors) shadow_.add_buffer(id, desc.size());
+  globals_.push_back(std::move(desc));
+  return id;
+}
+
+std::vector<int64_t> SimRun::block_index(uint32_t linear) const {
+  if (grid_.empty()) return {static_cast<int64_t>(linear)};
+  std::vector<int64_t> index(grid_.size());
+  int64_t rest = linear;
+  for (size_t d = 0; d < grid_.size(); ++d) {
+    index[d] = rest % grid_[d];
+    rest /= grid_[d];
+  }
+  return index;
+}
+
+void SimRun::absorb(const BlockSim& block) {
+  std::lock_guard<std::mutex> guard(lock_);
+  const auto& counters = block.counters();
+  for (size_t s = 0; s < counters.size(); ++s) per_site_[s] += counters[s];
+  if (!block.findings().empty()) block_findings_[block.block_linear()].merge(block.findings());
+  ++blocks_;
+}
+
+SimReport SimRun::report() const {
+  std::lock_guard<std::mutex> guard(lock_);
+  SimReport r;
+  r.warp_size = options_.banks.warp_size;
+  r.sites = sites_;
+  r.per_site = per_site_;
+  for (const Counters& c : per_site_) r.total += c;
+  FindingLog merged;
+  for (const auto& [block, log] : block_findings_) merged.merge(log);
+  r.findings = merged.findings();
+  r.blocks = blocks_;
+  return r;
+}
+
+bool SimReport::has_errors() const {
+  for (const Finding& f : findings) {
+    if (!f.benign) return true;
+  }
+  return false;
+}
+
+std::vector<const Finding*> SimReport::of_kind(FindingKind kind) const {
+  std::vector<const Finding*> out;
+  for (const Finding& f : findings) {
+    if (f.kind == kind) out.push_back(&f);
+  }
+  return out;
+}
+
+std::string SimReport::text() const {
+  std::ostringstream os;
+  char line[512];
+  os << "memory traffic per instruction (warp size " << warp_size << "):\n";
+  std::snprintf(line, sizeof line, "  %-60s %9s %10s %9s %9s %9s %9s\n", "instruction", "requests",
+                "wavefronts", "ideal", "conflicts", "sectors", "ideal");
+  os << line;
+  auto row = [&](const std::string& name, const Counters& c) {
+    std::string shown = name.size() > 60 ? name.substr(0, 57) + "..." : name;
+    int64_t requests = c.shared_requests + c.global_requests;
+    std::snprintf(line, sizeof line, "  %-60s %9lld %10lld %9lld %9lld %9lld %9lld\n",
+                  shown.c_str(), static_cast<long long>(requests),
+                  static_cast<long long>(c.wavefronts), static_cast<long long>(c.ideal_wavefronts),
+                  static_cast<long long>(c.bank_conflicts), static_cast<long long>(c.sectors),
+                  static_cast<long long>(c.ideal_sectors));
+    os << line;
+  };
+  for (size_t s = 0; s < sites.size(); ++s) {
+    const Counters& c = per_site[s];
+    if (c.shared_requests + c.global_requests == 0) continue;
+    const Site& site = sites[s];
+    std::string where = site.loc.empty() ? ""
+                        : site.within.empty() ? " at " + site.loc
+                                              : " in " + site.within + " at " + site.loc;
+    row(site.access + " " + site.buffer + where, c);
+  }
+  row("total", total);
+  if (findings.empty()) {
+    os << "findings: none\n";
+    return os.str();
+  }
+  os << "findings: " << findings.size() << "\n";
+  for (const Finding& f : findings) {
+    os << "  [" << finding_kind_name(f.kind) << (f.benign ? ", benign" : "") << "] " << f.message;
+    if (f.count > 1) os << " (" << f.count << " occurrences)";
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace tessel::sim
