@@ -1,13 +1,14 @@
 // Benchmark: Z3 proof times for the layouts the GEMM example uses (shared-memory swizzles, mma
 // fragments, the ldmatrix access), a 4096x4096 fp16 128B swizzle, and a layout with a symbolic
 // row length. Prints a table and appends the medians to bench/results/proofs.csv.
+#include <sys/utsname.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <functional>
 #include <string>
-#include <sys/utsname.h>
 #include <vector>
 
 #include "core/bank_rules.h"
@@ -54,10 +55,12 @@ std::vector<Case> cases() {
   b_opts.name = "B_shared";
   c_opts.name = "C_local";
   std::vector<Case> all;
-  all.push_back({"gemm A tile 128x32 f16 (" + gemm_operand_layout_kind(128, 32, f16) + ") bijective",
-                 100, [=] { return prove_bijective(gemm_operand_layout(128, 32, f16), a_opts); }});
-  all.push_back({"gemm B tile 32x128 f16 (" + gemm_operand_layout_kind(32, 128, f16) + ") bijective",
-                 100, [=] { return prove_bijective(gemm_operand_layout(32, 128, f16), b_opts); }});
+  all.push_back(
+      {"gemm A tile 128x32 f16 (" + gemm_operand_layout_kind(128, 32, f16) + ") bijective", 100,
+       [=] { return prove_bijective(gemm_operand_layout(128, 32, f16), a_opts); }});
+  all.push_back(
+      {"gemm B tile 32x128 f16 (" + gemm_operand_layout_kind(32, 128, f16) + ") bijective", 100,
+       [=] { return prove_bijective(gemm_operand_layout(32, 128, f16), b_opts); }});
   all.push_back({"mma_m16n8k16_a(f16) replication", 100,
                  [=] { return prove_replication(mma_m16n8k16_a(f16), a_opts); }});
   all.push_back({"mma_m16n8k16_b(f16) replication", 100,
@@ -75,7 +78,8 @@ std::vector<Case> cases() {
                                 k * make_int(16) + floordiv(acc.lane, make_int(16)) * make_int(8)};
                    ProofOptions o = a_opts;
                    o.domain.bound(k, 0, 1).bound(wm, 0, 7);
-                   return static_cast<ProofResult>(prove_conflict_free(acc, BankModel::nvidia(), o));
+                   return static_cast<ProofResult>(
+                       prove_conflict_free(acc, BankModel::nvidia(), o));
                  }});
   all.push_back({"swizzle_128b(4096, 4096, f16) bijective", 1000,
                  [=] { return prove_bijective(swizzle_128b(4096, 4096, f16), a_opts); }});
@@ -124,7 +128,8 @@ int main(int argc, char** argv) {
     }
   }
   std::string date = today(), machine = cpu_name();
-  std::printf("Z3 proof times, median of %d runs (%s, %s)\n\n", reps, date.c_str(), machine.c_str());
+  std::printf("Z3 proof times, median of %d runs (%s, %s)\n\n", reps, date.c_str(),
+              machine.c_str());
   std::printf("%-72s %8s %9s %9s %9s\n", "proof", "result", "median ms", "max ms", "budget ms");
   bool fresh = !std::ifstream(csv).good();
   std::ofstream out(csv, std::ios::app);
@@ -136,12 +141,16 @@ int main(int argc, char** argv) {
     double hi = *std::max_element(times[c].begin(), times[c].end());
     bool ok = holds[c] && med < all[c].budget_ms;
     all_ok = all_ok && ok;
-    std::printf("%-72s %8s %9.1f %9.1f %9.0f%s\n", all[c].name.c_str(), holds[c] ? "proved" : "FAILED",
-                med, hi, all[c].budget_ms, ok ? "" : "  <- over budget or not proved");
-    out << date << ",\"" << machine << "\",\"" << all[c].name << "\"," << (holds[c] ? "proved" : "failed")
-        << "," << med << "," << lo << "," << hi << "," << reps << "," << all[c].budget_ms << "\n";
+    std::printf("%-72s %8s %9.1f %9.1f %9.0f%s\n", all[c].name.c_str(),
+                holds[c] ? "proved" : "FAILED", med, hi, all[c].budget_ms,
+                ok ? "" : "  <- over budget or not proved");
+    out << date << ",\"" << machine << "\",\"" << all[c].name << "\","
+        << (holds[c] ? "proved" : "failed") << "," << med << "," << lo << "," << hi << "," << reps
+        << "," << all[c].budget_ms << "\n";
   }
-  if (!out) std::fprintf(stderr, "could not write %s\n", csv.c_str());
-  else std::printf("\nappended to %s\n", csv.c_str());
+  if (!out)
+    std::fprintf(stderr, "could not write %s\n", csv.c_str());
+  else
+    std::printf("\nappended to %s\n", csv.c_str());
   return all_ok ? 0 : 1;
 }

@@ -58,18 +58,25 @@ int assign_phases(const BankModel& m, int access_bytes, bool ldmatrix, bool writ
       user_error("ldmatrix lanes address 16-byte rows; the access width must be 16, not " +
                  std::to_string(access_bytes));
     }
-    if (ldmatrix) group = 8;  // one 8x16-byte matrix per phase
-    else if (access_bytes == 8) group = m.warp_size / 2;
-    else if (access_bytes == 16) group = m.warp_size / 4;
+    if (ldmatrix)
+      group = 8;  // one 8x16-byte matrix per phase
+    else if (access_bytes == 8)
+      group = m.warp_size / 2;
+    else if (access_bytes == 16)
+      group = m.warp_size / 4;
   } else {
     if (ldmatrix) {
-      user_error("ldmatrix is an NVIDIA instruction; AMD targets have no ldmatrix phases "
-                 "(drop --ldmatrix or pick an sm target)");
+      user_error(
+          "ldmatrix is an NVIDIA instruction; AMD targets have no ldmatrix phases "
+          "(drop --ldmatrix or pick an sm target)");
     }
-    if (access_bytes <= 4) group = m.warp_size / 2;       // ds_*_b32 and narrower
-    else if (access_bytes == 8) group = m.warp_size / 4;  // ds_*_b64
-    else if (write) group = m.warp_size / 8;              // ds_write_b128
-    else {                                                // ds_read_b128
+    if (access_bytes <= 4)
+      group = m.warp_size / 2;  // ds_*_b32 and narrower
+    else if (access_bytes == 8)
+      group = m.warp_size / 4;  // ds_*_b64
+    else if (write)
+      group = m.warp_size / 8;  // ds_write_b128
+    else {                      // ds_read_b128
       internal_check(m.warp_size == 64, "ds_read_b128 phases are defined for wave64");
       // Phase p holds the 4-lane runs starting at kRuns[p][0] and kRuns[p][1].
       static constexpr int kRuns[8][2] = {{0, 20}, {32, 52}, {4, 16},  {36, 48},

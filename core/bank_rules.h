@@ -1,5 +1,6 @@
 // Shared-memory bank rules per target, in one place: how a warp-wide access splits into phases and
-// how many wavefronts (bank passes) it costs. Used by the simulator (counting) and verify/ (proofs).
+// how many wavefronts (bank passes) it costs. Used by the simulator (counting) and verify/
+// (proofs).
 //
 // Sources (see shared/REFERENCE.md):
 // - NVIDIA, compute capability 5.x-9.x (CUDA C++ Programming Guide, "Shared Memory"): 32 banks of
@@ -31,9 +32,9 @@ enum class BankVendor : uint8_t { kNvidia, kAmd };
 /// The bank geometry of one target and its phase rules.
 struct BankModel {
   BankVendor vendor = BankVendor::kNvidia;
-  int num_banks = 32;   ///< banks per shared-memory / LDS array
-  int bank_bytes = 4;   ///< bytes one bank delivers per pass (the "word")
-  int warp_size = 32;   ///< lanes of one warp (NVIDIA) or wavefront (AMD)
+  int num_banks = 32;  ///< banks per shared-memory / LDS array
+  int bank_bytes = 4;  ///< bytes one bank delivers per pass (the "word")
+  int warp_size = 32;  ///< lanes of one warp (NVIDIA) or wavefront (AMD)
 
   /// NVIDIA sm_50 .. sm_90: 32 banks x 4 B, warp of 32.
   static BankModel nvidia();

@@ -2,6 +2,7 @@
 #include "core/builder.h"
 
 #include "core/expr_printer.h"
+#include "core/op_annotate_layout.h"
 #include "core/op_copy.h"
 #include "core/op_fill.h"
 
@@ -295,6 +296,12 @@ void KernelBuilder::if_then(Expr cond, const std::function<void()>& then_body,
 void KernelBuilder::sync_threads(SourceLoc loc) {
   check_launched("T.sync_threads()", loc);
   emit(BarrierNode::make(std::move(loc)));
+}
+
+void KernelBuilder::annotate_layout(
+    std::vector<std::pair<Buffer, std::variant<Layout, Fragment>>> entries, SourceLoc loc) {
+  check_launched("T.annotate_layout", loc);
+  emit(TileOpCallNode::make(AnnotateLayoutOp::make(std::move(entries), std::move(loc))));
 }
 
 void KernelBuilder::use_swizzle(int panel_size, bool column_major, SourceLoc loc) {

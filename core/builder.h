@@ -21,11 +21,13 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "core/buffer.h"
 #include "core/intrinsics.h"
 #include "core/kernel.h"
+#include "core/layout.h"
 #include "core/op_atomic.h"
 #include "core/op_gemm.h"
 #include "core/op_reduce.h"
@@ -179,6 +181,9 @@ class KernelBuilder {
                const std::function<void()>& else_body = nullptr, SourceLoc loc = SourceLoc::here());
   /// T.sync_threads().
   void sync_threads(SourceLoc loc = SourceLoc::here());
+  /// T.annotate_layout({buffer: layout, ...}): fixes shared-memory layouts / fragment partitions.
+  void annotate_layout(std::vector<std::pair<Buffer, std::variant<Layout, Fragment>>> entries,
+                       SourceLoc loc = SourceLoc::here());
   /// T.use_swizzle(panel_size): block rasterisation.
   void use_swizzle(int panel_size, bool column_major = false, SourceLoc loc = SourceLoc::here());
 

@@ -26,8 +26,8 @@ IntrinsicInfo entry(IntrinsicId id, std::string name, IntrinsicFamily family) {
 
 IntrinsicOperand registers(std::string name, bool written, DataType dtype, int elements,
                            Fragment layout) {
-  return {std::move(name), OperandKind::kRegisters, written, {dtype}, 0, elements,
-          std::move(layout)};
+  return {std::move(name), OperandKind::kRegisters, written, {dtype}, 0,
+          elements,        std::move(layout)};
 }
 
 /// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (PTX ISA, "Matrix Fragments
@@ -51,10 +51,11 @@ IntrinsicInfo mma(IntrinsicId id, DataType in) {
 /// ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16 (PTX ISA, "ldmatrix").
 IntrinsicInfo ldmatrix(IntrinsicId id, int num, bool trans) {
   std::string x = "x" + std::to_string(num);
-  IntrinsicInfo info = entry(id, "ldmatrix_" + x + (trans ? "_trans" : ""), IntrinsicFamily::kLdmatrix);
+  IntrinsicInfo info =
+      entry(id, "ldmatrix_" + x + (trans ? "_trans" : ""), IntrinsicFamily::kLdmatrix);
   info.m = num;
   info.trans = trans;
-  Fragment layout = num == 1 ? ldmatrix_x1(kF16, trans)
+  Fragment layout = num == 1   ? ldmatrix_x1(kF16, trans)
                     : num == 2 ? ldmatrix_x2(kF16, trans)
                                : ldmatrix_x4(kF16, trans);
   IntrinsicOperand dst{"dst", OperandKind::kRegisters, true, {}, 16, 2 * num, layout};
@@ -62,8 +63,10 @@ IntrinsicInfo ldmatrix(IntrinsicId id, int num, bool trans) {
   IntrinsicOperand src{"src", OperandKind::kShared, false, {}, 16, 8, Fragment()};
   info.operands = {dst, src};
   info.cuda = "ldmatrix.sync.aligned.m8n8." + x + (trans ? ".trans" : "") + ".shared.b16";
-  info.description = std::to_string(num) + " 8x8 matrix(es) of 16-bit elements from shared "
-                     "memory into registers" + (trans ? ", transposed" : "") +
+  info.description = std::to_string(num) +
+                     " 8x8 matrix(es) of 16-bit elements from shared "
+                     "memory into registers" +
+                     (trans ? ", transposed" : "") +
                      "; lanes 8m..8m+7 address the rows of matrix m (PTX ISA ldmatrix)";
   return info;
 }
@@ -102,9 +105,9 @@ IntrinsicInfo mfma(IntrinsicId id, int m, DataType in) {
       registers("C", false, kF32, d_regs, big ? mfma_32x32x8_d(kF32) : mfma_16x16x16_d(kF32))};
   // The LLVM builtins spell bf16 variants with a "_1k" suffix on CDNA2+.
   info.hip = "__builtin_amdgcn_mfma_f32_" + shape + (in == kF16 ? "f16" : "bf16_1k");
-  info.description = "D(" + std::to_string(m) + "x" + std::to_string(m) + ", f32) = A * B + C, k = " +
-                     std::to_string(info.k) + ", one wave64 (AMD CDNA3 v_mfma_f32_" + shape + "_" +
-                     t + ")";
+  info.description = "D(" + std::to_string(m) + "x" + std::to_string(m) +
+                     ", f32) = A * B + C, k = " + std::to_string(info.k) +
+                     ", one wave64 (AMD CDNA3 v_mfma_f32_" + shape + "_" + t + ")";
   return info;
 }
 
@@ -126,12 +129,13 @@ std::vector<IntrinsicInfo> build_table() {
   commit.cuda = "cp.async.commit_group";
   commit.description = "closes the thread's current group of cp.async copies (PTX ISA)";
   t.push_back(commit);
-  IntrinsicInfo wait = entry(IntrinsicId::kCpAsyncWaitGroup, "cp_async_wait_group",
-                             IntrinsicFamily::kWaitGroup);
+  IntrinsicInfo wait =
+      entry(IntrinsicId::kCpAsyncWaitGroup, "cp_async_wait_group", IntrinsicFamily::kWaitGroup);
   wait.operands = {{"n", OperandKind::kImmediate, false, {}, 0, 0, Fragment()}};
   wait.cuda = "cp.async.wait_group";
-  wait.description = "waits until at most n of the thread's committed cp.async groups are "
-                     "pending; the others land now (PTX ISA)";
+  wait.description =
+      "waits until at most n of the thread's committed cp.async groups are "
+      "pending; the others land now (PTX ISA)";
   t.push_back(wait);
   t.push_back(mfma(IntrinsicId::kMfma16x16x16F16, 16, kF16));
   t.push_back(mfma(IntrinsicId::kMfma16x16x16BF16, 16, kBF16));
@@ -150,20 +154,29 @@ std::string arg_to_string(const IntrinsicArg& a) {
 
 bool scope_fits(OperandKind kind, Scope scope) {
   switch (kind) {
-    case OperandKind::kRegisters: return scope == Scope::kLocal || scope == Scope::kFragment;
-    case OperandKind::kShared: return scope == Scope::kShared || scope == Scope::kSharedDyn;
-    case OperandKind::kGlobal: return scope == Scope::kGlobal;
-    default: return false;
+    case OperandKind::kRegisters:
+      return scope == Scope::kLocal || scope == Scope::kFragment;
+    case OperandKind::kShared:
+      return scope == Scope::kShared || scope == Scope::kSharedDyn;
+    case OperandKind::kGlobal:
+      return scope == Scope::kGlobal;
+    default:
+      return false;
   }
 }
 
 const char* kind_words(OperandKind kind) {
   switch (kind) {
-    case OperandKind::kRegisters: return "an element of a local (register) buffer";
-    case OperandKind::kShared: return "an element of a shared buffer";
-    case OperandKind::kGlobal: return "an element of a global tensor";
-    case OperandKind::kValue: return "an integer value";
-    case OperandKind::kImmediate: return "an integer constant";
+    case OperandKind::kRegisters:
+      return "an element of a local (register) buffer";
+    case OperandKind::kShared:
+      return "an element of a shared buffer";
+    case OperandKind::kGlobal:
+      return "an element of a global tensor";
+    case OperandKind::kValue:
+      return "an integer value";
+    case OperandKind::kImmediate:
+      return "an integer constant";
   }
   return "?";
 }
@@ -196,15 +209,14 @@ std::optional<IntrinsicId> find_matrix_intrinsic(bool nvidia, int m, int n, int 
   return std::nullopt;
 }
 
-Stmt IntrinsicCallNode::make(IntrinsicId intrinsic, std::vector<IntrinsicArg> args,
-                             SourceLoc loc) {
+Stmt IntrinsicCallNode::make(IntrinsicId intrinsic, std::vector<IntrinsicArg> args, SourceLoc loc) {
   const IntrinsicInfo& info = intrinsic_info(intrinsic);
   std::string where = "T." + info.name + (loc.known() ? " at " + loc.str() : "");
   if (args.size() != info.operands.size()) {
     std::string names;
     for (const IntrinsicOperand& o : info.operands) names += (names.empty() ? "" : ", ") + o.name;
-    user_error(where + " takes " + std::to_string(info.operands.size()) + " argument(s) (" +
-               names + "), got " + std::to_string(args.size()));
+    user_error(where + " takes " + std::to_string(info.operands.size()) + " argument(s) (" + names +
+               "), got " + std::to_string(args.size()));
   }
   DataType address_dtype;  // cp.async: dst and src must agree
   for (size_t i = 0; i < args.size(); ++i) {
@@ -238,8 +250,8 @@ Stmt IntrinsicCallNode::make(IntrinsicId intrinsic, std::vector<IntrinsicArg> ar
     bool ok = o.dtypes.empty() ? (o.bits == 0 || t.storage_bits() * t.lanes == o.bits)
                                : std::find(o.dtypes.begin(), o.dtypes.end(), t) != o.dtypes.end();
     if (!ok) {
-      std::string want = o.dtypes.empty() ? std::to_string(o.bits) + "-bit elements"
-                                          : o.dtypes[0].name();
+      std::string want =
+          o.dtypes.empty() ? std::to_string(o.bits) + "-bit elements" : o.dtypes[0].name();
       user_error(what + " needs " + want + ", but '" + b.name + "' holds " + t.name());
     }
     if (info.family == IntrinsicFamily::kCpAsync) {
@@ -262,11 +274,12 @@ Stmt IntrinsicCallNode::make(IntrinsicId intrinsic, std::vector<IntrinsicArg> ar
                "; ldmatrix moves 16-bit words unchanged, give both the same element type");
   }
   if (info.family == IntrinsicFamily::kWaitGroup && *as_const_int(args[0].value) < 0) {
-    user_error(where + ": n = " + to_string(args[0].value) + " is negative; wait for n >= 0 "
+    user_error(where + ": n = " + to_string(args[0].value) +
+               " is negative; wait for n >= 0 "
                "pending groups (0 waits for all)");
   }
-  return Stmt(std::make_shared<const IntrinsicCallNode>(intrinsic, std::move(args),
-                                                        std::move(loc)));
+  return Stmt(
+      std::make_shared<const IntrinsicCallNode>(intrinsic, std::move(args), std::move(loc)));
 }
 
 std::string intrinsic_call_to_string(const IntrinsicCallNode& call) {

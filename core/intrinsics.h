@@ -33,23 +33,23 @@ namespace tessel {
 struct IntrinsicCallNode;
 
 /// Every instruction of the table, as X(Id, name).
-#define TESSEL_INTRINSICS(X)                          \
-  X(MmaM16N8K16F16, "mma_m16n8k16_f16")               \
-  X(MmaM16N8K16BF16, "mma_m16n8k16_bf16")             \
-  X(LdmatrixX1, "ldmatrix_x1")                        \
-  X(LdmatrixX2, "ldmatrix_x2")                        \
-  X(LdmatrixX4, "ldmatrix_x4")                        \
-  X(LdmatrixX1Trans, "ldmatrix_x1_trans")             \
-  X(LdmatrixX2Trans, "ldmatrix_x2_trans")             \
-  X(LdmatrixX4Trans, "ldmatrix_x4_trans")             \
-  X(CpAsync4, "cp_async_4")                           \
-  X(CpAsync8, "cp_async_8")                           \
-  X(CpAsync16, "cp_async_16")                         \
-  X(CpAsyncCommitGroup, "cp_async_commit_group")      \
-  X(CpAsyncWaitGroup, "cp_async_wait_group")          \
-  X(Mfma16x16x16F16, "mfma_16x16x16_f16")             \
-  X(Mfma16x16x16BF16, "mfma_16x16x16_bf16")           \
-  X(Mfma32x32x8F16, "mfma_32x32x8_f16")               \
+#define TESSEL_INTRINSICS(X)                     \
+  X(MmaM16N8K16F16, "mma_m16n8k16_f16")          \
+  X(MmaM16N8K16BF16, "mma_m16n8k16_bf16")        \
+  X(LdmatrixX1, "ldmatrix_x1")                   \
+  X(LdmatrixX2, "ldmatrix_x2")                   \
+  X(LdmatrixX4, "ldmatrix_x4")                   \
+  X(LdmatrixX1Trans, "ldmatrix_x1_trans")        \
+  X(LdmatrixX2Trans, "ldmatrix_x2_trans")        \
+  X(LdmatrixX4Trans, "ldmatrix_x4_trans")        \
+  X(CpAsync4, "cp_async_4")                      \
+  X(CpAsync8, "cp_async_8")                      \
+  X(CpAsync16, "cp_async_16")                    \
+  X(CpAsyncCommitGroup, "cp_async_commit_group") \
+  X(CpAsyncWaitGroup, "cp_async_wait_group")     \
+  X(Mfma16x16x16F16, "mfma_16x16x16_f16")        \
+  X(Mfma16x16x16BF16, "mfma_16x16x16_bf16")      \
+  X(Mfma32x32x8F16, "mfma_32x32x8_f16")          \
   X(Mfma32x32x8BF16, "mfma_32x32x8_bf16")
 
 enum class IntrinsicId : uint8_t {
@@ -78,13 +78,13 @@ enum class OperandKind : uint8_t {
 
 /// One operand of an instruction.
 struct IntrinsicOperand {
-  std::string name;     ///< "D", "A", "B", "C", "dst", "src", "src_size", "n"
+  std::string name;  ///< "D", "A", "B", "C", "dst", "src", "src_size", "n"
   OperandKind kind;
   bool written = false;
   /// Element types accepted (registers and addresses); empty: any type of `bits` bits.
   std::vector<DataType> dtypes;
-  int bits = 0;         ///< element width required when `dtypes` is empty (0: any)
-  int elements = 0;     ///< registers: elements per lane; addresses: elements per lane access
+  int bits = 0;      ///< element width required when `dtypes` is empty (0: any)
+  int elements = 0;  ///< registers: elements per lane; addresses: elements per lane access
   /// Registers of a matrix operand: matrix element (row, col) -> (lane, element). Undefined for
   /// other operands.
   Fragment layout;
@@ -93,7 +93,7 @@ struct IntrinsicOperand {
 /// One instruction.
 struct IntrinsicInfo {
   IntrinsicId id{};
-  std::string name;         ///< the kernel-language spelling: T.<name>(...)
+  std::string name;  ///< the kernel-language spelling: T.<name>(...)
   IntrinsicFamily family{};
   int warp_size = 32;       ///< lanes that execute it together (per-thread instructions: 32)
   bool nvidia = true;       ///< NVIDIA instruction (else AMD)

@@ -77,8 +77,9 @@ ParsedKernel Parser::run() {
     scope_ = module;
     parse_module();
     if (!have_kernel_) {
-      fail(cur_->peek(), "no kernel in this file: expected a @T.prim_func (or @tilelang.jit) "
-                         "function whose parameters are T.Tensor((...), dtype) tensors");
+      throw KernelFileError(path_ + ": no kernel in this file: expected a @T.prim_func (or "
+                            "@tilelang.jit) function whose parameters are T.Tensor((...), dtype) "
+                            "tensors");
     }
     for (const auto& [name, d] : tensor_directives_) {
       if (!d.used) {
@@ -211,6 +212,11 @@ void Parser::parse_import() {
     }
     return name;
   };
+  auto import_alias = [&]() -> Token {
+    const Token alias = cur_->expect_name("a name after 'as'");
+    if (is_keyword(alias.text)) fail(alias, "'" + alias.text + "' is a keyword and cannot be a name");
+    return alias;
+  };
   auto bind_module = [&](const std::string& module, const Token& alias) {
     if (module == "tilelang.language") bind(alias.text, Value::module("T"), alias);
     if (module == "tilelang") bind(alias.text, Value::module("tilelang"), alias);
@@ -221,7 +227,7 @@ void Parser::parse_import() {
       std::string module = module_name();
       if (module.empty()) fail(first, "expected a module name after 'import'");
       if (cur_->accept_name("as")) {
-        bind_module(module, cur_->expect_name("a name after 'as'"));
+        bind_module(module, import_alias());
       } else if (module.rfind("tilelang", 0) == 0) {
         Token t = first;
         t.text = "tilelang";
@@ -240,7 +246,7 @@ void Parser::parse_import() {
         if (paren && cur_->at_op(")")) break;
         Token name = cur_->expect_name("a name to import");
         Token alias = name;
-        if (cur_->accept_name("as")) alias = cur_->expect_name("a name after 'as'");
+        if (cur_->accept_name("as")) alias = import_alias();
         bind_module(module + "." + name.text, alias);
       } while (cur_->accept_op(","));
     }
@@ -349,6 +355,7 @@ void Parser::parse_def(std::vector<CallArgs> decorators, const Token& def_token)
   if (cur_->peek().kind != TokenKind::kName) {
     fail(cur_->peek(), "expected a function name after 'def'");
   }
+  check_binding(cur_->peek());
   bool macro = false, prim = false;
   const CallArgs* unknown = nullptr;
   for (const CallArgs& d : decorators) {
@@ -466,7 +473,7 @@ void Parser::parse_generator(const Token& def_token) {
       fail(cur_->peek(), "variadic and positional-only parameters are not supported; list each "
                          "kernel parameter by name");
     }
-    const Token p = cur_->expect_name("a parameter name");
+    const Token p = expect_binding("a parameter name");
     for (const Token& seen : name_tokens) {
       if (seen.text == p.text) fail(p, "parameter '" + p.text + "' appears twice");
     }
@@ -535,7 +542,7 @@ void Parser::parse_kernel_def(const Token& def_token) {
   std::swap(scope_, scope);
   cur_->expect_op("(", "after the kernel's name");
   while (!cur_->at_op(")")) {
-    const Token p = cur_->expect_name("a tensor parameter");
+    const Token p = expect_binding("a tensor parameter");
     if (!cur_->at_op(":")) {
       fail(p, "kernel parameter '" + p.text + "' needs a tensor annotation, e.g. " + p.text +
                   ": T.Tensor((M, K), \"float16\")");
@@ -639,7 +646,7 @@ void Parser::parse_macro_def(const Token& def_token) {
     if (cur_->at_op("*") || cur_->at_op("**") || cur_->at_op("/")) {
       fail(cur_->peek(), "variadic parameters are not supported in a T.macro");
     }
-    const Token p = cur_->expect_name("a parameter name");
+    const Token p = expect_binding("a parameter name");
     if (cur_->accept_op(":")) {
       int depth = 0;
       while (!(depth == 0 && (cur_->at_op(",") || cur_->at_op("=") || cur_->at_op(")"))) &&

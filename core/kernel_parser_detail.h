@@ -193,6 +193,10 @@ class Parser {
   void bind(const std::string& name, Value value, const Token& at, bool kernel_local = false);
   std::string normalize(const std::string& dotted) const;
   [[noreturn]] void unknown_name(const std::string& name, const Token& at) const;
+  [[noreturn]] void unclosed(const Token& open, const std::string& what) const;
+  /// Fails unless `name` may be bound: an identifier that is no keyword and not `T`.
+  void check_binding(const Token& name) const;
+  const Token& expect_binding(const std::string& what);
   Value parse_value();
   Expr parse_expr();
   Expr to_expr(const Value& v, const Token& at, const std::string& what) const;
@@ -290,6 +294,9 @@ class Parser {
   int macro_depth_ = 0;
   int64_t statements_ = 0;
 };
+
+/// True for Python's keywords (which cannot name anything).
+bool is_keyword(const std::string& word);
 
 /// True when `e` nests deeper than `limit` (stops looking at `limit`).
 bool expr_deeper_than(const Expr& e, int limit);

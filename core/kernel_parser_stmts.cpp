@@ -287,6 +287,7 @@ void Parser::parse_simple_statement(std::vector<Stmt>& out, std::vector<size_t>&
 void Parser::parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets) {
   const Token target = cur_->peek();
   if (target.kind == TokenKind::kName && cur_->at_op("=", 1)) {
+    check_binding(target);
     cur_->next();
     cur_->next();
     if (!parse_special_assignment(target, out)) {
@@ -319,6 +320,7 @@ void Parser::parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets)
   bool paren = cur_->accept_op("(") || cur_->accept_op("[");
   std::vector<Token> names;
   while (cur_->peek().kind == TokenKind::kName) {
+    check_binding(cur_->peek());
     names.push_back(cur_->next());
     if (!cur_->accept_op(",")) break;
   }
@@ -428,7 +430,8 @@ std::vector<Expr> Parser::parse_store_indices(const Buffer& buffer, const Token&
     }
     if (!cur_->accept_op(",")) break;
   }
-  cur_->expect_op("]", "to close '[' at column " + std::to_string(open.column));
+  if (!cur_->at_op("]")) unclosed(open, "after '" + buffer->name + "'");
+  cur_->next();
   return indices;
 }
 
@@ -485,7 +488,7 @@ void Parser::parse_for(std::vector<Stmt>& out) {
   bool paren = cur_->accept_op("(");
   std::vector<Token> names;
   do {
-    names.push_back(cur_->expect_name("a loop variable"));
+    names.push_back(expect_binding("a loop variable"));
   } while (cur_->accept_op(",") && cur_->peek().kind == TokenKind::kName);
   if (paren) cur_->expect_op(")", "after the loop variables");
   if (!cur_->accept_name("in")) {
@@ -637,8 +640,8 @@ void Parser::parse_with(std::vector<Stmt>& out) {
              "statement");
   }
   if (context_ == Context::kKernelBody || context_ == Context::kPostLaunch) {
-    fail(with_tok, "kernel '" + kernel_name_ + "': T.Kernel is entered twice (at " +
-                       loc_of(with_tok).str() + "); a kernel has one launch");
+    fail(with_tok, "kernel '" + kernel_name_ + "': T.Kernel is entered twice; a kernel has one "
+                   "launch");
   }
   if (context_ != Context::kPreLaunch) {
     fail(with_tok, "`with T.Kernel(...)` belongs in the body of the kernel function "
@@ -665,12 +668,12 @@ void Parser::parse_with(std::vector<Stmt>& out) {
   if (cur_->accept_name("as")) {
     if (cur_->accept_op("(") || cur_->accept_op("[")) {
       while (cur_->peek().kind == TokenKind::kName) {
-        names.push_back(cur_->next());
+        names.push_back(expect_binding("a block index name"));
         if (!cur_->accept_op(",")) break;
       }
       if (!cur_->accept_op(")")) cur_->expect_op("]", "to close the block indices");
     } else {
-      names.push_back(cur_->expect_name("a block index name"));
+      names.push_back(expect_binding("a block index name"));
     }
     if (names.size() != grid.size()) {
       fail(names.empty() ? at : names[0],
@@ -780,15 +783,18 @@ void Parser::inline_macro(const MacroDef& macro, const CallArgs& call, std::vect
   }
   size_t resume = cur_->position();
   std::string note = "\n  (in T.macro '" + macro.name + "' called at " + loc_of(call.at).str() + ")";
+  auto with_note = [&](const std::string& message) {
+    return message.find(note) == std::string::npos ? message + note : message;
+  };
   ++macro_depth_;
   std::swap(scope_, scope);
   cur_->rewind(macro.body_position);
   try {
     out.push_back(parse_suite(Context::kKernelBody));
   } catch (const KernelFileError& e) {
-    throw KernelFileError(e.what() + note);
+    throw KernelFileError(with_note(e.what()));
   } catch (const LocatedError& e) {
-    throw LocatedError(e.what() + note);
+    throw LocatedError(with_note(e.what()));
   }
   std::swap(scope_, scope);
   cur_->rewind(resume);

@@ -177,6 +177,44 @@ void Parser::relocate(const UserError& error, const Token& at) const {
   throw LocatedError(where + ": " + message + quoted);
 }
 
+void Parser::unclosed(const Token& open, const std::string& what) const {
+  const Token& found = cur_->peek();
+  fail(open, "'" + open.text + "' " + what + " is not closed: expected ',' or '" +
+                 (open.text == "(" ? ")" : open.text == "[" ? "]" : "}") + "' but found " +
+                 TokenCursor::describe(found) + " at line " + std::to_string(found.line) +
+                 ", column " + std::to_string(found.column));
+}
+
+bool is_keyword(const std::string& word) {
+  static const char* kKeywords[] = {
+      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+      "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+      "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
+      "try", "while", "with", "yield"};
+  for (const char* k : kKeywords) {
+    if (word == k) return true;
+  }
+  return false;
+}
+
+void Parser::check_binding(const Token& name) const {
+  if (name.kind != TokenKind::kName) {
+    fail(name, "expected a name, found " + TokenCursor::describe(name));
+  }
+  if (is_keyword(name.text)) fail(name, "'" + name.text + "' is a keyword and cannot be a name");
+  if (name.text == "T") {
+    fail(name, "'T' is tilelang.language in kernel files and cannot name anything else");
+  }
+}
+
+const Token& Parser::expect_binding(const std::string& what) {
+  if (cur_->peek().kind != TokenKind::kName) {
+    fail(cur_->peek(), "expected " + what + ", found " + TokenCursor::describe(cur_->peek()));
+  }
+  check_binding(cur_->peek());
+  return cur_->next();
+}
+
 void Parser::unknown_name(const std::string& name, const Token& at) const {
   std::vector<std::string> known;
   for (const NameScope* s = scope_.get(); s; s = s->parent.get()) {
@@ -313,8 +351,8 @@ Value Parser::parse_sequence(const char* close, bool is_list) {
     }
     if (!cur_->accept_op(",")) break;
   }
-  cur_->expect_op(close, std::string("to close '") + open.text + "' at column " +
-                             std::to_string(open.column));
+  if (!cur_->at_op(close)) unclosed(open, is_list ? "of this list" : "of this tuple");
+  cur_->next();
   if (!at_terminator()) {
     fail(cur_->peek(), std::string("a ") + (is_list ? "list" : "tuple") +
                            " is not a number: arithmetic on it is not supported");
@@ -402,7 +440,8 @@ std::optional<Value> Parser::parse_name_value() {
   }
   bool expression = v.kind == Value::Kind::kExpr ||
                     (v.kind == Value::Kind::kBuffer && var_buffers_.count(v.buffer.get()));
-  if (expression || !at_terminator()) {
+  bool operator_follows = cur_->peek().kind == TokenKind::kOp && !at_terminator();
+  if (expression || operator_follows) {
     cur_->rewind(start);
     return std::nullopt;  // an expression, or an error the expression parser words
   }
@@ -434,7 +473,8 @@ Value Parser::parse_subscript_value(const Buffer& buffer, const Token& at) {
     items.push_back(item);
     if (!cur_->accept_op(",")) break;
   }
-  cur_->expect_op("]", "to close '[' at column " + std::to_string(open.column));
+  if (!cur_->at_op("]")) unclosed(open, "after '" + buffer->name + "'");
+  cur_->next();
   if (!at_terminator()) {
     if (any_slice) {
       fail(at, "the region " + buffer->name + "[...] is not a number: tile operators take "
@@ -630,6 +670,13 @@ std::optional<Expr> Parser::expression_call(const std::string& callee, const Tok
   if (norm == "T.dynamic" || norm == "T.symbolic") {
     auto [call, a] = args({"name", "dtype"}, 1);
     std::string name = arg_string(call, *a[0], "name");
+    bool identifier = !name.empty() && !is_keyword(name) && name != "T" &&
+                      (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+    for (char ch : name) identifier = identifier && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+    if (!identifier) {
+      fail(a[0]->value_at, norm + ": \"" + name + "\" is not a valid name for a symbolic dimension; "
+                                  "use an identifier such as \"N\"");
+    }
     DataType t = a[1] ? arg_dtype(call, *a[1], "dtype") : DataType::i32();
     if (!t.is_int()) fail(a[1]->value_at, norm + ": a symbolic dimension is an integer, got " + t.name());
     for (const Var& v : dynamic_vars_) {
@@ -699,7 +746,8 @@ CallArgs Parser::parse_call_args(const std::string& callee, const Token& at) {
     call.args.push_back(std::move(arg));
     if (!cur_->accept_op(",")) break;
   }
-  cur_->expect_op(")", "to close '(' of " + callee + " at column " + std::to_string(open.column));
+  if (!cur_->at_op(")")) unclosed(open, "of " + callee);
+  cur_->next();
   return call;
 }
 

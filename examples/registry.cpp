@@ -46,7 +46,8 @@ bool Params::boolean(const std::string& name) const {
 const std::vector<Example>& examples() {
   static const std::vector<Example> all = [] {
     std::vector<Example> list = {gemm_example(), gemm_transpose_b_example(), gemm_rs_example(),
-                                 softmax_example(), elementwise_example()};
+                                 softmax_example(), elementwise_example(),
+                                 dequant_gemm_example()};
     for (Example& e : thread_level_examples()) list.push_back(std::move(e));
     return list;
   }();

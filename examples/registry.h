@@ -63,5 +63,6 @@ Example gemm_transpose_b_example();
 Example gemm_rs_example();
 Example softmax_example();
 Example elementwise_example();
+Example dequant_gemm_example();
 
 }  // namespace tessel

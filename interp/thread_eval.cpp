@@ -15,17 +15,23 @@ namespace {
 
 inline double round_float(const CExpr* e, double x) {
   switch (e->rounding) {
-    case Rounding::kNone: return x;
-    case Rounding::kF32: return static_cast<double>(static_cast<float>(x));
-    default: return round_to(e->dtype, x);
+    case Rounding::kNone:
+      return x;
+    case Rounding::kF32:
+      return static_cast<double>(static_cast<float>(x));
+    default:
+      return round_to(e->dtype, x);
   }
 }
 
 inline int64_t wrap(const CExpr* e, int64_t x) {
   switch (e->rounding) {
-    case Rounding::kNone: return x;
-    case Rounding::kI32: return static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(x)));
-    default: return wrap_int(e->dtype, x);
+    case Rounding::kNone:
+      return x;
+    case Rounding::kI32:
+      return static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(x)));
+    default:
+      return wrap_int(e->dtype, x);
   }
 }
 
@@ -34,8 +40,10 @@ inline int64_t wrap(const CExpr* e, int64_t x) {
 const LaneValues& WarpExec::eval(const CExpr* e, uint64_t mask, LaneValues& out) {
   block_.lane_ops += std::popcount(mask);
   switch (e->op) {
-    case XOp::kImm: return e->imm;
-    case XOp::kVar: return warp_.regs[e->slot];
+    case XOp::kImm:
+      return e->imm;
+    case XOp::kVar:
+      return warp_.regs[e->slot];
     case XOp::kNot: {
       LaneValues sa;
       const LaneValues& a = eval(e->a, mask, sa);
@@ -65,8 +73,10 @@ const LaneValues& WarpExec::eval(const CExpr* e, uint64_t mask, LaneValues& out)
       const LaneValues& a = eval(e->a, mask, sa);
       DataType to = e->dtype;
       if (e->is_float) {
-        if (e->operand_float) for_lanes(mask, [&](int l) { out.f[l] = round_float(e, a.f[l]); });
-        else for_lanes(mask, [&](int l) { out.f[l] = round_float(e, static_cast<double>(a.i[l])); });
+        if (e->operand_float)
+          for_lanes(mask, [&](int l) { out.f[l] = round_float(e, a.f[l]); });
+        else
+          for_lanes(mask, [&](int l) { out.f[l] = round_float(e, static_cast<double>(a.i[l])); });
       } else if (e->operand_float) {
         for_lanes(mask, [&](int l) {
           out.i[l] = static_cast<int64_t>(round_to(to, std::trunc(a.f[l])));
@@ -76,9 +86,15 @@ const LaneValues& WarpExec::eval(const CExpr* e, uint64_t mask, LaneValues& out)
       }
       return out;
     }
-    case XOp::kLoad: eval_load(e, mask, out); return out;
-    case XOp::kCall: eval_call(e, mask, out); return out;
-    case XOp::kShuffle: eval_shuffle(e, mask, out); return out;
+    case XOp::kLoad:
+      eval_load(e, mask, out);
+      return out;
+    case XOp::kCall:
+      eval_call(e, mask, out);
+      return out;
+    case XOp::kShuffle:
+      eval_shuffle(e, mask, out);
+      return out;
     case XOp::kAnd:
     case XOp::kOr: {
       LaneValues sa;
@@ -97,7 +113,9 @@ const LaneValues& WarpExec::eval(const CExpr* e, uint64_t mask, LaneValues& out)
       }
       return out;
     }
-    default: eval_binary(e, mask, out); return out;
+    default:
+      eval_binary(e, mask, out);
+      return out;
   }
 }
 
@@ -106,23 +124,28 @@ void WarpExec::eval_binary(const CExpr* e, uint64_t mask, LaneValues& out) {
   const LaneValues& a = eval(e->a, mask, sa);
   const LaneValues& b = eval(e->b, mask, sb);
   if (e->op >= XOp::kEQ) {  // comparisons: bool results from int or float operands
-#define TESSEL_CMP_(xop, cmp)                                                        \
-  case XOp::xop:                                                                     \
-    if (e->operand_float) for_lanes(mask, [&](int l) { out.i[l] = a.f[l] cmp b.f[l]; }); \
-    else for_lanes(mask, [&](int l) { out.i[l] = a.i[l] cmp b.i[l]; });               \
+#define TESSEL_CMP_(xop, cmp)                                        \
+  case XOp::xop:                                                     \
+    if (e->operand_float)                                            \
+      for_lanes(mask, [&](int l) { out.i[l] = a.f[l] cmp b.f[l]; }); \
+    else                                                             \
+      for_lanes(mask, [&](int l) { out.i[l] = a.i[l] cmp b.i[l]; }); \
     return;
     switch (e->op) {
-      TESSEL_CMP_(kEQ, ==) TESSEL_CMP_(kNE, !=) TESSEL_CMP_(kLT, <)
-      TESSEL_CMP_(kLE, <=) TESSEL_CMP_(kGT, >) TESSEL_CMP_(kGE, >=)
-      default: break;
+      TESSEL_CMP_(kEQ, ==)
+      TESSEL_CMP_(kNE, !=) TESSEL_CMP_(kLT, <) TESSEL_CMP_(kLE, <=) TESSEL_CMP_(kGT, >)
+          TESSEL_CMP_(kGE, >=) default : break;
     }
 #undef TESSEL_CMP_
     internal_error("unhandled comparison in the thread-level evaluator");
   }
   if (e->is_float) {
-#define TESSEL_FLT_(xop, expr)                                                          \
-  case XOp::xop:                                                                        \
-    for_lanes(mask, [&](int l) { double x = a.f[l], y = b.f[l]; out.f[l] = round_float(e, expr); }); \
+#define TESSEL_FLT_(xop, expr)         \
+  case XOp::xop:                       \
+    for_lanes(mask, [&](int l) {       \
+      double x = a.f[l], y = b.f[l];   \
+      out.f[l] = round_float(e, expr); \
+    });                                \
     return;
     switch (e->op) {
       TESSEL_FLT_(kAdd, x + y)
@@ -133,14 +156,18 @@ void WarpExec::eval_binary(const CExpr* e, uint64_t mask, LaneValues& out) {
       TESSEL_FLT_(kFloorMod, x - std::floor(x / y) * y)
       TESSEL_FLT_(kMin, std::fmin(x, y))
       TESSEL_FLT_(kMax, std::fmax(x, y))
-      default: break;
+      default:
+        break;
     }
 #undef TESSEL_FLT_
     internal_error("bitwise operation on floats in the thread-level evaluator");
   }
-#define TESSEL_INT_(xop, expr)                                                            \
-  case XOp::xop:                                                                          \
-    for_lanes(mask, [&](int l) { int64_t x = a.i[l], y = b.i[l]; out.i[l] = wrap(e, expr); }); \
+#define TESSEL_INT_(xop, expr)        \
+  case XOp::xop:                      \
+    for_lanes(mask, [&](int l) {      \
+      int64_t x = a.i[l], y = b.i[l]; \
+      out.i[l] = wrap(e, expr);       \
+    });                               \
     return;
   switch (e->op) {
     TESSEL_INT_(kAdd, static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)))
@@ -158,11 +185,12 @@ void WarpExec::eval_binary(const CExpr* e, uint64_t mask, LaneValues& out) {
     case XOp::kFloorMod:
       for_lanes(mask, [&](int l) {
         if (b.i[l] == 0) division_by_zero(l);
-        out.i[l] = wrap(e, e->op == XOp::kFloorMod ? floor_mod(a.i[l], b.i[l])
-                                                   : floor_div(a.i[l], b.i[l]));
+        out.i[l] = wrap(
+            e, e->op == XOp::kFloorMod ? floor_mod(a.i[l], b.i[l]) : floor_div(a.i[l], b.i[l]));
       });
       return;
-    default: break;
+    default:
+      break;
   }
 #undef TESSEL_INT_
   internal_error("unhandled binary operation in the thread-level evaluator");
@@ -183,20 +211,47 @@ void WarpExec::eval_call(const CExpr* e, uint64_t mask, LaneValues& out) {
   for_lanes(mask, [&](int l) {
     double x = a.f[l], r = 0;
     switch (e->builtin) {
-      case Builtin::kExp: r = std::exp(x); break;
-      case Builtin::kExp2: r = std::exp2(x); break;
-      case Builtin::kLog: r = std::log(x); break;
-      case Builtin::kLog2: r = std::log2(x); break;
-      case Builtin::kAbs: r = std::fabs(x); break;
-      case Builtin::kSqrt: r = std::sqrt(x); break;
-      case Builtin::kRsqrt: r = 1.0 / std::sqrt(x); break;
-      case Builtin::kTanh: r = std::tanh(x); break;
-      case Builtin::kSin: r = std::sin(x); break;
-      case Builtin::kCos: r = std::cos(x); break;
-      case Builtin::kFloor: r = std::floor(x); break;
-      case Builtin::kCeil: r = std::ceil(x); break;
-      case Builtin::kPow: r = std::pow(x, b->f[l]); break;
-      default: internal_error("unhandled builtin in the thread-level evaluator");
+      case Builtin::kExp:
+        r = std::exp(x);
+        break;
+      case Builtin::kExp2:
+        r = std::exp2(x);
+        break;
+      case Builtin::kLog:
+        r = std::log(x);
+        break;
+      case Builtin::kLog2:
+        r = std::log2(x);
+        break;
+      case Builtin::kAbs:
+        r = std::fabs(x);
+        break;
+      case Builtin::kSqrt:
+        r = std::sqrt(x);
+        break;
+      case Builtin::kRsqrt:
+        r = 1.0 / std::sqrt(x);
+        break;
+      case Builtin::kTanh:
+        r = std::tanh(x);
+        break;
+      case Builtin::kSin:
+        r = std::sin(x);
+        break;
+      case Builtin::kCos:
+        r = std::cos(x);
+        break;
+      case Builtin::kFloor:
+        r = std::floor(x);
+        break;
+      case Builtin::kCeil:
+        r = std::ceil(x);
+        break;
+      case Builtin::kPow:
+        r = std::pow(x, b->f[l]);
+        break;
+      default:
+        internal_error("unhandled builtin in the thread-level evaluator");
     }
     out.f[l] = round_to(e->dtype, r);
   });
@@ -213,10 +268,17 @@ void WarpExec::eval_shuffle(const CExpr* e, uint64_t mask, LaneValues& out) {
   for_lanes(mask, [&](int l) {
     int64_t src = l;
     switch (e->builtin) {
-      case Builtin::kShflXor: src = l ^ off.i[l]; break;
-      case Builtin::kShflDown: src = l + off.i[l]; break;
-      case Builtin::kShflUp: src = l - off.i[l]; break;
-      default: break;
+      case Builtin::kShflXor:
+        src = l ^ off.i[l];
+        break;
+      case Builtin::kShflDown:
+        src = l + off.i[l];
+        break;
+      case Builtin::kShflUp:
+        src = l - off.i[l];
+        break;
+      default:
+        break;
     }
     if (src < 0 || src >= lanes) src = l;
     if (!((mask >> src) & 1)) {
@@ -232,7 +294,8 @@ std::array<const int64_t*, 8> WarpExec::eval_indices(const std::vector<const CEx
   std::array<const int64_t*, 8> ptrs{};
   if (indices.size() > ptrs.size()) {
     user_error("kernel '" + block_.prog().kernel->name + "': a buffer access with " +
-               std::to_string(indices.size()) + " indices; the thread-level interpreter "
+               std::to_string(indices.size()) +
+               " indices; the thread-level interpreter "
                "supports up to 8 dimensions");
   }
   for (size_t k = 0; k < indices.size(); ++k) ptrs[k] = eval(indices[k], mask, idx[k]).i;
@@ -242,7 +305,7 @@ std::array<const int64_t*, 8> WarpExec::eval_indices(const std::vector<const CEx
 void WarpExec::eval_load(const CExpr* e, uint64_t mask, LaneValues& out) {
   IndexScratch idx;
   auto ptrs = eval_indices(e->indices, mask, idx);
-  block_.load(warp_, e->buffer, e->site, mask, ptrs, e->is_float, out);
+  block_.load(warp_, e->buffer, e->site, mask, ptrs, out);
 }
 
 }  // namespace tessel::thread_detail

@@ -1,9 +1,10 @@
 // SIMT statement execution for one warp, and the block's barrier rounds.
+#include "interp/thread_exec.h"
+
 #include <algorithm>
 #include <random>
 
 #include "core/error.h"
-#include "interp/thread_exec.h"
 
 namespace tessel::thread_detail {
 
@@ -25,9 +26,11 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 // ---- Block -------------------------------------------------------------------------------------
 
 BlockExec::BlockExec(LaunchContext& launch, uint32_t block_linear)
-    : launch_(launch), block_linear_(block_linear),
+    : launch_(launch),
+      block_linear_(block_linear),
       block_index_(launch.sim.block_index(block_linear)),
-      threads_(launch.prog.kernel->threads), sim_(launch.sim, block_linear, threads_),
+      threads_(launch.prog.kernel->threads),
+      sim_(launch.sim, block_linear, threads_),
       storage_(launch.prog.buffers.size()) {
   const ThreadProgram& prog = launch.prog;
   for (int b = 0; b < prog.num_globals; ++b) {
@@ -95,8 +98,11 @@ std::vector<int> BlockExec::warp_order(int round) {
   std::vector<int> order(warps_.size());
   for (size_t w = 0; w < order.size(); ++w) order[w] = static_cast<int>(w);
   switch (launch_.schedule.kind) {
-    case Schedule::Kind::kInOrder: break;
-    case Schedule::Kind::kReverse: std::reverse(order.begin(), order.end()); break;
+    case Schedule::Kind::kInOrder:
+      break;
+    case Schedule::Kind::kReverse:
+      std::reverse(order.begin(), order.end());
+      break;
     case Schedule::Kind::kRandom: {
       std::mt19937_64 rng(launch_.schedule.seed * 0x9E3779B97F4A7C15ull ^
                           (uint64_t{block_linear_} << 20) ^ static_cast<uint64_t>(round));
@@ -135,7 +141,8 @@ void BlockExec::run() {
   execs_.resize(warps_.size());
   for (int round = 0;; ++round) {
     for (int w : warp_order(round)) run_warp(warps_[w]);
-    bool all_done = std::all_of(warps_.begin(), warps_.end(), [](const WarpState& w) { return w.done; });
+    bool all_done =
+        std::all_of(warps_.begin(), warps_.end(), [](const WarpState& w) { return w.done; });
     if (all_done) break;
     std::vector<sim::Arrival> arrivals;
     for (const WarpState& w : warps_) {
@@ -145,7 +152,8 @@ void BlockExec::run() {
   }
   // Copies nobody waited for land when the block ends.
   for (const sim::AsyncCopy& copy : sim_.async_drain()) {
-    for (size_t j = 0; j < copy.cells.size(); ++j) cell(copy.buffer, 0, copy.flat + j) = copy.cells[j];
+    for (size_t j = 0; j < copy.cells.size(); ++j)
+      cell(copy.buffer, 0, copy.flat + j) = copy.cells[j];
   }
   launch_.sim.absorb(sim_);
 }
@@ -158,7 +166,9 @@ void WarpExec::exec(const CStmt* s, uint64_t mask) {
     case SOp::kSeq:
       for (const CStmt* c : s->body) exec(c, mask);
       break;
-    case SOp::kFor: exec_for(s, mask); break;
+    case SOp::kFor:
+      exec_for(s, mask);
+      break;
     case SOp::kIf: {
       LaneValues sc;
       const LaneValues& c = eval(s->a, mask, sc);
@@ -168,8 +178,12 @@ void WarpExec::exec(const CStmt* s, uint64_t mask) {
       if (s->body.size() > 1) exec(s->body[1], mask & ~yes);
       break;
     }
-    case SOp::kStore: exec_store(s, mask); break;
-    case SOp::kAlloc: exec_alloc(s, mask); break;
+    case SOp::kStore:
+      exec_store(s, mask);
+      break;
+    case SOp::kAlloc:
+      exec_alloc(s, mask);
+      break;
     case SOp::kLet: {
       LaneValues sv;
       const LaneValues& v = eval(s->a, mask, sv);
@@ -178,9 +192,13 @@ void WarpExec::exec(const CStmt* s, uint64_t mask) {
       exec(s->body[0], mask);
       break;
     }
-    case SOp::kBarrier: internal_error("a barrier outside the barrier-aware executor");
-    case SOp::kIntrinsic: exec_intrinsic(s, mask); break;
-    case SOp::kNop: break;
+    case SOp::kBarrier:
+      internal_error("a barrier outside the barrier-aware executor");
+    case SOp::kIntrinsic:
+      exec_intrinsic(s, mask);
+      break;
+    case SOp::kNop:
+      break;
   }
 }
 
@@ -224,8 +242,10 @@ Task WarpExec::exec_co(const CStmt* s, uint64_t mask) {
   switch (s->op) {
     case SOp::kSeq:
       for (const CStmt* c : s->body) {
-        if (c->has_barrier) co_await exec_co(c, mask);
-        else exec(c, mask);
+        if (c->has_barrier)
+          co_await exec_co(c, mask);
+        else
+          exec(c, mask);
       }
       break;
     case SOp::kFor: {
@@ -260,11 +280,15 @@ Task WarpExec::exec_co(const CStmt* s, uint64_t mask) {
         const LaneValues& c = eval(s->a, mask, sc);
         for_lanes(mask, [&](int l) { yes |= static_cast<uint64_t>(c.i[l] != 0) << l; });
       }
-      if (s->body[0]->has_barrier) co_await exec_co(s->body[0], yes);
-      else exec(s->body[0], yes);
+      if (s->body[0]->has_barrier)
+        co_await exec_co(s->body[0], yes);
+      else
+        exec(s->body[0], yes);
       if (s->body.size() > 1) {
-        if (s->body[1]->has_barrier) co_await exec_co(s->body[1], mask & ~yes);
-        else exec(s->body[1], mask & ~yes);
+        if (s->body[1]->has_barrier)
+          co_await exec_co(s->body[1], mask & ~yes);
+        else
+          exec(s->body[1], mask & ~yes);
       }
       break;
     }
@@ -282,7 +306,9 @@ Task WarpExec::exec_co(const CStmt* s, uint64_t mask) {
       block_.lane_ops += std::popcount(mask);
       co_await BarrierAwaiter{warp_, s->site, mask};
       break;
-    default: exec(s, mask); break;
+    default:
+      exec(s, mask);
+      break;
   }
 }
 
@@ -315,7 +341,8 @@ void WarpExec::exec_alloc(const CStmt* s, uint64_t mask) {
   req.warp = warp_.id;
   req.first_thread = warp_.first_thread;
   req.vector = static_cast<int>(std::min<int64_t>(st.size, 1 << 30));
-  for (size_t d = 0; d < block_.prog().buffers[s->buffer].shape.size(); ++d) req.index[d] = zeros.data();
+  for (size_t d = 0; d < block_.prog().buffers[s->buffer].shape.size(); ++d)
+    req.index[d] = zeros.data();
   sim::Resolved r = block_.sim().resolve(req);
   block_.sim().observe(req, r);
 }

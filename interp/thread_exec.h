@@ -35,7 +35,9 @@ class Task {
   struct promise_type {
     std::coroutine_handle<> continuation = std::noop_coroutine();
     std::exception_ptr error;
-    Task get_return_object() { return Task(std::coroutine_handle<promise_type>::from_promise(*this)); }
+    Task get_return_object() {
+      return Task(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
     std::suspend_always initial_suspend() noexcept { return {}; }
     struct FinalAwaiter {
       bool await_ready() noexcept { return false; }
@@ -91,7 +93,7 @@ struct WarpState {
   std::coroutine_handle<> resume;  ///< where to continue after a barrier
   bool started = false;
   bool done = false;
-  int barrier_site = -1;           ///< the barrier it waits at
+  int barrier_site = -1;  ///< the barrier it waits at
   uint64_t barrier_mask = 0;
 };
 
@@ -109,7 +111,7 @@ struct Storage {
 struct LaunchContext {
   const ThreadProgram& prog;
   sim::SimRun& sim;
-  std::vector<HostTensor*> tensors;  ///< by parameter
+  std::vector<HostTensor*> tensors;     ///< by parameter
   std::vector<int64_t> dynamic_values;  ///< by program.dynamic_slots
   std::vector<int64_t> grid;
   int warp_size = 32;
@@ -138,7 +140,7 @@ class BlockExec {
   // ---- Memory (thread_memory.cpp) -----------------------------------------------------------
   /// A warp-wide load of one element per lane (lanes outside the shape read 0).
   void load(const WarpState& w, int buffer, int site, uint64_t mask,
-            const std::array<const int64_t*, 8>& index, bool is_float, LaneValues& out);
+            const std::array<const int64_t*, 8>& index, LaneValues& out);
   /// A warp-wide store of one element per lane.
   void store(const WarpState& w, int buffer, int site, uint64_t mask,
              const std::array<const int64_t*, 8>& index, const LaneValues& values);

@@ -34,9 +34,12 @@ std::optional<Schedule> Schedule::parse(std::string_view text) {
 
 std::string Schedule::name() const {
   switch (kind) {
-    case Kind::kInOrder: return "in-order";
-    case Kind::kReverse: return "reverse";
-    case Kind::kRandom: return "random:" + std::to_string(seed);
+    case Kind::kInOrder:
+      return "in-order";
+    case Kind::kReverse:
+      return "reverse";
+    case Kind::kRandom:
+      return "random:" + std::to_string(seed);
   }
   return "?";
 }
@@ -64,9 +67,9 @@ IntEnv bind_tensors(const Kernel& kernel, TensorMap& tensors) {
       if (const auto* v = b->shape[d].as<VarNode>()) {
         auto [pos, inserted] = env.emplace(v, t.shape()[d]);
         if (!inserted && pos->second != t.shape()[d]) {
-          user_error(k + ": symbolic dimension '" + v->name + "' is " + std::to_string(pos->second) +
-                     " from one tensor but " + std::to_string(t.shape()[d]) + " from '" +
-                     b->name + "'");
+          user_error(k + ": symbolic dimension '" + v->name + "' is " +
+                     std::to_string(pos->second) + " from one tensor but " +
+                     std::to_string(t.shape()[d]) + " from '" + b->name + "'");
         }
       }
     }

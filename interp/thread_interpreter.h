@@ -30,15 +30,15 @@ struct Schedule {
 struct ThreadRunOptions {
   std::string target = "sm80";  ///< picks the warp size and bank rules (BankModel::for_target)
   Schedule schedule;
-  int workers = 0;              ///< CPU threads running blocks; 0 = all cores
-  bool detectors = true;        ///< races, uninitialised reads, async races
-  bool counters = true;         ///< bank wavefronts and global sectors
+  int workers = 0;        ///< CPU threads running blocks; 0 = all cores
+  bool detectors = true;  ///< races, uninitialised reads, async races
+  bool counters = true;   ///< bank wavefronts and global sectors
 };
 
 struct ThreadRunResult {
   sim::SimReport report;
   int64_t blocks = 0;
-  int threads = 0;     ///< per block
+  int threads = 0;  ///< per block
   int warp_size = 32;
   int workers = 1;
   double seconds = 0;

@@ -69,17 +69,25 @@ void WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
   const IntrinsicInfo& info = *s->intrinsic;
   const bool target_nvidia = block_.warp_size() == 32;
   if (info.nvidia != target_nvidia) {
-    user_error("kernel '" + block_.prog().kernel->name + "': " + block_.prog().sites[s->site].describe() +
-               " is " + (info.nvidia ? "an NVIDIA" : "an AMD") + " instruction (" +
+    user_error("kernel '" + block_.prog().kernel->name +
+               "': " + block_.prog().sites[s->site].describe() + " is " +
+               (info.nvidia ? "an NVIDIA" : "an AMD") + " instruction (" +
                (info.nvidia ? info.cuda : info.hip) + "), but the target has " +
                std::to_string(block_.warp_size()) + "-lane warps; run with --target " +
                (info.nvidia ? "sm80" : "gfx942"));
   }
-  block_.lane_ops += std::popcount(mask) * static_cast<int64_t>(std::max<size_t>(1, s->args.size()));
+  block_.lane_ops +=
+      std::popcount(mask) * static_cast<int64_t>(std::max<size_t>(1, s->args.size()));
   switch (info.family) {
-    case IntrinsicFamily::kMma: exec_matrix(s, mask); break;
-    case IntrinsicFamily::kLdmatrix: exec_ldmatrix(s, mask); break;
-    case IntrinsicFamily::kCpAsync: exec_cp_async(s, mask); break;
+    case IntrinsicFamily::kMma:
+      exec_matrix(s, mask);
+      break;
+    case IntrinsicFamily::kLdmatrix:
+      exec_ldmatrix(s, mask);
+      break;
+    case IntrinsicFamily::kCpAsync:
+      exec_cp_async(s, mask);
+      break;
     case IntrinsicFamily::kCommitGroup:
       for_lanes(mask, [&](int l) { block_.sim().async_commit(warp_.first_thread + l); });
       break;
@@ -156,13 +164,13 @@ void WarpExec::exec_ldmatrix(const CStmt* s, uint64_t mask) {
   const CArg& dst = s->args[0];
   const CArg& src = s->args[1];
   IndexScratch src_idx, dst_idx;
-  sim::WarpRequest src_req = request(warp_, src.buffer, sim::Access::kLoad, src.site,
-                                     address_lanes, 8, eval_indices(src.indices, address_lanes, src_idx));
+  sim::WarpRequest src_req = request(warp_, src.buffer, sim::Access::kLoad, src.site, address_lanes,
+                                     8, eval_indices(src.indices, address_lanes, src_idx));
   src_req.ldmatrix = true;
   sim::Resolved src_res = block_.sim().resolve(src_req);
-  sim::WarpRequest dst_req = request(warp_, dst.buffer, sim::Access::kStore, dst.site, mask,
-                                     info.operands[0].elements,
-                                     eval_indices(dst.indices, mask, dst_idx));
+  sim::WarpRequest dst_req =
+      request(warp_, dst.buffer, sim::Access::kStore, dst.site, mask, info.operands[0].elements,
+              eval_indices(dst.indices, mask, dst_idx));
   sim::Resolved dst_res = block_.sim().resolve(dst_req);
   block_.sim().observe(src_req, src_res);
   for (int row = 0; row < 8 * matrices; ++row) {

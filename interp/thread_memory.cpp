@@ -21,7 +21,7 @@ void BlockExec::set_global_cell(int buffer, int64_t flat, uint64_t cell) {
 }
 
 void BlockExec::load(const WarpState& w, int buffer, int site, uint64_t mask,
-                     const std::array<const int64_t*, 8>& index, bool is_float, LaneValues& out) {
+                     const std::array<const int64_t*, 8>& index, LaneValues& out) {
   sim::WarpRequest req;
   req.buffer = buffer;
   req.access = sim::Access::kLoad;
@@ -41,7 +41,6 @@ void BlockExec::load(const WarpState& w, int buffer, int site, uint64_t mask,
                                         ? global_cell(buffer, r.flat[l])
                                         : cell(buffer, w.first_thread + l, r.flat[l]));
   });
-  (void)is_float;
   sim_.observe(req, r);
 }
 

@@ -36,7 +36,8 @@ struct CompileState {
     auto it = buffers.find(b.get());
     if (it == buffers.end()) {
       user_error("kernel '" + kernel_name() + "': '" + b->name + "' is " + use + " in `" +
-                 statement + "` but it is neither a parameter of the kernel nor allocated "
+                 statement +
+                 "` but it is neither a parameter of the kernel nor allocated "
                  "before this statement; pass it in the signature or allocate it (T.alloc_*) "
                  "first");
     }
@@ -60,11 +61,11 @@ struct CompileState {
     e->dtype = dtype;
     e->is_float = dtype.is_float();
     if (dtype.is_float()) {
-      e->rounding = dtype == DataType::f64() ? Rounding::kNone
+      e->rounding = dtype == DataType::f64()   ? Rounding::kNone
                     : dtype == DataType::f32() ? Rounding::kF32
                                                : Rounding::kOther;
     } else {
-      e->rounding = dtype == DataType::i64() ? Rounding::kNone
+      e->rounding = dtype == DataType::i64()   ? Rounding::kNone
                     : dtype == DataType::i32() ? Rounding::kI32
                                                : Rounding::kOther;
     }
@@ -99,14 +100,17 @@ class ExprCompiler : public ExprFunctor<const CExpr*> {
     auto it = st_.slots.find(op);
     if (it == st_.slots.end()) {
       user_error("kernel '" + st_.kernel_name() + "': variable '" + op->name + "' is used in `" +
-                 st_.statement + "` outside the scope that defines it; define it (a loop, a "
+                 st_.statement +
+                 "` outside the scope that defines it; define it (a loop, a "
                  "let, T.dynamic) around its uses");
     }
     CExpr* e = st_.new_expr(XOp::kVar, op->dtype);
     e->slot = it->second;
     return e;
   }
-  const CExpr* visit_Not(const NotNode* op, const Expr& x) override { return unary(XOp::kNot, op->a, x); }
+  const CExpr* visit_Not(const NotNode* op, const Expr& x) override {
+    return unary(XOp::kNot, op->a, x);
+  }
   const CExpr* visit_Cast(const CastNode* op, const Expr& x) override {
     return unary(XOp::kCast, op->value, x);
   }
@@ -134,7 +138,7 @@ class ExprCompiler : public ExprFunctor<const CExpr*> {
     if (is_shuffle(op->op)) e->site = st_.add_site(std::string("T.") + builtin_name(op->op), "");
     return e;
   }
-#define TESSEL_BINARY_(name, ...)                                            \
+#define TESSEL_BINARY_(name, ...)                                           \
   const CExpr* visit_##name(const name##Node* op, const Expr& x) override { \
     return binary(XOp::k##name, op->a, op->b, x);                           \
   }
@@ -228,8 +232,9 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
     if (it == st_.buffers.end()) {
       CBuffer cb;
       cb.buffer = b;
-      cb.space = (b->scope == tessel::Scope::kShared || b->scope == tessel::Scope::kSharedDyn) ? sim::Space::kShared
-                                                                               : sim::Space::kLocal;
+      cb.space = (b->scope == tessel::Scope::kShared || b->scope == tessel::Scope::kSharedDyn)
+                     ? sim::Space::kShared
+                     : sim::Space::kLocal;
       for (const Expr& e : b->shape) cb.shape.push_back(exprs_.compile(e));
       st_.prog.buffers.push_back(std::move(cb));
       it = st_.buffers.emplace(b.get(), static_cast<int>(st_.prog.buffers.size()) - 1).first;
@@ -288,7 +293,8 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
   /// Pushes a known location for the statements and sites compiled inside its lifetime.
   class LocScope {
    public:
-    LocScope(CompileState& st, const SourceLoc& loc, const char* within) : st_(st), pushed_(loc.known()) {
+    LocScope(CompileState& st, const SourceLoc& loc, const char* within)
+        : st_(st), pushed_(loc.known()) {
       if (pushed_) st_.context.push_back({loc.str(), within});
     }
     ~LocScope() {

@@ -30,10 +30,35 @@ enum class Rounding : uint8_t { kNone, kF32, kI32, kOther };
 
 /// Operations of compiled expressions (one per expression node kind, builtins split out).
 enum class XOp : uint8_t {
-  kImm, kVar, kNot, kSelect, kCast, kLoad, kCall, kShuffle,
-  kAdd, kSub, kMul, kDiv, kFloorDiv, kFloorMod, kMin, kMax,
-  kBitAnd, kBitOr, kBitXor, kShl, kShr,
-  kEQ, kNE, kLT, kLE, kGT, kGE, kAnd, kOr,
+  kImm,
+  kVar,
+  kNot,
+  kSelect,
+  kCast,
+  kLoad,
+  kCall,
+  kShuffle,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFloorDiv,
+  kFloorMod,
+  kMin,
+  kMax,
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+  kShl,
+  kShr,
+  kEQ,
+  kNE,
+  kLT,
+  kLE,
+  kGT,
+  kGE,
+  kAnd,
+  kOr,
 };
 
 struct CExpr {
@@ -41,12 +66,12 @@ struct CExpr {
   DataType dtype;
   bool is_float = false;
   Rounding rounding = Rounding::kNone;
-  DataType operand_dtype;   ///< the dtype of operand `a` (casts, comparisons)
+  DataType operand_dtype;  ///< the dtype of operand `a` (casts, comparisons)
   bool operand_float = false;
   Builtin builtin = Builtin::kExp;
-  int slot = -1;            ///< kVar
-  int buffer = -1;          ///< kLoad
-  int site = -1;            ///< kLoad, kShuffle
+  int slot = -1;    ///< kVar
+  int buffer = -1;  ///< kLoad
+  int site = -1;    ///< kLoad, kShuffle
   const CExpr* a = nullptr;
   const CExpr* b = nullptr;
   const CExpr* c = nullptr;
@@ -58,21 +83,21 @@ enum class SOp : uint8_t { kSeq, kFor, kIf, kStore, kAlloc, kLet, kBarrier, kInt
 
 /// An operand of an intrinsic call.
 struct CArg {
-  int buffer = -1;                    ///< an element access when >= 0
+  int buffer = -1;  ///< an element access when >= 0
   std::vector<const CExpr*> indices;
-  const CExpr* value = nullptr;       ///< a scalar operand
-  int site = -1;                      ///< the memory site of this operand
+  const CExpr* value = nullptr;  ///< a scalar operand
+  int site = -1;                 ///< the memory site of this operand
 };
 
 struct CStmt {
   SOp op = SOp::kNop;
-  bool has_barrier = false;  ///< this statement or one inside it is a barrier
-  int site = -1;             ///< kStore, kBarrier, kIntrinsic
-  int slot = -1;             ///< kFor, kLet: the variable
-  int buffer = -1;           ///< kStore, kAlloc
-  bool is_var = false;       ///< kAlloc of T.alloc_var
-  const CExpr* a = nullptr;  ///< kFor: min; kIf: cond; kStore/kLet: value; kAlloc: init
-  const CExpr* b = nullptr;  ///< kFor: extent
+  bool has_barrier = false;           ///< this statement or one inside it is a barrier
+  int site = -1;                      ///< kStore, kBarrier, kIntrinsic
+  int slot = -1;                      ///< kFor, kLet: the variable
+  int buffer = -1;                    ///< kStore, kAlloc
+  bool is_var = false;                ///< kAlloc of T.alloc_var
+  const CExpr* a = nullptr;           ///< kFor: min; kIf: cond; kStore/kLet: value; kAlloc: init
+  const CExpr* b = nullptr;           ///< kFor: extent
   std::vector<const CExpr*> indices;  ///< kStore
   std::vector<const CStmt*> body;     ///< kSeq: children; kFor/kLet: {body}; kIf: {then, else?}
   const IntrinsicInfo* intrinsic = nullptr;

@@ -17,10 +17,14 @@ namespace {
 
 const char* verb(Access a) {
   switch (a) {
-    case Access::kLoad: return "reads";
-    case Access::kStore: return "writes";
-    case Access::kAtomic: return "updates";
-    case Access::kAsyncWrite: return "copies into";
+    case Access::kLoad:
+      return "reads";
+    case Access::kStore:
+      return "writes";
+    case Access::kAtomic:
+      return "updates";
+    case Access::kAsyncWrite:
+      return "copies into";
   }
   return "touches";
 }
@@ -56,17 +60,24 @@ std::string waiting(const std::vector<int>& warps) {
 }  // namespace
 
 BlockSim::BlockSim(SimRun& run, uint32_t block_linear, int threads)
-    : run_(run), block_(block_linear), block_index_(run.block_index(block_linear)),
-      threads_(threads), warp_size_(run.options().banks.warp_size),
-      num_globals_(run.num_globals()), per_site_(run.sites().size()), async_(threads) {}
+    : run_(run),
+      block_(block_linear),
+      block_index_(run.block_index(block_linear)),
+      threads_(threads),
+      warp_size_(run.options().banks.warp_size),
+      num_globals_(run.num_globals()),
+      per_site_(run.sites().size()),
+      async_(threads) {}
 
 int BlockSim::add_buffer(BufferDesc desc) {
   internal_check(desc.space != Space::kGlobal, "global buffers are registered with SimRun");
   BlockBuffer b;
   b.size = desc.size();
   if (run_.options().detectors) {
-    if (desc.space == Space::kShared) b.cells.resize(b.size);
-    else b.init.assign(static_cast<size_t>(b.size) * threads_, 0);
+    if (desc.space == Space::kShared)
+      b.cells.resize(b.size);
+    else
+      b.init.assign(static_cast<size_t>(b.size) * threads_, 0);
   }
   b.desc = std::move(desc);
   buffers_.push_back(std::move(b));
@@ -87,7 +98,8 @@ Resolved BlockSim::resolve(const WarpRequest& req) {
   const BufferDesc& d = buffer(req.buffer);
   Resolved r;
   const size_t rank = d.shape.size();
-  const int64_t size = req.buffer < num_globals_ ? d.size() : buffers_[req.buffer - num_globals_].size;
+  const int64_t size =
+      req.buffer < num_globals_ ? d.size() : buffers_[req.buffer - num_globals_].size;
   for (uint64_t m = req.mask; m; m &= m - 1) {
     int lane = std::countr_zero(m);
     int n = lane_vector(req, lane);
@@ -124,8 +136,10 @@ Resolved BlockSim::resolve(const WarpRequest& req) {
       f.message = "out-of-bounds access: " + thread_words(thread) + " of block " +
                   block_string(block_index_) + " " + verb(req.access) + " " + d.name + idx +
                   " by " + site_words(req.site) + ", outside " + d.name + "'s " +
-                  space_name(d.space) + " shape " + d.shape_string() + "; the access was "
-                  "skipped" + (req.access == Access::kLoad ? " (the load reads 0)" : "") +
+                  space_name(d.space) + " shape " + d.shape_string() +
+                  "; the access was "
+                  "skipped" +
+                  (req.access == Access::kLoad ? " (the load reads 0)" : "") +
                   ". Guard it with an `if` on the index (mask the tail) or shrink the loop";
       return f;
     });
@@ -143,7 +157,9 @@ void BlockSim::observe(const WarpRequest& req, const Resolved& r, uint64_t same_
     case Space::kShared:
       check_shared(req, r, buffers_[req.buffer - num_globals_], same_value);
       break;
-    case Space::kLocal: check_local(req, r, buffers_[req.buffer - num_globals_]); break;
+    case Space::kLocal:
+      check_local(req, r, buffers_[req.buffer - num_globals_]);
+      break;
     case Space::kGlobal:
       if (req.access == Access::kLoad || req.access == Access::kStore) {
         check_global(req, r, d, same_value);
@@ -164,8 +180,9 @@ void BlockSim::count(const WarpRequest& req, const Resolved& r, const BufferDesc
   if (d.space == Space::kShared) {
     int width = std::max(1, req.vector * d.element_bits() / 8);
     bool write = req.access == Access::kStore || req.access == Access::kAsyncWrite;
-    BankCount b = count_wavefronts(run_.options().banks, std::span<const int64_t>(addr.data(), warp_size_),
-                                   r.ok, width, req.ldmatrix, write);
+    BankCount b =
+        count_wavefronts(run_.options().banks, std::span<const int64_t>(addr.data(), warp_size_),
+                         r.ok, width, req.ldmatrix, write);
     c.shared_requests += 1;
     c.wavefronts += b.wavefronts;
     c.ideal_wavefronts += b.ideal_wavefronts;
@@ -183,8 +200,10 @@ void BlockSim::barrier(const std::vector<Arrival>& arrivals) {
   std::vector<int> finished;
   std::map<int, std::vector<int>> at_site;  // barrier site -> warps waiting there
   for (const Arrival& a : arrivals) {
-    if (a.site < 0) finished.push_back(a.warp);
-    else at_site[a.site].push_back(a.warp);
+    if (a.site < 0)
+      finished.push_back(a.warp);
+    else
+      at_site[a.site].push_back(a.warp);
   }
   if (at_site.empty()) return;
   const int first_site = at_site.begin()->first;
@@ -199,7 +218,8 @@ void BlockSim::barrier(const std::vector<Arrival>& arrivals) {
       f.message = "barrier divergence: " + site_words(a.site) + " is reached by " +
                   lanes_words(a.mask) + " of warp " + std::to_string(a.warp) + " in block " +
                   block_string(block_index_) + ", but " + lanes_words(missing) + " (from " +
-                  thread_words(thread) + ") skip it: the barrier sits in a branch or loop that "
+                  thread_words(thread) +
+                  ") skip it: the barrier sits in a branch or loop that "
                   "depends on the thread. Every thread of the block must reach the same "
                   "T.sync_threads() — move it out of the branch";
       return f;
@@ -212,25 +232,29 @@ void BlockSim::barrier(const std::vector<Arrival>& arrivals) {
       f.threads = {at_site.begin()->second[0] * warp_size_, second->second[0] * warp_size_};
       f.blocks = {block_index_};
       f.message = "barrier divergence: in block " + block_string(block_index_) + ", " +
-                  waiting(at_site.begin()->second) + " at " + site_words(first_site) +
-                  " while " + waiting(second->second) + " at " + site_words(second->first) + "; different barriers do not synchronise the "
-                  "same code. Make every thread pass the same T.sync_threads() calls";
+                  waiting(at_site.begin()->second) + " at " + site_words(first_site) + " while " +
+                  waiting(second->second) + " at " + site_words(second->first) +
+                  "; different barriers do not synchronise the same code. Make every thread "
+                  "pass the same T.sync_threads() calls";
       return f;
     });
   }
   if (!finished.empty()) {
-    findings_.add(FindingKind::kBarrierDivergence, false, "", first_site, -1, [&] {
-      Finding f;
-      f.threads = {finished[0] * warp_size_};
-      f.blocks = {block_index_};
-      f.message = "barrier divergence: in block " + block_string(block_index_) + ", " +
-                  warps_words(finished) + " finished without reaching " +
-                  site_words(first_site) + ", where " + waiting(at_site.begin()->second) +
-                  " (on a GPU the block may hang). Every thread must reach every "
-                  "T.sync_threads() — move it out of the branch or loop that depends on the "
-                  "thread";
-      return f;
-    }, /*variant=*/1);
+    findings_.add(
+        FindingKind::kBarrierDivergence, false, "", first_site, -1,
+        [&] {
+          Finding f;
+          f.threads = {finished[0] * warp_size_};
+          f.blocks = {block_index_};
+          f.message = "barrier divergence: in block " + block_string(block_index_) + ", " +
+                      warps_words(finished) + " finished without reaching " +
+                      site_words(first_site) + ", where " + waiting(at_site.begin()->second) +
+                      " (on a GPU the block may hang). Every thread must reach every "
+                      "T.sync_threads() — move it out of the branch or loop that depends on the "
+                      "thread";
+          return f;
+        },
+        /*variant=*/1);
   }
   ++epoch_;
 }
@@ -242,9 +266,9 @@ void BlockSim::partial_warp(int warp, int site, uint64_t mask, uint64_t live, in
     Finding f;
     f.threads = {thread};
     f.blocks = {block_index_};
-    f.message = "barrier divergence: the warp-collective " + site_words(site) +
-                " is executed by " + lanes_words(mask) + " of warp " + std::to_string(warp) +
-                " in block " + block_string(block_index_) + ", but " + lanes_words(missing) +
+    f.message = "barrier divergence: the warp-collective " + site_words(site) + " is executed by " +
+                lanes_words(mask) + " of warp " + std::to_string(warp) + " in block " +
+                block_string(block_index_) + ", but " + lanes_words(missing) +
                 " are inactive; .sync.aligned instructions need every lane of the warp — move "
                 "it out of the thread-dependent branch";
     return f;
@@ -257,8 +281,9 @@ void BlockSim::inactive_shuffle_source(int site, int thread, int src_lane) {
     f.threads = {thread};
     f.blocks = {block_index_};
     f.message = "undefined shuffle value: " + thread_words(thread) + " of block " +
-                block_string(block_index_) + " reads lane " + std::to_string(src_lane) +
-                " by " + site_words(site) + ", but that lane is inactive there; its value is "
+                block_string(block_index_) + " reads lane " + std::to_string(src_lane) + " by " +
+                site_words(site) +
+                ", but that lane is inactive there; its value is "
                 "undefined. Shuffle only between lanes that execute the shuffle together";
     return f;
   });

@@ -77,15 +77,15 @@ class BlockSim {
     uint32_t w_epoch = 0, r_epoch = 0;  ///< interval of the last write / read (0: never)
     int32_t writer = -1, reader = -1, reader2 = -1;
     int32_t w_site = -1, r_site = -1, r_site2 = -1;
-    uint16_t pending = 0;   ///< cp.async copies in flight onto this element
+    uint16_t pending = 0;  ///< cp.async copies in flight onto this element
     int16_t async_site = -1;
     int32_t async_thread = -1;
     bool init = false;
   };
   struct BlockBuffer {
     BufferDesc desc;
-    std::vector<Cell> cells;     ///< shared buffers
-    std::vector<uint8_t> init;   ///< local buffers: [thread * size + flat]
+    std::vector<Cell> cells;    ///< shared buffers
+    std::vector<uint8_t> init;  ///< local buffers: [thread * size + flat]
     int64_t size = 0;
   };
 

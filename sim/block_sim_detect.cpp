@@ -36,9 +36,11 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
               f.threads = {c.async_thread, t};
               f.blocks = {block_index_};
               f.message = "async race on shared " + d.name + f.element + ": " + thread_words(t) +
-                          " reads it by " + site_words(req.site) + " while the cp.async that "
-                          "writes it (" + site_words(c.async_site) + ", " +
-                          thread_words(c.async_thread) + ") has not landed. Wait for the copy "
+                          " reads it by " + site_words(req.site) +
+                          " while the cp.async that "
+                          "writes it (" +
+                          site_words(c.async_site) + ", " + thread_words(c.async_thread) +
+                          ") has not landed. Wait for the copy "
                           "with T.cp_async_wait_group(0) — and T.sync_threads() when other "
                           "threads read it — before reading";
               return f;
@@ -53,7 +55,8 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
               f.blocks = {block_index_};
               f.message = "uninitialised read of shared " + d.name + f.element + ": " +
                           thread_words(t) + " of block " + block_string(block_index_) +
-                          " reads it by " + site_words(req.site) + " before any thread wrote it "
+                          " reads it by " + site_words(req.site) +
+                          " before any thread wrote it "
                           "(shared memory starts with undefined contents). Write every element "
                           "before reading it, or check the bounds of the loop that fills it";
               return f;
@@ -69,7 +72,8 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
               f.message = "race on shared " + d.name + f.element + " in block " +
                           block_string(block_index_) + ": " + thread_words(t) + " reads it by " +
                           site_words(req.site) + " after " + thread_words(w) + " wrote it by " +
-                          site_words(ws) + ", with no T.sync_threads() between them; on a GPU "
+                          site_words(ws) +
+                          ", with no T.sync_threads() between them; on a GPU "
                           "the read may see the old or the new value. Put T.sync_threads() "
                           "between the write and the read";
               return f;
@@ -86,8 +90,12 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
           }
           break;
         }
-        case Access::kStore: shared_store(b, e, t, req.site, lane_same); break;
-        case Access::kAtomic: c.init = true; break;
+        case Access::kStore:
+          shared_store(b, e, t, req.site, lane_same);
+          break;
+        case Access::kAtomic:
+          c.init = true;
+          break;
         case Access::kAsyncWrite:
           // The data land at the wait, but the copy may write as soon as it is issued: a read
           // by another thread in this interval is a write-after-read race already.
@@ -100,9 +108,11 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
               f.threads = {other, t};
               f.blocks = {block_index_};
               f.message = "race on shared " + d.name + f.element + " in block " +
-                          block_string(block_index_) + ": " + thread_words(t) + " starts a "
-                          "copy into it by " + site_words(req.site) + " while " +
-                          thread_words(other) + " read it by " + site_words(os) +
+                          block_string(block_index_) + ": " + thread_words(t) +
+                          " starts a "
+                          "copy into it by " +
+                          site_words(req.site) + " while " + thread_words(other) + " read it by " +
+                          site_words(os) +
                           " since the last barrier; the copy may land before that read. Put "
                           "T.sync_threads() between the read and the copy (or double-buffer)";
               return f;
@@ -141,13 +151,13 @@ void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool sam
       f.blocks = {block_index_};
       if (same) {
         f.message = "benign race on shared " + d.name + f.element + " in block " +
-                    block_string(block_index_) + ": " + thread_words(w) + " (by " +
-                    site_words(ws) + ") and " + thread_words(t) + " (by " + site_words(site) +
+                    block_string(block_index_) + ": " + thread_words(w) + " (by " + site_words(ws) +
+                    ") and " + thread_words(t) + " (by " + site_words(site) +
                     ") write it between the same two barriers, with the same value";
       } else {
         f.message = "write conflict on shared " + d.name + f.element + " in block " +
-                    block_string(block_index_) + ": " + thread_words(w) + " (by " +
-                    site_words(ws) + ") and " + thread_words(t) + " (by " + site_words(site) +
+                    block_string(block_index_) + ": " + thread_words(w) + " (by " + site_words(ws) +
+                    ") and " + thread_words(t) + " (by " + site_words(site) +
                     ") write different values to it between the same two barriers; which "
                     "value remains is undefined. Give each element one writer, or separate the "
                     "writes with T.sync_threads()";
@@ -165,7 +175,8 @@ void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool sam
       f.message = "race on shared " + d.name + f.element + " in block " +
                   block_string(block_index_) + ": " + thread_words(t) + " writes it by " +
                   site_words(site) + " after " + thread_words(other) + " read it by " +
-                  site_words(os) + ", with no T.sync_threads() between them; on a GPU the read "
+                  site_words(os) +
+                  ", with no T.sync_threads() between them; on a GPU the read "
                   "may see the new value. Put T.sync_threads() between the read and the write";
       return f;
     });
@@ -195,9 +206,10 @@ void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffe
         f.element = d.index_string(e);
         f.threads = {t};
         f.blocks = {block_index_};
-        f.message = "uninitialised read of local " + d.name + f.element + ": " +
-                    thread_words(t) + " of block " + block_string(block_index_) +
-                    " reads it by " + site_words(req.site) + " before this thread wrote it "
+        f.message = "uninitialised read of local " + d.name + f.element + ": " + thread_words(t) +
+                    " of block " + block_string(block_index_) + " reads it by " +
+                    site_words(req.site) +
+                    " before this thread wrote it "
                     "(registers start undefined). Initialise it (an init value, or a store "
                     "before the loop) before reading it";
         return f;
@@ -224,19 +236,21 @@ void BlockSim::check_global(const WarpRequest& req, const Resolved& r, const Buf
       findings_.add(c->kind, c->benign, d.name, o.site, req.site, [&] {
         Finding f;
         f.element = d.index_string(e);
-        std::string other_block = o.several ? "several other blocks"
-                                            : "block " + block_string(run_.block_index(o.block));
+        std::string other_block =
+            o.several ? "several other blocks" : "block " + block_string(run_.block_index(o.block));
         f.threads = {o.several ? -1 : o.thread, t};
-        f.blocks = {o.several ? std::vector<int64_t>{} : run_.block_index(o.block),
-                    block_index_};
+        f.blocks = {o.several ? std::vector<int64_t>{} : run_.block_index(o.block), block_index_};
         std::string me = "thread " + std::to_string(t) + " of block " + block_string(block_index_);
-        std::string them = o.several ? other_block
-                                     : "thread " + std::to_string(o.thread) + " of " + other_block;
+        std::string them =
+            o.several ? other_block : "thread " + std::to_string(o.thread) + " of " + other_block;
         std::string their_site = o.site >= 0 ? " by " + site_words(o.site) : "";
         if (c->kind == FindingKind::kWriteConflict) {
           f.message = "write conflict on global " + d.name + f.element + ": " + me +
-                      " writes it by " + site_words(req.site) + " and " + them + " wrote a "
-                      "different value" + their_site + "; blocks run in no fixed order, so the "
+                      " writes it by " + site_words(req.site) + " and " + them +
+                      " wrote a "
+                      "different value" +
+                      their_site +
+                      "; blocks run in no fixed order, so the "
                       "result depends on scheduling. Give each block its own output elements, or "
                       "combine them with an atomic";
         } else if (c->benign) {
@@ -250,8 +264,9 @@ void BlockSim::check_global(const WarpRequest& req, const Resolved& r, const Buf
                       "either value. Do not read what another block writes in the same launch";
         } else {
           f.message = "race on global " + d.name + f.element + ": " + me + " writes it by " +
-                      site_words(req.site) + " while " + them + " read" +
-                      (o.several ? "" : "s") + " it" + their_site + "; blocks of one launch "
+                      site_words(req.site) + " while " + them + " read" + (o.several ? "" : "s") +
+                      " it" + their_site +
+                      "; blocks of one launch "
                       "run in no fixed order, so the read may see either value. Do not write "
                       "what another block reads in the same launch";
         }
@@ -280,7 +295,8 @@ std::vector<AsyncCopy> BlockSim::async_wait(int thread, int n) {
   if (!run_.options().detectors) return landed;
   for (const AsyncCopy& copy : landed) {
     BlockBuffer& b = buffers_[copy.buffer - num_globals_];
-    for (size_t j = 0; j < copy.cells.size(); ++j) --b.cells[copy.flat + static_cast<int64_t>(j)].pending;
+    for (size_t j = 0; j < copy.cells.size(); ++j)
+      --b.cells[copy.flat + static_cast<int64_t>(j)].pending;
   }
   for (const AsyncCopy& copy : landed) {
     BlockBuffer& b = buffers_[copy.buffer - num_globals_];

@@ -4,8 +4,12 @@
 namespace tessel::sim {
 
 FindingLog::Key FindingLog::key_of(const Finding& f) {
-  return Key{f.kind, f.benign, f.buffer, f.sites.size() > 0 ? f.sites[0] : -1,
-             f.sites.size() > 1 ? f.sites[1] : -1, f.variant};
+  return Key{f.kind,
+             f.benign,
+             f.buffer,
+             f.sites.size() > 0 ? f.sites[0] : -1,
+             f.sites.size() > 1 ? f.sites[1] : -1,
+             f.variant};
 }
 
 void FindingLog::add(FindingKind kind, bool benign, const std::string& buffer, int site_a,

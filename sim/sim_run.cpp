@@ -93,7 +93,7 @@ std::string SimReport::text() const {
     const Counters& c = per_site[s];
     if (c.shared_requests + c.global_requests == 0) continue;
     const Site& site = sites[s];
-    std::string where = site.loc.empty() ? ""
+    std::string where = site.loc.empty()      ? ""
                         : site.within.empty() ? " at " + site.loc
                                               : " in " + site.within + " at " + site.loc;
     row(site.access + " " + site.buffer + where, c);

@@ -5,21 +5,30 @@ namespace tessel::sim {
 
 const char* space_name(Space space) {
   switch (space) {
-    case Space::kGlobal: return "global";
-    case Space::kShared: return "shared";
-    case Space::kLocal: return "local";
+    case Space::kGlobal:
+      return "global";
+    case Space::kShared:
+      return "shared";
+    case Space::kLocal:
+      return "local";
   }
   return "?";
 }
 
 const char* finding_kind_name(FindingKind kind) {
   switch (kind) {
-    case FindingKind::kRace: return "race";
-    case FindingKind::kOob: return "oob";
-    case FindingKind::kUninit: return "uninit";
-    case FindingKind::kBarrierDivergence: return "barrier_divergence";
-    case FindingKind::kAsyncRace: return "async_race";
-    case FindingKind::kWriteConflict: return "write_conflict";
+    case FindingKind::kRace:
+      return "race";
+    case FindingKind::kOob:
+      return "oob";
+    case FindingKind::kUninit:
+      return "uninit";
+    case FindingKind::kBarrierDivergence:
+      return "barrier_divergence";
+    case FindingKind::kAsyncRace:
+      return "async_race";
+    case FindingKind::kWriteConflict:
+      return "write_conflict";
   }
   return "?";
 }
@@ -51,8 +60,10 @@ std::string Site::describe() const {
   std::string s = access;
   if (!buffer.empty()) s += " of " + buffer;
   if (!statement.empty() && statement != access) s += " in `" + statement + "`";
-  if (!loc.empty()) s += within.empty() ? " (at " + loc + ")" : " (in the `" + within + "` at " + loc + ")";
-  return s;
+  if (loc.empty()) return s;
+  if (within.empty()) return s + " (at " + loc + ")";
+  if (within == "kernel") return s + " (in the kernel declared at " + loc + ")";
+  return s + " (in the `" + within + "` at " + loc + ")";
 }
 
 Counters& Counters::operator+=(const Counters& o) {

@@ -69,10 +69,10 @@ struct WarpRequest {
   int buffer = -1;  ///< id from BlockSim::add_buffer / SimRun::add_global
   Access access = Access::kLoad;
   int site = -1;
-  uint64_t mask = 0;      ///< active lanes
-  int warp = 0;           ///< warp index in the block
-  int first_thread = 0;   ///< thread index (in the block) of lane 0
-  int vector = 1;         ///< consecutive elements per lane (a 16-byte copy of f16: 8)
+  uint64_t mask = 0;     ///< active lanes
+  int warp = 0;          ///< warp index in the block
+  int first_thread = 0;  ///< thread index (in the block) of lane 0
+  int vector = 1;        ///< consecutive elements per lane (a 16-byte copy of f16: 8)
   /// Optional per-lane element counts (cp.async with src_size < bytes); overrides `vector`.
   const uint8_t* lane_vector = nullptr;
   /// index[d][lane]: the multi-index each lane starts at, one array per dimension.
@@ -89,14 +89,14 @@ struct Resolved {
 /// Memory-traffic counters (of one site, or summed).
 struct Counters {
   int64_t shared_requests = 0;
-  int64_t wavefronts = 0;        ///< sum over requests of sum over phases of max distinct words/bank
+  int64_t wavefronts = 0;  ///< sum over requests of sum over phases of max distinct words/bank
   int64_t ideal_wavefronts = 0;  ///< phases with an active lane
   int64_t bank_conflicts = 0;    ///< wavefronts - ideal_wavefronts
   int64_t global_requests = 0;
-  int64_t sectors = 0;           ///< distinct 32-byte sectors touched
-  int64_t ideal_sectors = 0;     ///< ceil(distinct bytes / 32)
-  int64_t lines = 0;             ///< distinct 128-byte lines touched
-  int64_t lane_accesses = 0;     ///< active lanes over all requests
+  int64_t sectors = 0;        ///< distinct 32-byte sectors touched
+  int64_t ideal_sectors = 0;  ///< ceil(distinct bytes / 32)
+  int64_t lines = 0;          ///< distinct 128-byte lines touched
+  int64_t lane_accesses = 0;  ///< active lanes over all requests
 
   Counters& operator+=(const Counters& o);
   friend bool operator==(const Counters&, const Counters&) = default;
@@ -119,11 +119,11 @@ struct Finding {
   FindingKind kind = FindingKind::kRace;
   bool benign = false;  ///< same-value writes: reported, but not an error
   std::string buffer;
-  std::string element;  ///< "[3, 8]" of the first occurrence
-  std::string message;  ///< a full sentence with the fix
-  std::vector<int> threads;                   ///< thread indices in their blocks (1 or 2)
-  std::vector<std::vector<int64_t>> blocks;   ///< block indices involved (1 or 2)
-  std::vector<int> sites;                     ///< the sites involved (1 or 2)
+  std::string element;                       ///< "[3, 8]" of the first occurrence
+  std::string message;                       ///< a full sentence with the fix
+  std::vector<int> threads;                  ///< thread indices in their blocks (1 or 2)
+  std::vector<std::vector<int64_t>> blocks;  ///< block indices involved (1 or 2)
+  std::vector<int> sites;                    ///< the sites involved (1 or 2)
   int64_t count = 1;
   /// Tells apart findings of one kind at the same sites (part of the aggregation key only).
   int variant = 0;

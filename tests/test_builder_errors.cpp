@@ -4,6 +4,7 @@
 
 #include "core/builder.h"
 #include "core/error.h"
+#include "core/printer.h"
 
 using namespace tessel;
 
@@ -187,6 +188,39 @@ TEST_CASE("builder records the caller's source location on operators") {
   auto F = T.alloc_fragment("F", {32, 64}, f16);
   std::string where = "T.copy at test_builder_errors.cpp:" + std::to_string(__LINE__ + 1);
   CHECK_THROWS_WITH_AS(T.copy(S, F), doctest::Contains(where.c_str()), UserError);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("annotate_layout") {
+
+TEST_CASE("a layout whose shape differs from the buffer's names the buffer") {
+  KernelBuilder T("k");
+  T.kernel1(1, 128);
+  auto S = T.alloc_shared("S", {64, 32}, DataType::f16());
+  CHECK_THROWS_WITH_AS(T.annotate_layout({{S, Layout::row_major({32, 64})}}),
+                       doctest::Contains("the layout for 'S' takes indices of shape (32, 64)"),
+                       UserError);
+}
+
+TEST_CASE("a Layout on a fragment asks for a Fragment") {
+  KernelBuilder T("k");
+  T.kernel1(1, 128);
+  auto F = T.alloc_fragment("F", {16, 16}, DataType::f32());
+  CHECK_THROWS_WITH_AS(T.annotate_layout({{F, Layout::row_major({16, 16})}}),
+                       doctest::Contains("'F' is a local.fragment buffer but was given a Layout; annotate fragments with a Fragment"),
+                       UserError);
+}
+
+TEST_CASE("an annotated layout prints in the spec syntax and leaves results unchanged") {
+  KernelBuilder T("k");
+  T.kernel1(1, 128);
+  auto S = T.alloc_shared("S", {4, 4}, DataType::f32());
+  // Row-major 4x4 is i * 4 + j (the printer writes the forward expression over i, j).
+  T.annotate_layout({{S, Layout::row_major({4, 4})}});
+  Kernel k = T.finish();
+  CHECK(print_kernel(k).find("T.annotate_layout({S: Layout([4, 4], lambda i, j: i * 4 + j)})") !=
+        std::string::npos);
 }
 
 }  // TEST_SUITE

@@ -40,8 +40,9 @@ AccessLambda parse_access(const std::string& text) {
   TokenCursor cur(text);
   AccessLambda l;
   if (!cur.accept_name("lambda")) {
-    cur.error_at(cur.peek(), "--access must be a lambda of the lane, e.g. 'lambda lane: (lane, 0)'; found " +
-                                 TokenCursor::describe(cur.peek()));
+    cur.error_at(cur.peek(),
+                 "--access must be a lambda of the lane, e.g. 'lambda lane: (lane, 0)'; found " +
+                     TokenCursor::describe(cur.peek()));
   }
   while (!cur.at_op(":")) {
     const Token& p = cur.expect_name("a parameter name");
@@ -52,7 +53,8 @@ AccessLambda parse_access(const std::string& text) {
     if (!cur.accept_op(",")) break;
   }
   cur.expect_op(":", "after the lambda's parameters");
-  if (l.params.empty()) cur.error_at(cur.peek(), "the lambda needs the lane as its first parameter");
+  if (l.params.empty())
+    cur.error_at(cur.peek(), "the lambda needs the lane as its first parameter");
   ExprParseHooks hooks;
   hooks.resolve_name = [&](const std::string& name, const Token&) -> std::optional<Expr> {
     for (const Var& v : l.params) {
@@ -136,8 +138,9 @@ std::pair<BankCount, IntEnv> worst_count(const BankAccess& access, const BankMod
   for (const auto& [v, b] : symbols.ranges) {
     combos *= (b.max - b.min + 1);
     if (combos > (int64_t{1} << 16)) {
-      throw UsageError("the --range values have more than 65536 combinations to count; narrow "
-                       "them (--prove covers any range)");
+      throw UsageError(
+          "the --range values have more than 65536 combinations to count; narrow "
+          "them (--prove covers any range)");
     }
   }
   BankCount worst;
@@ -161,15 +164,22 @@ std::pair<BankCount, IntEnv> worst_count(const BankAccess& access, const BankMod
 json cex_json(const Counterexample& cex) {
   json symbols = json::object();
   for (const auto& [name, value] : cex.symbols) symbols[name] = value;
-  return {{"lanes", cex.lanes}, {"indices", cex.indices}, {"bank", cex.output.empty() ? 0 : cex.output[0]},
-          {"symbols", symbols}, {"message", cex.text}};
+  return {{"lanes", cex.lanes},
+          {"indices", cex.indices},
+          {"bank", cex.output.empty() ? 0 : cex.output[0]},
+          {"symbols", symbols},
+          {"message", cex.text}};
 }
 
 void run_banks(const BanksArgs& args, Context& ctx) {
   std::optional<BankModel> model = BankModel::for_target(args.target);
-  if (!model) throw UsageError("unknown --target '" + args.target + "'; use one of " + BankModel::accepted_targets());
+  if (!model)
+    throw UsageError("unknown --target '" + args.target + "'; use one of " +
+                     BankModel::accepted_targets());
   std::optional<DataType> dtype = DataType::parse(args.dtype);
-  if (!dtype) throw UsageError("unknown --dtype '" + args.dtype + "'; use one of " + DataType::accepted_names());
+  if (!dtype)
+    throw UsageError("unknown --dtype '" + args.dtype + "'; use one of " +
+                     DataType::accepted_names());
   BankAccess access;
   AccessLambda lambda;
   try {
@@ -205,12 +215,9 @@ void run_banks(const BanksArgs& args, Context& ctx) {
     throw UsageError(e.what());
   }
   auto [count, at] = worst_count(access, *model, symbols);
-  json j = {{"wavefronts", count.wavefronts},
-            {"ideal_wavefronts", count.ideal_wavefronts},
-            {"bank_conflicts", count.bank_conflicts},
-            {"max_degree", count.max_degree},
-            {"access_bytes", access.access_bytes()},
-            {"target", args.target}};
+  json j = {{"wavefronts", count.wavefronts},         {"ideal_wavefronts", count.ideal_wavefronts},
+            {"bank_conflicts", count.bank_conflicts}, {"max_degree", count.max_degree},
+            {"access_bytes", access.access_bytes()},  {"target", args.target}};
   std::optional<BankProofResult> proof;
   if (args.prove) {
     ProofOptions options;
@@ -231,21 +238,24 @@ void run_banks(const BanksArgs& args, Context& ctx) {
   out << "access      " << args.access << " into " << access.layout.to_string() << "\n";
   out << "            " << dtype->name() << ", " << access.access_bytes() << " bytes per lane"
       << (args.ldmatrix ? " (ldmatrix rows)" : "") << ", target " << args.target << " ("
-      << model->num_banks << " banks x " << model->bank_bytes << " B, warp " << model->warp_size << ")\n";
+      << model->num_banks << " banks x " << model->bank_bytes << " B, warp " << model->warp_size
+      << ")\n";
   out << "wavefronts  " << count.wavefronts << " (ideal " << count.ideal_wavefronts << ", "
       << count.bank_conflicts << " bank conflicts, worst bank serves " << count.max_degree
       << " words in one phase)";
   if (!symbols.ranges.empty()) {
     out << " at";
-    for (const auto& [v, b] : symbols.ranges) out << " " << v.name() << "=" << at.at(v.operator->());
+    for (const auto& [v, b] : symbols.ranges)
+      out << " " << v.name() << "=" << at.at(v.operator->());
   }
   out << "\n";
   if (proof) {
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.1f ms", proof->ms);
     out << "proof       "
-        << (proof->holds ? (symbols.ranges.empty() ? "conflict-free" : "conflict-free for every value")
-                         : "CONFLICTS, max degree " + std::to_string(proof->max_degree))
+        << (proof->holds
+                ? (symbols.ranges.empty() ? "conflict-free" : "conflict-free for every value")
+                : "CONFLICTS, max degree " + std::to_string(proof->max_degree))
         << " (" << ms << ")\n";
     if (!proof->holds) out << "            " << proof->message << "\n";
   }
@@ -255,21 +265,30 @@ void run_banks(const BanksArgs& args, Context& ctx) {
 
 void add_banks_command(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<BanksArgs>();
-  CLI::App* sub = app.add_subcommand("banks", "bank conflicts of one warp-wide shared-memory access");
+  CLI::App* sub =
+      app.add_subcommand("banks", "bank conflicts of one warp-wide shared-memory access");
   add_common_options(*sub, ctx);
-  sub->add_option("--layout", args->layout, "the buffer's layout SPEC (as for `tessel layout`)")->required();
-  sub->add_option("--dtype", args->dtype, "element type (f16, f32, ...)")->required();
-  sub->add_option("--access", args->access,
-                  "lambda from the lane to the buffer index it accesses, e.g. 'lambda lane: (lane, 0)'; "
-                  "with --ldmatrix the first element of the 16-byte row the lane addresses; further "
-                  "parameters are symbols set by -D name=value or --range name=lo:hi")
+  sub->add_option("--layout", args->layout, "the buffer's layout SPEC (as for `tessel layout`)")
       ->required();
-  sub->add_option("--width", args->width, "bytes each lane accesses (default: the dtype's size; 16 with --ldmatrix)");
-  sub->add_flag("--ldmatrix", args->ldmatrix, "ldmatrix: each 8-lane group of row addresses is one phase");
-  sub->add_flag("--prove", args->prove, "prove conflict freedom with Z3 for every symbol value (exit 1 on conflicts)");
-  sub->add_flag("--write", args->write, "the access is a store (AMD 16-byte stores use other phases)");
-  sub->add_option("--target", args->target, "bank rules: sm80, sm90, gfx90a, gfx942 (default sm80)");
-  sub->add_option("--lanes", args->lanes, "only the first N lanes take part (ldmatrix.x1: 8, .x2: 16)");
+  sub->add_option("--dtype", args->dtype, "element type (f16, f32, ...)")->required();
+  sub->add_option(
+         "--access", args->access,
+         "lambda from the lane to the buffer index it accesses, e.g. 'lambda lane: (lane, 0)'; "
+         "with --ldmatrix the first element of the 16-byte row the lane addresses; further "
+         "parameters are symbols set by -D name=value or --range name=lo:hi")
+      ->required();
+  sub->add_option("--width", args->width,
+                  "bytes each lane accesses (default: the dtype's size; 16 with --ldmatrix)");
+  sub->add_flag("--ldmatrix", args->ldmatrix,
+                "ldmatrix: each 8-lane group of row addresses is one phase");
+  sub->add_flag("--prove", args->prove,
+                "prove conflict freedom with Z3 for every symbol value (exit 1 on conflicts)");
+  sub->add_flag("--write", args->write,
+                "the access is a store (AMD 16-byte stores use other phases)");
+  sub->add_option("--target", args->target,
+                  "bank rules: sm80, sm90, gfx90a, gfx942 (default sm80)");
+  sub->add_option("--lanes", args->lanes,
+                  "only the first N lanes take part (ldmatrix.x1: 8, .x2: 16)");
   sub->add_option("--range", args->ranges, "a symbol's inclusive range, name=lo:hi (repeatable)");
   sub->add_option("--name", args->name, "buffer name used in messages (default A_shared)");
   sub->callback([args, &ctx] { run_banks(*args, ctx); });

@@ -127,7 +127,9 @@ void run_layout(const Layout& layout, const LayoutArgs& args, Context& ctx) {
   }
   if (!args.svg.empty()) {
     auto dtype = DataType::parse(args.dtype);
-    if (!dtype) throw UsageError("unknown --dtype '" + args.dtype + "'; use one of " + DataType::accepted_names());
+    if (!dtype)
+      throw UsageError("unknown --dtype '" + args.dtype + "'; use one of " +
+                       DataType::accepted_names());
     write_svg(args.svg, bank_map_svg(layout, *dtype));
   }
   ctx.exit_code = (args.check && !p.bijective.holds) ? kKernelWrong : kOk;
@@ -175,7 +177,8 @@ void run_fragment(const Fragment& frag, const LayoutArgs& args, Context& ctx) {
     std::vector<int64_t> point = parse_point(args.at, frag.input_shape());
     auto [thread, local] = frag.map_fragment(point, 0);
     std::vector<int64_t> threads;
-    for (int64_t rep = 0; rep < frag.replicate(); ++rep) threads.push_back(frag.map_fragment(point, rep).first);
+    for (int64_t rep = 0; rep < frag.replicate(); ++rep)
+      threads.push_back(frag.map_fragment(point, rep).first);
     j["at"] = {{"index", point}, {"thread", thread}, {"local", local}, {"threads", threads}};
   }
   if (!args.svg.empty()) write_svg(args.svg, fragment_svg(frag));
@@ -208,7 +211,8 @@ void list_layouts(Context& ctx) {
   if (ctx.json) {
     json list = json::array();
     for (const NamedLayoutInfo& info : named_layouts()) {
-      list.push_back({{"name", info.name}, {"signature", info.signature}, {"description", info.description}});
+      list.push_back(
+          {{"name", info.name}, {"signature", info.signature}, {"description", info.description}});
     }
     emit_json(ctx, {{"layouts", list}});
     return;
@@ -229,9 +233,11 @@ void add_layout_command(CLI::App& app, Context& ctx) {
                   "a named layout (swizzle_128b(64, 64, f16)) or Layout([...], lambda ...: ...) / "
                   "Fragment([...], lambda ...: (thread, local), replicate=1)");
   sub->add_option("--at", args->at, "evaluate at this index, e.g. 3,8")->type_name("I,J,...");
-  sub->add_flag("--check", args->check,
-                "exit 1 unless the layout is a bijection (a fragment: unless its replication holds)");
-  sub->add_option("--svg", args->svg, "write a picture: a fragment's thread map or a layout's bank map")
+  sub->add_flag(
+      "--check", args->check,
+      "exit 1 unless the layout is a bijection (a fragment: unless its replication holds)");
+  sub->add_option("--svg", args->svg,
+                  "write a picture: a fragment's thread map or a layout's bank map")
       ->type_name("FILE");
   sub->add_option("--dtype", args->dtype, "element type for the bank map (default f16)");
   sub->add_option("--name", args->name, "buffer name used in counterexamples (default A)");
@@ -241,15 +247,18 @@ void add_layout_command(CLI::App& app, Context& ctx) {
       list_layouts(ctx);
       return;
     }
-    if (args->spec.empty()) throw UsageError("layout: give a SPEC (or --list for the named layouts)");
+    if (args->spec.empty())
+      throw UsageError("layout: give a SPEC (or --list for the named layouts)");
     std::variant<Layout, Fragment> parsed;
     try {
       parsed = parse_layout_spec(args->spec);
     } catch (const UserError& e) {
       throw UsageError(std::string("malformed layout spec: ") + e.what());
     }
-    if (const Layout* l = std::get_if<Layout>(&parsed)) run_layout(*l, *args, ctx);
-    else run_fragment(std::get<Fragment>(parsed), *args, ctx);
+    if (const Layout* l = std::get_if<Layout>(&parsed))
+      run_layout(*l, *args, ctx);
+    else
+      run_fragment(std::get<Fragment>(parsed), *args, ctx);
   });
 }
 

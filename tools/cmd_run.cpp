@@ -66,9 +66,10 @@ void run_tile(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
   if (!ctx.json) {
     std::ostream& out = *ctx.out;
     out << "kernel " << run.kernel->name << " at tile level, seed " << o.seed << ": "
-        << run.stats.blocks << " blocks × " << run.kernel->threads << " threads in "
-        << std::fixed << std::setprecision(3) << run.stats.seconds << " s\n";
+        << run.stats.blocks << " blocks × " << run.kernel->threads << " threads in " << std::fixed
+        << std::setprecision(3) << run.stats.seconds << " s\n";
     report_outputs(out, run.outputs);
+    if (!k.has_reference) out << "  no reference: the kernel ran, its values are not checked\n";
     out << (run.passed ? "PASSED" : "FAILED") << "\n";
     return;
   }
@@ -87,14 +88,16 @@ void run_tile(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
 // ---- Thread level ------------------------------------------------------------------------------
 
 json counters_json(const sim::Counters& c) {
-  return {{"shared", {{"requests", c.shared_requests},
-                      {"wavefronts", c.wavefronts},
-                      {"ideal_wavefronts", c.ideal_wavefronts},
-                      {"bank_conflicts", c.bank_conflicts}}},
-          {"global", {{"requests", c.global_requests},
-                      {"sectors", c.sectors},
-                      {"ideal_sectors", c.ideal_sectors},
-                      {"lines", c.lines}}}};
+  return {{"shared",
+           {{"requests", c.shared_requests},
+            {"wavefronts", c.wavefronts},
+            {"ideal_wavefronts", c.ideal_wavefronts},
+            {"bank_conflicts", c.bank_conflicts}}},
+          {"global",
+           {{"requests", c.global_requests},
+            {"sectors", c.sectors},
+            {"ideal_sectors", c.ideal_sectors},
+            {"lines", c.lines}}}};
 }
 
 json site_json(const sim::Site& s) {
@@ -111,7 +114,9 @@ json sim_json(const sim::SimReport& r) {
   json findings = json::array();
   for (const sim::Finding& f : r.findings) {
     json sites = json::array();
-    for (int s : f.sites) sites.push_back(s >= 0 && s < static_cast<int>(r.sites.size()) ? site_json(r.sites[s]) : json(nullptr));
+    for (int s : f.sites)
+      sites.push_back(s >= 0 && s < static_cast<int>(r.sites.size()) ? site_json(r.sites[s])
+                                                                     : json(nullptr));
     json blocks = json::array();
     for (const auto& b : f.blocks) blocks.push_back(b);
     findings.push_back({{"kind", sim::finding_kind_name(f.kind)},
@@ -140,7 +145,8 @@ json sim_json(const sim::SimReport& r) {
 
 bool uses_intrinsics(const Kernel& kernel) {
   bool found = false;
-  for_each_stmt(kernel->body, [&](const Stmt& s) { found = found || s.kind() == StmtKind::kIntrinsicCall; });
+  for_each_stmt(kernel->body,
+                [&](const Stmt& s) { found = found || s.kind() == StmtKind::kIntrinsicCall; });
   return found;
 }
 
@@ -159,7 +165,8 @@ std::vector<OutputCheck> compare_outputs(const TensorMap& actual, const TensorMa
 void run_thread(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
   std::optional<Schedule> schedule = Schedule::parse(o.schedule);
   if (!schedule) {
-    throw UsageError("--schedule " + o.schedule + ": expected in-order, reverse or random:SEED "
+    throw UsageError("--schedule " + o.schedule +
+                     ": expected in-order, reverse or random:SEED "
                      "(e.g. random:7)");
   }
   if (!BankModel::for_target(o.target)) {
@@ -185,8 +192,9 @@ void run_thread(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
   std::string tile_note;
   bool tile_ran = false;
   if (uses_intrinsics(kernel)) {
-    tile_note = "not run: the kernel calls instructions of the intrinsic table, which only the "
-                "thread level executes";
+    tile_note =
+        "not run: the kernel calls instructions of the intrinsic table, which only the "
+        "thread level executes";
   } else {
     try {
       run_tile_level(kernel, tile_tensors, TileRunOptions{o.workers});
@@ -197,7 +205,13 @@ void run_thread(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
   }
   std::vector<OutputCheck> vs_reference = compare_outputs(tensors, expected, example.outputs);
   std::vector<OutputCheck> vs_tile;
-  if (tile_ran) vs_tile = compare_outputs(tensors, tile_tensors, example.outputs);
+  if (tile_ran) {
+    // Every tensor, not only the declared outputs: a kernel file may have no reference, and a
+    // broken kernel may write where it should not.
+    std::vector<std::string> all;
+    for (const Buffer& b : kernel->params) all.push_back(b->name);
+    vs_tile = compare_outputs(tensors, tile_tensors, all);
+  }
   bool matches_reference = true, matches_tile = true;
   double max_abs = 0, max_rel = 0;
   for (const OutputCheck& c : vs_reference) {
@@ -215,7 +229,7 @@ void run_thread(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
     json tile = {{"ran", tile_ran},
                  {"note", tile_note.empty() ? json(nullptr) : json(tile_note)},
                  {"matches", tile_ran ? json(matches_tile) : json(nullptr)}};
-    if (tile_ran) tile["outputs"] = outputs_json(vs_tile);
+    if (tile_ran) tile["tensors"] = outputs_json(vs_tile);
     emit_json(ctx, {{"kernel", kernel->name},
                     {"level", o.level},
                     {"target", o.target},
@@ -244,12 +258,14 @@ void run_thread(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
       << std::setprecision(1) << std::scientific << rate << "/s)\n"
       << std::defaultfloat;
   report_outputs(out, vs_reference);
+  if (!k.has_reference) out << "  no reference: values are compared with the tile level only\n";
   if (tile_ran) {
     out << "  tile level: " << (matches_tile ? "same results" : "DIFFERENT results") << "\n";
     for (const OutputCheck& c : vs_tile) {
       if (!c.comparison.passed) {
-        out << "    " << c.name << ": " << c.comparison.mismatches << " element(s) differ; first at "
-            << c.name << index_string(c.shape, c.comparison.first_mismatch) << ": thread level "
+        out << "    " << c.name << ": " << c.comparison.mismatches
+            << " element(s) differ; first at " << c.name
+            << index_string(c.shape, c.comparison.first_mismatch) << ": thread level "
             << c.comparison.first_actual << ", tile level " << c.comparison.first_expected << "\n";
       }
     }
@@ -263,12 +279,14 @@ void run_thread(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
 }  // namespace
 
 void add_run_command(CLI::App& app, Context& ctx) {
-  CLI::App* sub = app.add_subcommand("run", "run a kernel on the CPU and check it against its reference");
+  CLI::App* sub =
+      app.add_subcommand("run", "run a kernel on the CPU and check it against its reference");
   add_common_options(*sub, ctx);
   static RunOptions o;
   sub->add_option("KERNEL", o.kernel, "built-in kernel name")->required();
-  sub->add_option("--level", o.level, "interpreter level: tile (reference semantics) or thread "
-                                      "(every thread, with the hardware models)")
+  sub->add_option("--level", o.level,
+                  "interpreter level: tile (reference semantics) or thread "
+                  "(every thread, with the hardware models)")
       ->check(CLI::IsMember({"tile", "thread"}))
       ->default_val("tile");
   sub->add_option("--seed", o.seed, "seed of the random inputs")->default_val(0);
@@ -284,8 +302,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->default_val("sm80");
   sub->callback([&ctx] {
     ResolvedKernel k = resolve_kernel(o.kernel, ctx.defines);
-    if (o.level == "thread") run_thread(ctx, k, o);
-    else run_tile(ctx, k, o);
+    if (o.level == "thread")
+      run_thread(ctx, k, o);
+    else
+      run_tile(ctx, k, o);
   });
 }
 

@@ -1,10 +1,167 @@
-// KERNEL argument resolution.
+// KERNEL argument resolution: built-in examples by name, kernel files by path.
 #include "tools/kernel_source.h"
 
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
 #include "core/error.h"
+#include "core/kernel_parser.h"
+#include "interp/tile_interpreter.h"
 #include "tools/cli.h"
 
 namespace tessel::cli {
+
+namespace {
+
+std::string builtin_names() {
+  std::string known;
+  for (const Example& e : examples()) known += (known.empty() ? "" : ", ") + e.name;
+  return known;
+}
+
+/// The reference example's parameter values: the file's values for the names both have.
+Params reference_params(const Example& ref, const std::vector<ParamSpec>& file_params,
+                        const Params& p) {
+  std::map<std::string, std::string> values;
+  for (const ParamSpec& rp : ref.params) {
+    for (const ParamSpec& fp : file_params) {
+      if (fp.name == rp.name && !p.text(fp.name).empty()) values[rp.name] = p.text(fp.name);
+    }
+  }
+  return make_params(ref, values);
+}
+
+/// UsageError unless the file's tensors are the reference kernel's: same names, shapes, dtypes.
+void check_fits_reference(const Example& file, const Example& ref, const Params& params,
+                          const Kernel& kernel, const ParsedKernel& parsed) {
+  Params rp = reference_params(ref, file.params, params);
+  Kernel rk = ref.build(rp);
+  auto shapes = param_shapes(kernel, file.dynamic_dims ? file.dynamic_dims(params)
+                                                       : std::map<std::string, int64_t>{});
+  auto ref_shapes = param_shapes(rk, ref.dynamic_dims ? ref.dynamic_dims(rp)
+                                                      : std::map<std::string, int64_t>{});
+  auto shape_text = [](const std::vector<int64_t>& s) {
+    std::string t = "(";
+    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+    return t + ")";
+  };
+  std::string where = parsed.reference_loc.str() + ": ";
+  for (const Buffer& rb : rk->params) {
+    const Buffer* mine = nullptr;
+    for (const Buffer& b : kernel->params) {
+      if (b->name == rb->name) mine = &b;
+    }
+    if (!mine) {
+      throw UsageError(where + "the reference of '" + ref.name + "' reads and writes tensor '" +
+                       rb->name + "', which kernel '" + kernel->name + "' does not have; name the "
+                       "tensors as the built-in does");
+    }
+    const auto& got = shapes.at(rb->name);
+    const auto& want = ref_shapes.at(rb->name);
+    if (got != want || (*mine)->dtype != rb->dtype) {
+      throw UsageError(where + "tensor '" + rb->name + "' is " + shape_text(got) + " " +
+                       (*mine)->dtype.name() + " in kernel '" + kernel->name + "' but " +
+                       shape_text(want) + " " + rb->dtype.name() + " in the built-in '" +
+                       ref.name + "' whose reference checks it (with the same -D values)");
+    }
+  }
+}
+
+ResolvedKernel resolve_file(const std::string& path, const std::map<std::string, std::string>& values) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw UsageError("cannot read the kernel file '" + path + "' (KERNEL is a built-in name — " +
+                     builtin_names() + " — or the path of a .py kernel file)");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto source = std::make_shared<const std::string>(text.str());
+  ParsedKernel parsed;
+  try {
+    parsed = parse_kernel(*source, path, values);
+  } catch (const KernelFileError& e) {
+    throw UsageError(e.what());  // a malformed input file
+  }
+  const Kernel& kernel = parsed.kernel;
+  const Example* ref = nullptr;
+  if (parsed.reference) {
+    ref = find_example(*parsed.reference);
+    if (!ref) {
+      throw UsageError(parsed.reference_loc.str() + ": `# tessel: reference=" + *parsed.reference +
+                       "` names no built-in kernel; the built-in kernels are " + builtin_names());
+    }
+  }
+  auto ex = std::make_shared<Example>();
+  ex->name = kernel->name;
+  ex->description = "kernel file " + path +
+                    (ref ? ", checked against the reference of '" + ref->name + "'" : ", no reference");
+  std::set<std::string> def_params, dims;
+  for (const KernelFileParam& p : parsed.params) {
+    ex->params.push_back({p.name, p.default_text.value_or(""),
+                          "parameter of " + parsed.generator + " (" + p.loc.str() + ")"});
+    def_params.insert(p.name);
+  }
+  for (const Var& v : kernel->dynamic_vars) {
+    if (def_params.count(v.name()) || dims.count(v.name())) continue;
+    std::string size;
+    if (ref) {
+      for (const ParamSpec& rp : ref->params) {
+        if (rp.name == v.name()) size = rp.default_value;
+      }
+    }
+    ex->params.push_back({v.name(), size, "size of the symbolic dimension " + v.name() + " for a run"});
+    dims.insert(v.name());
+  }
+  for (const auto& [name, value] : values) {
+    if (!def_params.count(name) && !dims.count(name)) {
+      std::string known;
+      for (const ParamSpec& p : ex->params) known += (known.empty() ? "" : ", ") + p.name;
+      throw UsageError("kernel file '" + path + "' has no parameter '" + name + "'; " +
+                       (known.empty() ? std::string("it has none")
+                                      : "its parameters are " + known) +
+                       " (the enclosing def's parameters and the symbolic dimensions)");
+    }
+  }
+  std::vector<ParamSpec> specs = ex->params;
+  ex->build = [source, path, def_params, specs](const Params& p) {
+    std::map<std::string, std::string> defines;
+    for (const ParamSpec& s : specs) {
+      if (def_params.count(s.name) && p.text(s.name) != s.default_value) defines[s.name] = p.text(s.name);
+    }
+    return parse_kernel(*source, path, defines).kernel;
+  };
+  if (!dims.empty()) {
+    ex->dynamic_dims = [dims, name = kernel->name](const Params& p) {
+      std::map<std::string, int64_t> sizes;
+      for (const std::string& d : dims) {
+        const std::string& s = p.text(d);
+        int64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v <= 0) {
+          user_error("kernel '" + name + "': symbolic dimension '" + d + "' needs a positive size "
+                     "for a run; give it with -D " + d + "=1000");
+        }
+        sizes[d] = v;
+      }
+      return sizes;
+    };
+  }
+  if (ref) {
+    ex->outputs = ref->outputs;
+    ex->reference = [ref, specs](const Params& p, TensorMap& t) {
+      ref->reference(reference_params(*ref, specs, p), t);
+    };
+  } else {
+    ex->reference = [](const Params&, TensorMap&) {};  // no reference: nothing is checked
+  }
+  Params params = make_params(*ex, values);
+  if (ref) check_fits_reference(*ex, *ref, params, kernel, parsed);
+  return ResolvedKernel{ex.get(), std::move(params), path, ref != nullptr, ex};
+}
+
+}  // namespace
 
 std::map<std::string, std::string> parse_defines(const std::vector<std::string>& defines) {
   std::map<std::string, std::string> out;
@@ -18,17 +175,22 @@ std::map<std::string, std::string> parse_defines(const std::vector<std::string>&
   return out;
 }
 
+bool is_kernel_path(const std::string& kernel) {
+  return kernel.find('/') != std::string::npos ||
+         (kernel.size() > 3 && kernel.compare(kernel.size() - 3, 3, ".py") == 0);
+}
+
 ResolvedKernel resolve_kernel(const std::string& name, const std::vector<std::string>& defines) {
+  auto values = parse_defines(defines);
+  if (is_kernel_path(name)) return resolve_file(name, values);
   const Example* example = find_example(name);
   if (!example) {
-    std::string known;
-    for (const Example& e : examples()) known += (known.empty() ? "" : ", ") + e.name;
-    throw UsageError("no built-in kernel named '" + name + "'; the built-in kernels are " + known +
-                     " ('tessel list' describes them)");
+    throw UsageError("no built-in kernel named '" + name + "'; the built-in kernels are " +
+                     builtin_names() + " ('tessel list' describes them), or give the path of a "
+                     ".py kernel file");
   }
-  auto values = parse_defines(defines);
   try {
-    return ResolvedKernel{example, make_params(*example, values)};
+    return ResolvedKernel{example, make_params(*example, values), "", true, nullptr};
   } catch (const UserError& e) {
     throw UsageError(e.what());  // an unknown -D name is a command-line mistake
   }

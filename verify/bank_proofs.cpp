@@ -58,8 +58,10 @@ Evaluated evaluate(const BankAccess& access, const BankModel& model, IntEnv env)
 std::vector<std::pair<int, int>> runs_of(const std::vector<int>& phase) {
   std::vector<std::pair<int, int>> runs;
   for (int lane : phase) {
-    if (!runs.empty() && runs.back().second + 1 == lane) runs.back().second = lane;
-    else runs.emplace_back(lane, lane);
+    if (!runs.empty() && runs.back().second + 1 == lane)
+      runs.back().second = lane;
+    else
+      runs.emplace_back(lane, lane);
   }
   return runs;
 }
@@ -127,11 +129,12 @@ Counterexample describe(const BankAccess& access, const BankModel& model, const 
   std::string index_list =
       w.degree == 2 ? indices[0] + " and " + indices[1] : joined(indices, show);
   std::string byte_list = w.degree == 2 ? bytes[0] + " and " + bytes[1] : joined(bytes, show);
-  cex.text = "lanes " + lane_list + (w.degree > 2 ? " (" + std::to_string(w.degree) + " lanes)" : "") +
-             " access " + index_list + ": " + std::to_string(w.degree) +
-             " different " + std::to_string(model.bank_bytes) + "-byte words of bank " + std::to_string(w.bank) + " (bytes " + byte_list +
-             ") in one phase, a " + std::to_string(w.degree) + "-way bank conflict" +
-             symbols_text(symbol_values);
+  cex.text = "lanes " + lane_list +
+             (w.degree > 2 ? " (" + std::to_string(w.degree) + " lanes)" : "") + " access " +
+             index_list + ": " + std::to_string(w.degree) + " different " +
+             std::to_string(model.bank_bytes) + "-byte words of bank " + std::to_string(w.bank) +
+             " (bytes " + byte_list + ") in one phase, a " + std::to_string(w.degree) +
+             "-way bank conflict" + symbols_text(symbol_values);
   return cex;
 }
 
@@ -154,7 +157,8 @@ class DegreeQuery {
   }
 
   /// sat: the symbol values of an access with degree >= d; unsat; unknown.
-  z3::check_result run(int d, IntEnv* symbols, std::vector<std::pair<std::string, int64_t>>* named) {
+  z3::check_result run(int d, IntEnv* symbols,
+                       std::vector<std::pair<std::string, int64_t>>* named) {
     ProofSession s(domain_, {access_.lane, word_offset_}, exprs_, options_.timeout_ms,
                    options_.force_width);
     z3::expr phase = s.ctx().bv_const("phase", static_cast<unsigned>(s.width()));
@@ -176,7 +180,8 @@ class DegreeQuery {
       words.push_back(c.bv(word_));
       banks.push_back(c.bv(bank_));
     }
-    for (int i = 1; i < d; ++i) goal = goal && z3::slt(words[i - 1], words[i]) && banks[i] == banks[0];
+    for (int i = 1; i < d; ++i)
+      goal = goal && z3::slt(words[i - 1], words[i]) && banks[i] == banks[0];
     z3::check_result res = s.check(goal);
     if (res == z3::sat) {
       *symbols = s.symbol_env();
@@ -209,7 +214,8 @@ BankProofResult prove_conflict_free(const BankAccess& access, const BankModel& m
                                     const ProofOptions& options, bool compute_max_degree) {
   Stopwatch clock;
   BankProofResult r;
-  static_cast<ProofResult&>(r) = start("the access to " + access.buffer + " is free of bank conflicts");
+  static_cast<ProofResult&>(r) =
+      start("the access to " + access.buffer + " is free of bank conflicts");
   if (model.num_banks <= 0 || model.bank_bytes <= 0) internal_error("invalid bank model");
   DegreeQuery query(access, model, options);
   IntEnv symbols;
@@ -227,7 +233,8 @@ BankProofResult prove_conflict_free(const BankAccess& access, const BankModel& m
   // Climb: the exact degree at the model's symbol values, then ask for one more.
   Worst best = worst_bank(access, model, symbols);
   // A model always replays at the chosen width (a forced, narrower one is for tests only).
-  internal_check(options.force_width > 0 || best.degree >= 2, "bank-conflict model does not replay");
+  internal_check(options.force_width > 0 || best.degree >= 2,
+                 "bank-conflict model does not replay");
   IntEnv best_symbols = symbols;
   auto best_named = named;
   bool decided = true;

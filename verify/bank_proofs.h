@@ -25,15 +25,15 @@ struct BankAccess {
   std::string buffer = "A_shared";  ///< the name used in messages
   Layout layout;                    ///< logical index -> storage index of the buffer
   DataType dtype = DataType::f16();
-  Var lane = Var("lane");           ///< ranges over [0, warp_size)
+  Var lane = Var("lane");  ///< ranges over [0, warp_size)
   /// The logical index lane `lane` accesses (ldmatrix: the first element of the 16-byte row the
   /// lane addresses). May mention symbolic variables (ranges in ProofOptions::domain).
   std::vector<Expr> index;
-  Expr active;                      ///< which lanes take part (undefined: all)
-  int width_bytes = 0;              ///< bytes per lane; 0: the dtype's size (ldmatrix: 16)
+  Expr active;          ///< which lanes take part (undefined: all)
+  int width_bytes = 0;  ///< bytes per lane; 0: the dtype's size (ldmatrix: 16)
   bool ldmatrix = false;
-  bool write = false;               ///< only AMD's 16-byte accesses distinguish writes
-  int64_t base_bytes = 0;           ///< byte address of storage offset 0
+  bool write = false;      ///< only AMD's 16-byte accesses distinguish writes
+  int64_t base_bytes = 0;  ///< byte address of storage offset 0
 
   /// The access width actually used.
   int access_bytes() const;

@@ -53,8 +53,8 @@ ProofResult replicas_distinct(const Fragment& f, const ProofOptions& options, Pr
   Z3ExprTranslator& y = s.copy("_y");
   for (const Var& v : f.iter_vars()) y.bind(v, x.var(v));  // the same element in both copies
   const Var& rep = f.replicate_var();
-  z3::expr goal = in_box(x, box.vars, box.extents) &&
-                  in_box(y, {rep}, {make_int(f.replicate())}) && z3::slt(x.var(rep), y.var(rep)) &&
+  z3::expr goal = in_box(x, box.vars, box.extents) && in_box(y, {rep}, {make_int(f.replicate())}) &&
+                  z3::slt(x.var(rep), y.var(rep)) &&
                   x.bv(f.forward_thread()) == y.bv(f.forward_thread());
   z3::check_result res = s.check(goal);
   if (res == z3::unsat) return proved(r, clock);
@@ -63,9 +63,9 @@ ProofResult replicas_distinct(const Fragment& f, const ProofOptions& options, Pr
   std::vector<int64_t> index = values(s, x, f.iter_vars());
   int64_t r1 = values(s, x, {rep})[0], r2 = values(s, y, {rep})[0];
   auto [thread, local] = f.map_fragment(index, r1);
-  internal_check(options.force_width > 0 || !s.exact_in_dtypes() ||
-                     f.map_fragment(index, r2).first == thread,
-                 "replication counterexample does not replay");
+  internal_check(
+      options.force_width > 0 || !s.exact_in_dtypes() || f.map_fragment(index, r2).first == thread,
+      "replication counterexample does not replay");
   cex.indices = {index};
   cex.output = {thread, local};
   cex.text = format_index(options.name, index) + " is held twice by thread " +
@@ -121,8 +121,8 @@ std::string set_text(const std::vector<int64_t>& v) {
 
 /// Some element owned by a thread in `a` that owns it in no replica of `b`.
 ProofResult owners_included(const Fragment& a, const Fragment& b, const std::string& a_name,
-                            const std::string& b_name, const ProofOptions& options,
-                            ProofResult r, const Stopwatch& clock) {
+                            const std::string& b_name, const ProofOptions& options, ProofResult r,
+                            const Stopwatch& clock) {
   FragmentBox box = box_of(a);
   std::vector<Expr> index(a.iter_vars().begin(), a.iter_vars().end());
   std::vector<Expr> b_threads;
@@ -147,8 +147,8 @@ ProofResult owners_included(const Fragment& a, const Fragment& b, const std::str
   cex.indices = {idx};
   cex.output = {thread};
   cex.text = format_index(options.name, idx) + " is held by thread " + std::to_string(thread) +
-             " in " + a_name + " but not in " + b_name + " (owners there: " +
-             set_text(owners(b, idx)) + ")";
+             " in " + a_name + " but not in " + b_name +
+             " (owners there: " + set_text(owners(b, idx)) + ")";
   return failed(r, clock, std::move(cex));
 }
 

@@ -54,8 +54,10 @@ bool is_power_of_two(int64_t c) { return c > 0 && (c & (c - 1)) == 0; }
 /// The operands of a node (none for leaves).
 std::vector<Expr> children(const Expr& e) {
   switch (e.kind()) {
-    case ExprKind::kNot: return {e.as<NotNode>()->a};
-    case ExprKind::kCast: return {e.as<CastNode>()->value};
+    case ExprKind::kNot:
+      return {e.as<NotNode>()->a};
+    case ExprKind::kCast:
+      return {e.as<CastNode>()->value};
     case ExprKind::kSelect: {
       const auto* op = e.as<SelectNode>();
       return {op->cond, op->t, op->f};
@@ -70,7 +72,8 @@ std::vector<Expr> children(const Expr& e) {
         return {op->a, op->b};
       }
 #undef TESSEL_BIN_CASE_
-    default: return {};
+    default:
+      return {};
   }
 }
 
@@ -86,8 +89,8 @@ struct IndexBounds::Wide : Interval {};
 IndexBounds::IndexBounds(const VarDomain& domain) {
   for (const auto& [v, b] : domain.ranges) {
     if (b.min > b.max) {
-      user_error("variable '" + v.name() + "' has an empty range [" + std::to_string(b.min) +
-                 ", " + std::to_string(b.max) + "]");
+      user_error("variable '" + v.name() + "' has an empty range [" + std::to_string(b.min) + ", " +
+                 std::to_string(b.max) + "]");
     }
     ranges_[v.operator->()] = b;
     analyzer_.bind(v, b);
@@ -99,8 +102,9 @@ IndexBounds::~IndexBounds() = default;
 IntBound IndexBounds::bound(const Expr& e) {
   Wide w = wide(e);
   auto narrow = [](i128 v, int64_t inf) {
-    return (v >= kLimit || v <= -kLimit || v > INT64_MAX || v < INT64_MIN) ? inf
-                                                                           : static_cast<int64_t>(v);
+    return (v >= kLimit || v <= -kLimit || v > INT64_MAX || v < INT64_MIN)
+               ? inf
+               : static_cast<int64_t>(v);
   };
   return {narrow(w.lo, IntBound::kNegInf), narrow(w.hi, IntBound::kPosInf)};
 }
@@ -290,8 +294,8 @@ int IndexBounds::bits_of(const Expr& e) {
       bits = std::max(bits, signed_bits(qlo * *c, qhi * *c));
     } else if (!c) {
       // a - (a mod b) and its quotient by b.
-      i128 m = std::max({a.hi < 0 ? -a.hi : a.hi, a.lo < 0 ? -a.lo : a.lo,
-                         b.hi < 0 ? -b.hi : b.hi, b.lo < 0 ? -b.lo : b.lo});
+      i128 m = std::max({a.hi < 0 ? -a.hi : a.hi, a.lo < 0 ? -a.lo : a.lo, b.hi < 0 ? -b.hi : b.hi,
+                         b.lo < 0 ? -b.lo : b.lo});
       bits = std::max(bits, signed_bits(-2 * m, 2 * m));
     }
   }
@@ -306,8 +310,10 @@ int IndexBounds::width_for(const std::vector<Expr>& exprs) {
   int bits = 2;
   for (const Expr& root : exprs) {
     pre_order_visit(root, [&](const Expr& e) {
-      if (!e.dtype().is_bool()) bits = std::max(bits, bits_of(e));
-      else wide(e);  // validates the kinds
+      if (!e.dtype().is_bool())
+        bits = std::max(bits, bits_of(e));
+      else
+        wide(e);  // validates the kinds
     });
   }
   return std::min(bits + 1, 127);

@@ -39,7 +39,8 @@ void check_map(const IndexMap& map) {
 /// The expressions whose values a map's proofs compute.
 std::vector<Expr> map_exprs(const IndexMap& map) {
   std::vector<Expr> all = map.forward_index;
-  for (size_t d = 0; d < map.iter_vars.size(); ++d) all.push_back(map.iter_vars[d] < map.input_shape[d]);
+  for (size_t d = 0; d < map.iter_vars.size(); ++d)
+    all.push_back(map.iter_vars[d] < map.input_shape[d]);
   for (size_t d = 0; d < map.forward_index.size(); ++d) {
     all.push_back(map.forward_index[d] < map.output_shape[d]);
   }
@@ -93,8 +94,8 @@ ProofResult injective_impl(const IndexMap& map, const ProofOptions& options) {
   Z3ExprTranslator& y = s.copy("_y");
   z3::expr same = s.ctx().bool_val(true);
   for (const Expr& f : map.forward_index) same = same && x.bv(f) == y.bv(f);
-  z3::expr goal = in_input_box(x, map) && in_input_box(y, map) &&
-                  lex_less(x, y, map.iter_vars) && same;
+  z3::expr goal =
+      in_input_box(x, map) && in_input_box(y, map) && lex_less(x, y, map.iter_vars) && same;
   z3::check_result res = s.check(goal);
   if (res == z3::unsat) return proved(r, clock);
   if (res == z3::unknown) return undecided(r, clock, options.timeout_ms);
@@ -151,8 +152,8 @@ std::optional<std::vector<int64_t>> concrete(const std::vector<Expr>& shape) {
 /// Surjectivity decided by visiting every input point, for concrete maps within
 /// options.enumerate_limit points (nullopt otherwise).
 std::optional<ProofResult> missing_output_by_enumeration(const IndexMap& map,
-                                                         const ProofOptions& options,
-                                                         ProofResult r, const Stopwatch& clock) {
+                                                         const ProofOptions& options, ProofResult r,
+                                                         const Stopwatch& clock) {
   auto in = concrete(map.input_shape), out = concrete(map.output_shape);
   if (!in || !out || !options.domain.ranges.empty()) return std::nullopt;
   int64_t in_size = 1, out_size = 1;
@@ -213,7 +214,8 @@ ProofResult missing_output(const IndexMap& map, const ProofOptions& options, Pro
   Z3ExprTranslator& o = s.copy("_o");
   Z3ExprTranslator& x = s.copy("_x", /*quantified=*/true);
   z3::expr hit = s.ctx().bool_val(true);
-  for (size_t d = 0; d < map.forward_index.size(); ++d) hit = hit && x.bv(map.forward_index[d]) == o.var(outs[d]);
+  for (size_t d = 0; d < map.forward_index.size(); ++d)
+    hit = hit && x.bv(map.forward_index[d]) == o.var(outs[d]);
   z3::expr x_in_box = in_input_box(x, map);
   z3::expr body = z3::implies(x_in_box && x.side_condition(), !hit);
   z3::expr goal = in_box(o, outs, map.output_shape) && z3::forall(x.fresh_constants(), body);
@@ -281,9 +283,6 @@ LayoutProofs prove_layout(const IndexMap& map, const ProofOptions& options) {
   }
   p.bijective.holds = p.in_range.holds && p.injective.holds && p.surjective.holds;
   if (p.bijective.holds) p.bijective.message = "proved";
-  if (!p.bijective.holds && p.bijective.message.empty() && mismatch) {
-    p.bijective.message = *mismatch;
-  }
   p.bijective.ms = clock.ms();
   return p;
 }
@@ -367,7 +366,8 @@ ProofResult prove_equal(const Layout& a, const Layout& b, const ProofOptions& op
   ProofSession s(dom, a.iter_vars(), exprs, options.timeout_ms, options.force_width);
   Z3ExprTranslator& x = s.copy("_x");
   z3::expr differ = s.ctx().bool_val(false);
-  for (size_t d = 0; d < fb.size(); ++d) differ = differ || x.bv(a.forward_index()[d]) != x.bv(fb[d]);
+  for (size_t d = 0; d < fb.size(); ++d)
+    differ = differ || x.bv(a.forward_index()[d]) != x.bv(fb[d]);
   z3::check_result res = s.check(in_box(x, a.iter_vars(), shape) && differ);
   if (res == z3::unsat) return proved(r, clock);
   if (res == z3::unknown) return undecided(r, clock, options.timeout_ms);

@@ -2,6 +2,7 @@
 // relaxations, bounds, and monotonicity across copies).
 #include "verify/product_lemmas.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -17,7 +18,8 @@ constexpr int kSpare = 4;
 
 class LemmaBuilder {
  public:
-  LemmaBuilder(z3::context& ctx, int width) : ctx_(ctx), width_(width), lemmas_(ctx.bool_val(true)) {}
+  LemmaBuilder(z3::context& ctx, int width)
+      : ctx_(ctx), width_(width), lemmas_(ctx.bool_val(true)) {}
 
   z3::expr wide(const z3::expr& e) const { return z3::sext(e, kSpare); }
   z3::expr lit(int64_t v) const { return ctx_.bv_val(v, static_cast<unsigned>(width_ + kSpare)); }
@@ -32,6 +34,17 @@ class LemmaBuilder {
     }
     if (!r.a_bound.bounded() || !r.b_bound.bounded()) return;
     int64_t al = r.a_bound.min, ah = r.a_bound.max, bl = r.b_bound.min, bh = r.b_bound.max;
+    // Each inequality sums three terms no larger than the largest corner product; skip the
+    // relaxation if that could pass the lemma width (a tightened product bound can make the
+    // corners larger than anything the proof width was chosen for).
+    __int128 corner = 0;
+    for (__int128 x : {static_cast<__int128>(al), static_cast<__int128>(ah)}) {
+      for (__int128 y : {static_cast<__int128>(bl), static_cast<__int128>(bh)}) {
+        __int128 p = x * y;
+        corner = std::max(corner, p < 0 ? -p : p);
+      }
+    }
+    if (3 * corner >= (static_cast<__int128>(1) << (width_ + kSpare - 1))) return;
     // (a - al)(b - bl) >= 0 and (ah - a)(bh - b) >= 0: lower bounds.
     add(z3::sge(pw, a * lit(bl) + b * lit(al) - lit(al) * lit(bl)));
     add(z3::sge(pw, a * lit(bh) + b * lit(ah) - lit(ah) * lit(bh)));
@@ -67,8 +80,8 @@ z3::expr abstract_products(z3::context& ctx, const z3::expr& formula,
   for (const ProductTerm& r : products) {
     unsigned id = Z3_get_ast_id(ctx, r.product);
     if (fresh.count(id)) continue;
-    z3::expr p = ctx.bv_const(("P!" + std::to_string(fresh.size())).c_str(),
-                              static_cast<unsigned>(width));
+    z3::expr p =
+        ctx.bv_const(("P!" + std::to_string(fresh.size())).c_str(), static_cast<unsigned>(width));
     fresh.emplace(id, p);
     from.push_back(r.product);
     to.push_back(p);

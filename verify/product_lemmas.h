@@ -15,9 +15,9 @@
 // When the abstraction is satisfiable the caller runs the exact query for a real counterexample.
 #pragma once
 
-#include <vector>
-
 #include <z3++.h>
+
+#include <vector>
 
 #include "verify/z3_expr.h"
 

@@ -72,8 +72,10 @@ z3::expr in_box(Z3ExprTranslator& tr, const std::vector<Var>& vars,
   for (size_t d = 0; d < vars.size(); ++d) {
     z3::expr v = tr.var(vars[d]);
     all = all && z3::sge(v, tr.constant(0));
-    if (!as_const_int(extents[d])) all = all && z3::slt(v, tr.bv(extents[d]));
-    else all = all && z3::slt(v, tr.constant(*as_const_int(extents[d])));
+    if (!as_const_int(extents[d]))
+      all = all && z3::slt(v, tr.bv(extents[d]));
+    else
+      all = all && z3::slt(v, tr.constant(*as_const_int(extents[d])));
   }
   return all;
 }

@@ -2,13 +2,13 @@
 // variables as Z3 constraints, reading values back, and the wording of counterexamples.
 #pragma once
 
+#include <z3++.h>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <z3++.h>
 
 #include "verify/layout_proofs.h"
 #include "verify/proof_session.h"

@@ -3,13 +3,13 @@
 // conflicts) with the symbolic variables shared among the copies, and model read-back.
 #pragma once
 
+#include <z3++.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <z3++.h>
 
 #include "core/int_eval.h"
 #include "verify/z3_expr.h"
@@ -23,8 +23,8 @@ class ProofSession {
   /// `domain` gives the symbolic variables' ranges and facts and the local variables' ranges;
   /// `exprs` are all integer expressions the proof will translate (they fix the width);
   /// `force_width` > 0 overrides the width (tests only).
-  ProofSession(const VarDomain& domain, std::vector<Var> local_vars,
-               const std::vector<Expr>& exprs, unsigned timeout_ms, int force_width = 0);
+  ProofSession(const VarDomain& domain, std::vector<Var> local_vars, const std::vector<Expr>& exprs,
+               unsigned timeout_ms, int force_width = 0);
   ProofSession(const ProofSession&) = delete;
   ProofSession& operator=(const ProofSession&) = delete;
 

@@ -37,13 +37,19 @@ class Z3ExprTranslator::Visitor : public ExprFunctor<z3::expr> {
   explicit Visitor(Z3ExprTranslator& t) : t_(t) {}
 
  protected:
-  z3::expr visit_IntImm(const IntImmNode* op, const Expr&) override { return t_.constant(op->value); }
+  z3::expr visit_IntImm(const IntImmNode* op, const Expr&) override {
+    return t_.constant(op->value);
+  }
   z3::expr visit_Var(const VarNode*, const Expr& e) override {
     z3::expr v = t_.var_term(e);
     return e.dtype().is_bool() ? v != t_.constant(0) : v;
   }
-  z3::expr visit_Add(const AddNode* op, const Expr&) override { return t_.bv(op->a) + t_.bv(op->b); }
-  z3::expr visit_Sub(const SubNode* op, const Expr&) override { return t_.bv(op->a) - t_.bv(op->b); }
+  z3::expr visit_Add(const AddNode* op, const Expr&) override {
+    return t_.bv(op->a) + t_.bv(op->b);
+  }
+  z3::expr visit_Sub(const SubNode* op, const Expr&) override {
+    return t_.bv(op->a) - t_.bv(op->b);
+  }
   z3::expr visit_Mul(const MulNode* op, const Expr& e) override {
     // Keep constants on the right: Z3 bit-blasts a constant factor as shifts and adds.
     if (as_const_int(op->a)) return t_.bv(op->b) * t_.bv(op->a);
@@ -104,15 +110,28 @@ class Z3ExprTranslator::Visitor : public ExprFunctor<z3::expr> {
   }
   z3::expr visit_EQ(const EQNode* op, const Expr&) override { return t_.bv(op->a) == t_.bv(op->b); }
   z3::expr visit_NE(const NENode* op, const Expr&) override { return t_.bv(op->a) != t_.bv(op->b); }
-  z3::expr visit_LT(const LTNode* op, const Expr&) override { return z3::slt(t_.bv(op->a), t_.bv(op->b)); }
-  z3::expr visit_LE(const LENode* op, const Expr&) override { return z3::sle(t_.bv(op->a), t_.bv(op->b)); }
-  z3::expr visit_GT(const GTNode* op, const Expr&) override { return z3::sgt(t_.bv(op->a), t_.bv(op->b)); }
-  z3::expr visit_GE(const GENode* op, const Expr&) override { return z3::sge(t_.bv(op->a), t_.bv(op->b)); }
-  z3::expr visit_And(const AndNode* op, const Expr&) override { return t_.boolean(op->a) && t_.boolean(op->b); }
-  z3::expr visit_Or(const OrNode* op, const Expr&) override { return t_.boolean(op->a) || t_.boolean(op->b); }
+  z3::expr visit_LT(const LTNode* op, const Expr&) override {
+    return z3::slt(t_.bv(op->a), t_.bv(op->b));
+  }
+  z3::expr visit_LE(const LENode* op, const Expr&) override {
+    return z3::sle(t_.bv(op->a), t_.bv(op->b));
+  }
+  z3::expr visit_GT(const GTNode* op, const Expr&) override {
+    return z3::sgt(t_.bv(op->a), t_.bv(op->b));
+  }
+  z3::expr visit_GE(const GENode* op, const Expr&) override {
+    return z3::sge(t_.bv(op->a), t_.bv(op->b));
+  }
+  z3::expr visit_And(const AndNode* op, const Expr&) override {
+    return t_.boolean(op->a) && t_.boolean(op->b);
+  }
+  z3::expr visit_Or(const OrNode* op, const Expr&) override {
+    return t_.boolean(op->a) || t_.boolean(op->b);
+  }
   z3::expr visit_Not(const NotNode* op, const Expr&) override { return !t_.boolean(op->a); }
   z3::expr visit_Select(const SelectNode* op, const Expr& e) override {
-    if (e.dtype().is_bool()) return z3::ite(t_.boolean(op->cond), t_.boolean(op->t), t_.boolean(op->f));
+    if (e.dtype().is_bool())
+      return z3::ite(t_.boolean(op->cond), t_.boolean(op->t), t_.boolean(op->f));
     return z3::ite(t_.boolean(op->cond), t_.bv(op->t), t_.bv(op->f));
   }
   z3::expr visit_Cast(const CastNode* op, const Expr& e) override {
@@ -122,7 +141,8 @@ class Z3ExprTranslator::Visitor : public ExprFunctor<z3::expr> {
     z3::expr v = t_.bv(op->value);
     IntBound vb = t_.bounds_.bound(op->value);
     auto [lo, hi] = dtype_limits(to);
-    if (vb.min != IntBound::kNegInf && vb.max != IntBound::kPosInf && vb.min >= lo && vb.max <= hi) {
+    if (vb.min != IntBound::kNegInf && vb.max != IntBound::kPosInf && vb.min >= lo &&
+        vb.max <= hi) {
       return v;  // the value fits: the cast changes nothing
     }
     // Wrap into the target type: keep its low bits, extend by its signedness.

@@ -12,13 +12,13 @@
 // bvsdiv of a - (a mod b).
 #pragma once
 
+#include <z3++.h>
+
 #include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <z3++.h>
 
 #include "core/expr.h"
 #include "verify/index_bounds.h"
@@ -54,8 +54,8 @@ class Z3ExprTranslator {
 
   /// Makes `v` stand for `value` (a bit-vector of this translator's width).
   void bind(const Var& v, const z3::expr& value);
-  /// The term `v` stands for (a fresh constant when unbound), with its domain constraint
-  /// recorded in side_conditions() when the bounds give it a range narrower than the width.
+  /// The term `v` stands for: a fresh constant the first time an unbound variable is met, whose
+  /// range (from the bounds) is then recorded in side_conditions().
   z3::expr var(const Var& v);
 
   /// Definitions of introduced quotients, variable ranges and well-definedness facts (divisors

@@ -30,8 +30,7 @@ Example make(const char* name, const char* pad, const char* description) {
   Example e;
   e.name = name;
   e.description = description;
-  e.params = {{"blocks", "2", "blocks (32 rows each)"},
-              {"pad", pad, "extra columns per tile row"}};
+  e.params = {{"blocks", "2", "blocks (32 rows each)"}, {"pad", pad, "extra columns per tile row"}};
   e.outputs = {"S"};
   e.build = [name](const Params& p) { return build_row_sum(p, name); };
   e.reference = [](const Params&, TensorMap& t) {

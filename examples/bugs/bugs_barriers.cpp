@@ -42,11 +42,14 @@ Kernel build_reduction(const Params& p) {
   auto s = T.alloc_shared("s", {128}, DataType::f32());
   s(tx) = A(bx * 256 + tx) + A(bx * 256 + tx + 128);
   T.sync_threads();
-  T.serial(7, [&](Var step) {
-    Expr stride = make_int(64) >> step;
-    T.if_then(tx < stride, [&] { s(tx) = s(tx) + s(tx + stride); });
-    if (p.boolean("fixed")) T.sync_threads();  // the missing barrier
-  }, "step");
+  T.serial(
+      7,
+      [&](Var step) {
+        Expr stride = make_int(64) >> step;
+        T.if_then(tx < stride, [&] { s(tx) = s(tx) + s(tx + stride); });
+        if (p.boolean("fixed")) T.sync_threads();  // the missing barrier
+      },
+      "step");
   T.if_then(tx == 0, [&] { S(bx) = s(0); });
   return T.finish();
 }
@@ -88,8 +91,9 @@ void rotate_reference(TensorMap& t) {
 Example bug_missing_barrier_example() {
   Example e;
   e.name = "bug_missing_barrier";
-  e.description = "BUG: reverses 128 elements per block through shared memory with no "
-                  "T.sync_threads() between the stores and the loads (race; -D fixed=true adds it)";
+  e.description =
+      "BUG: reverses 128 elements per block through shared memory with no "
+      "T.sync_threads() between the stores and the loads (race; -D fixed=true adds it)";
   e.params = {{"blocks", "2", "blocks (128 elements each)"},
               {"fixed", "false", "add the missing barrier"}};
   e.outputs = {"B"};
@@ -101,8 +105,9 @@ Example bug_missing_barrier_example() {
 Example bug_reduction_missing_barrier_example() {
   Example e;
   e.name = "bug_reduction_missing_barrier";
-  e.description = "BUG: a shared-memory tree reduction (256 elements per block) without the "
-                  "barrier between its steps (race; -D fixed=true adds it)";
+  e.description =
+      "BUG: a shared-memory tree reduction (256 elements per block) without the "
+      "barrier between its steps (race; -D fixed=true adds it)";
   e.params = {{"blocks", "2", "blocks (256 elements each)"},
               {"fixed", "false", "add the missing barrier"}};
   e.outputs = {"S"};
@@ -114,8 +119,9 @@ Example bug_reduction_missing_barrier_example() {
 Example bug_divergent_barrier_example() {
   Example e;
   e.name = "bug_divergent_barrier";
-  e.description = "BUG: T.sync_threads() inside `if tx < 48`, so warp 1 reaches it with half "
-                  "its lanes and warps 2-3 never do (barrier divergence)";
+  e.description =
+      "BUG: T.sync_threads() inside `if tx < 48`, so warp 1 reaches it with half "
+      "its lanes and warps 2-3 never do (barrier divergence)";
   e.params = {{"blocks", "1", "blocks (128 elements each)"}};
   e.outputs = {"B"};
   e.build = build_divergent_barrier;

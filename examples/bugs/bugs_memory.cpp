@@ -42,7 +42,8 @@ Kernel build_cp_async_no_wait(const Params& p) {
   T.cp_async_commit_group();
   if (p.boolean("fixed")) T.cp_async_wait_group(0);  // the missing wait
   T.sync_threads();
-  T.serial(4, [&](Var j) { B(bx * 128 + j * 32 + tx) = s(j * 32 + tx) * 2.0; }, "j");
+  T.serial(
+      4, [&](Var j) { B(bx * 128 + j * 32 + tx) = s(j * 32 + tx) * 2.0; }, "j");
   return T.finish();
 }
 
@@ -51,9 +52,10 @@ Kernel build_cp_async_no_wait(const Params& p) {
 Example bug_unmasked_tail_example() {
   Example e;
   e.name = "bug_unmasked_tail";
-  e.description = "BUG: C = A + B over N = 1000 with 128-thread blocks and no tail guard: the "
-                  "last block reads and writes past the end (out of bounds; -D fixed=true "
-                  "guards it)";
+  e.description =
+      "BUG: C = A + B over N = 1000 with 128-thread blocks and no tail guard: the "
+      "last block reads and writes past the end (out of bounds; -D fixed=true "
+      "guards it)";
   e.params = {{"N", "1000", "length of the vectors"},
               {"fixed", "false", "guard the tail with `if i < N`"}};
   e.outputs = {"C"};
@@ -72,8 +74,9 @@ Example bug_unmasked_tail_example() {
 Example bug_cp_async_no_wait_example() {
   Example e;
   e.name = "bug_cp_async_no_wait";
-  e.description = "BUG: B = 2 * A staged through shared memory with cp.async, reading the tile "
-                  "without T.cp_async_wait_group(0) (async race; -D fixed=true waits)";
+  e.description =
+      "BUG: B = 2 * A staged through shared memory with cp.async, reading the tile "
+      "without T.cp_async_wait_group(0) (async race; -D fixed=true waits)";
   e.params = {{"blocks", "2", "blocks (128 elements each)"},
               {"fixed", "false", "add the missing wait"}};
   e.outputs = {"B"};

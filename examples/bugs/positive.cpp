@@ -17,9 +17,12 @@ Kernel build_warp_shuffle_reduce(const Params& p) {
   Var tx = T.get_thread_binding();
   auto v = T.alloc_var("v", DataType::f32());
   v(0) = A(bx * 128 + tx);
-  T.serial(5, [&](Var k) {
-    v(0) = v(0) + call(Builtin::kShflXor, {v(0), make_int(16) >> k});
-  }, "k");
+  T.serial(
+      5,
+      [&](Var k) {
+        v(0) = v(0) + call(Builtin::kShflXor, {v(0), make_int(16) >> k});
+      },
+      "k");
   T.if_then(tx % 32 == 0, [&] { S(bx * 4 + tx / 32) = v(0); });
   return T.finish();
 }
@@ -29,8 +32,8 @@ Kernel build_warp_shuffle_reduce(const Params& p) {
 Kernel build_transpose(const Params& p) {
   int64_t M = p.integer("M"), N = p.integer("N");
   if (M <= 0 || N <= 0 || M % 32 || N % 32) {
-    user_error("kernel 'transpose_shared': M=" + std::to_string(M) + " and N=" +
-               std::to_string(N) + " must be positive multiples of the 32 x 32 tile");
+    user_error("kernel 'transpose_shared': M=" + std::to_string(M) + " and N=" + std::to_string(N) +
+               " must be positive multiples of the 32 x 32 tile");
   }
   KernelBuilder T("transpose_shared");
   auto A = T.tensor("A", {M, N}, DataType::f32());
@@ -39,9 +42,11 @@ Kernel build_transpose(const Params& p) {
   Var t = T.get_thread_binding();
   Expr tx = t % 32, ty = t / 32;
   auto tile = T.alloc_shared("tile", {32, 33}, DataType::f32());
-  T.serial(4, [&](Var j) { tile(ty + j * 8, tx) = A(by * 32 + ty + j * 8, bx * 32 + tx); }, "j");
+  T.serial(
+      4, [&](Var j) { tile(ty + j * 8, tx) = A(by * 32 + ty + j * 8, bx * 32 + tx); }, "j");
   T.sync_threads();
-  T.serial(4, [&](Var j) { B(bx * 32 + ty + j * 8, by * 32 + tx) = tile(tx, ty + j * 8); }, "j");
+  T.serial(
+      4, [&](Var j) { B(bx * 32 + ty + j * 8, by * 32 + tx) = tile(tx, ty + j * 8); }, "j");
   return T.finish();
 }
 
@@ -69,8 +74,9 @@ Example warp_shuffle_reduce_example() {
 Example transpose_shared_example() {
   Example e;
   e.name = "transpose_shared";
-  e.description = "B = A^T through padded 32 x 33 shared tiles: coalesced and conflict-free "
-                  "(correct)";
+  e.description =
+      "B = A^T through padded 32 x 33 shared tiles: coalesced and conflict-free "
+      "(correct)";
   e.params = {{"M", "64", "rows of A (a multiple of 32)"},
               {"N", "96", "columns of A (a multiple of 32)"}};
   e.outputs = {"B"};

@@ -4,11 +4,16 @@
 namespace tessel {
 
 std::vector<Example> thread_level_examples() {
-  return {bug_missing_barrier_example(),   bug_reduction_missing_barrier_example(),
-          bug_divergent_barrier_example(), bug_unmasked_tail_example(),
-          bug_cp_async_no_wait_example(),  row_sum_bank_conflicts_example(),
-          row_sum_padded_example(),        warp_shuffle_reduce_example(),
-          transpose_shared_example(),      gemm_simt_example(),
+  return {bug_missing_barrier_example(),
+          bug_reduction_missing_barrier_example(),
+          bug_divergent_barrier_example(),
+          bug_unmasked_tail_example(),
+          bug_cp_async_no_wait_example(),
+          row_sum_bank_conflicts_example(),
+          row_sum_padded_example(),
+          warp_shuffle_reduce_example(),
+          transpose_shared_example(),
+          gemm_simt_example(),
           gemm_mma_example()};
 }
 

@@ -49,25 +49,45 @@ Kernel build_gemm_simt(const Params& p) {
   auto B_s = T.alloc_shared("B_s", {16, 64}, f16);
   auto acc = T.alloc_local("acc", {16}, f32);
   T.serial(16, [&](Var i) { acc(i) = make_const(f32, 0); });
-  T.serial(K / 16, [&](Var k) {
-    T.serial(4, [&](Var r) {
-      Expr id = t + r * 256;
-      A_s(id / 16, id % 16) = A(by * 64 + id / 16, k * 16 + id % 16);
-      B_s(id / 64, id % 64) = B(k * 16 + id / 64, bx * 64 + id % 64);
-    }, "r");
-    T.sync_threads();
-    T.serial(16, [&](Var kk) {
-      T.serial(4, [&](Var i) {
-        T.serial(4, [&](Var j) {
-          acc(i * 4 + j) = acc(i * 4 + j) + cast(f32, A_s(ty * 4 + i, kk)) * cast(f32, B_s(kk, tx * 4 + j));
-        }, "j");
-      }, "i");
-    }, "kk");
-    T.sync_threads();
-  }, "k");
-  T.serial(4, [&](Var i) {
-    T.serial(4, [&](Var j) { C(by * 64 + ty * 4 + i, bx * 64 + tx * 4 + j) = acc(i * 4 + j); }, "j");
-  }, "i");
+  T.serial(
+      K / 16,
+      [&](Var k) {
+        T.serial(
+            4,
+            [&](Var r) {
+              Expr id = t + r * 256;
+              A_s(id / 16, id % 16) = A(by * 64 + id / 16, k * 16 + id % 16);
+              B_s(id / 64, id % 64) = B(k * 16 + id / 64, bx * 64 + id % 64);
+            },
+            "r");
+        T.sync_threads();
+        T.serial(
+            16,
+            [&](Var kk) {
+              T.serial(
+                  4,
+                  [&](Var i) {
+                    T.serial(
+                        4,
+                        [&](Var j) {
+                          acc(i * 4 + j) = acc(i * 4 + j) + cast(f32, A_s(ty * 4 + i, kk)) *
+                                                                cast(f32, B_s(kk, tx * 4 + j));
+                        },
+                        "j");
+                  },
+                  "i");
+            },
+            "kk");
+        T.sync_threads();
+      },
+      "k");
+  T.serial(
+      4,
+      [&](Var i) {
+        T.serial(
+            4, [&](Var j) { C(by * 64 + ty * 4 + i, bx * 64 + tx * 4 + j) = acc(i * 4 + j); }, "j");
+      },
+      "i");
   return T.finish();
 }
 
@@ -91,50 +111,80 @@ Kernel build_gemm_mma(const Params& p) {
   auto B_frag = T.alloc_local("B_frag", {16}, f16);
   auto C_frag = T.alloc_local("C_frag", {32}, f32);
   // Column of element `col` (a multiple of 8) of row `row` after the XOR swizzle of its chunk.
-  auto a_col = [&](Expr row, Expr col) {
-    return swizzle ? ((col / 8) ^ (row / 2 % 4)) * 8 : col;
-  };
+  auto a_col = [&](Expr row, Expr col) { return swizzle ? ((col / 8) ^ (row / 2 % 4)) * 8 : col; };
   auto b_col = [&](Expr row, Expr col) { return swizzle ? ((col / 8) ^ (row % 8)) * 8 : col; };
   T.serial(32, [&](Var i) { C_frag(i) = make_const(f32, 0); });
-  T.serial(K / 32, [&](Var k) {
-    T.serial(2, [&](Var j) {
-      Expr id = t + j * 128;
-      Expr ar = id / 4, ac = id % 4 * 8;
-      T.cp_async(A_s(ar, a_col(ar, ac)), A(by * 64 + ar, k * 32 + ac), 16);
-      Expr br = id / 8, bc = id % 8 * 8;
-      T.cp_async(B_s(br, b_col(br, bc)), B(k * 32 + br, bx * 64 + bc), 16);
-    }, "j");
-    T.cp_async_commit_group();
-    T.cp_async_wait_group(0);
-    T.sync_threads();
-    T.serial(2, [&](Var kk) {
-      T.serial(2, [&](Var mi) {
-        Expr row = wm * 32 + mi * 16 + lane % 16;
-        T.ldmatrix(4, false, A_frag(mi * 8), A_s(row, a_col(row, kk * 16 + lane / 16 * 8)));
-      }, "mi");
-      T.serial(2, [&](Var pr) {
-        Expr row = kk * 16 + lane % 16;
-        T.ldmatrix(4, true, B_frag(pr * 8), B_s(row, b_col(row, wn * 32 + pr * 16 + lane / 16 * 8)));
-      }, "pr");
-      T.serial(2, [&](Var mi) {
-        T.serial(4, [&](Var nj) {
-          Expr c = (mi * 4 + nj) * 4;
-          T.mma_m16n8k16(C_frag(c), A_frag(mi * 8), B_frag(nj * 4), C_frag(c));
-        }, "nj");
-      }, "mi");
-    }, "kk");
-    T.sync_threads();
-  }, "k");
+  T.serial(
+      K / 32,
+      [&](Var k) {
+        T.serial(
+            2,
+            [&](Var j) {
+              Expr id = t + j * 128;
+              Expr ar = id / 4, ac = id % 4 * 8;
+              T.cp_async(A_s(ar, a_col(ar, ac)), A(by * 64 + ar, k * 32 + ac), 16);
+              Expr br = id / 8, bc = id % 8 * 8;
+              T.cp_async(B_s(br, b_col(br, bc)), B(k * 32 + br, bx * 64 + bc), 16);
+            },
+            "j");
+        T.cp_async_commit_group();
+        T.cp_async_wait_group(0);
+        T.sync_threads();
+        T.serial(
+            2,
+            [&](Var kk) {
+              T.serial(
+                  2,
+                  [&](Var mi) {
+                    Expr row = wm * 32 + mi * 16 + lane % 16;
+                    T.ldmatrix(4, false, A_frag(mi * 8),
+                               A_s(row, a_col(row, kk * 16 + lane / 16 * 8)));
+                  },
+                  "mi");
+              T.serial(
+                  2,
+                  [&](Var pr) {
+                    Expr row = kk * 16 + lane % 16;
+                    T.ldmatrix(4, true, B_frag(pr * 8),
+                               B_s(row, b_col(row, wn * 32 + pr * 16 + lane / 16 * 8)));
+                  },
+                  "pr");
+              T.serial(
+                  2,
+                  [&](Var mi) {
+                    T.serial(
+                        4,
+                        [&](Var nj) {
+                          Expr c = (mi * 4 + nj) * 4;
+                          T.mma_m16n8k16(C_frag(c), A_frag(mi * 8), B_frag(nj * 4), C_frag(c));
+                        },
+                        "nj");
+                  },
+                  "mi");
+            },
+            "kk");
+        T.sync_threads();
+      },
+      "k");
   // C fragment element e of lane (g, t): row g + 8 (e / 2), column 2 t + e % 2.
-  T.serial(2, [&](Var mi) {
-    T.serial(4, [&](Var nj) {
-      T.serial(4, [&](Var e) {
-        Expr row = wm * 32 + mi * 16 + lane / 4 + e / 2 * 8;
-        Expr col = wn * 32 + nj * 8 + lane % 4 * 2 + e % 2;
-        C(by * 64 + row, bx * 64 + col) = C_frag((mi * 4 + nj) * 4 + e);
-      }, "e");
-    }, "nj");
-  }, "mi");
+  T.serial(
+      2,
+      [&](Var mi) {
+        T.serial(
+            4,
+            [&](Var nj) {
+              T.serial(
+                  4,
+                  [&](Var e) {
+                    Expr row = wm * 32 + mi * 16 + lane / 4 + e / 2 * 8;
+                    Expr col = wn * 32 + nj * 8 + lane % 4 * 2 + e % 2;
+                    C(by * 64 + row, bx * 64 + col) = C_frag((mi * 4 + nj) * 4 + e);
+                  },
+                  "e");
+            },
+            "nj");
+      },
+      "mi");
   return T.finish();
 }
 
@@ -143,8 +193,9 @@ Kernel build_gemm_mma(const Params& p) {
 Example gemm_simt_example() {
   Example e;
   e.name = "gemm_simt";
-  e.description = "C = A @ B at thread level: shared-memory tiles and 4 x 4 register "
-                  "micro-tiles per thread (correct)";
+  e.description =
+      "C = A @ B at thread level: shared-memory tiles and 4 x 4 register "
+      "micro-tiles per thread (correct)";
   e.params = gemm_params("128");
   e.outputs = {"C"};
   e.build = build_gemm_simt;
@@ -155,8 +206,9 @@ Example gemm_simt_example() {
 Example gemm_mma_example() {
   Example e;
   e.name = "gemm_mma";
-  e.description = "C = A @ B at thread level with cp.async, ldmatrix and mma.sync.m16n8k16 "
-                  "(sm80 tensor cores; correct)";
+  e.description =
+      "C = A @ B at thread level with cp.async, ldmatrix and mma.sync.m16n8k16 "
+      "(sm80 tensor cores; correct)";
   e.params = gemm_params("256");
   e.params.push_back({"swizzle", "true", "XOR-swizzle the shared tiles (false: bank conflicts)"});
   e.outputs = {"C"};
