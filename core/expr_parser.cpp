@@ -341,6 +341,51 @@ Expr parse_expression(TokenCursor& cursor, const ExprParseHooks& hooks) {
   return Parser(cursor, hooks).expression();
 }
 
+ParsedLambda parse_lambda(TokenCursor& cur) {
+  ParsedLambda l;
+  if (!cur.at_name("lambda")) {
+    cur.error_at(cur.peek(), "expected 'lambda', found " + TokenCursor::describe(cur.peek()));
+  }
+  l.at = cur.next();
+  while (!cur.at_op(":")) {
+    const Token& p = cur.expect_name("a parameter name");
+    for (const Var& v : l.params) {
+      if (v.name() == p.text) cur.error_at(p, "duplicate parameter '" + p.text + "'");
+    }
+    l.params.emplace_back(p.text);
+    if (!cur.accept_op(",")) break;
+  }
+  cur.expect_op(":", "after the lambda's parameters");
+  l.body_at = cur.peek();
+  ExprParseHooks hooks;
+  hooks.resolve_name = [&](const std::string& name, const Token&) -> std::optional<Expr> {
+    for (const Var& v : l.params) {
+      if (v.name() == name) return Expr(v);
+    }
+    return std::nullopt;
+  };
+  // A parenthesised tuple, or one expression (which may itself start with '(').
+  if (cur.at_op("(")) {
+    size_t save = cur.position();
+    const Token& open = cur.next();
+    std::vector<Expr> items{parse_expression(cur, hooks)};
+    bool tuple = false;
+    while (cur.accept_op(",")) {
+      tuple = true;
+      if (cur.at_op(")")) break;
+      items.push_back(parse_expression(cur, hooks));
+    }
+    if (tuple) {
+      cur.expect_op(")", "to close the tuple opened at column " + std::to_string(open.column));
+      l.outputs = std::move(items);
+      return l;
+    }
+    cur.rewind(save);
+  }
+  l.outputs.push_back(parse_expression(cur, hooks));
+  return l;
+}
+
 Expr parse_expression(const std::string& text, const ExprParseHooks& hooks) {
   TokenCursor cursor(text);
   Expr e = parse_expression(cursor, hooks);

@@ -126,6 +126,17 @@ Expr parse_expression(const std::string& text, const ExprParseHooks& hooks);
 /// Parses `text` with the given names bound to variables (a convenience for tests and specs).
 Expr parse_expression(const std::string& text, const std::vector<Var>& names);
 
+/// A parsed `lambda a, b: body`, where the body is one expression or a parenthesised tuple.
+struct ParsedLambda {
+  std::vector<Var> params;    ///< fresh int32 variables named as written
+  std::vector<Expr> outputs;  ///< the body, or the items of a tuple body
+  Token at;                   ///< the `lambda` keyword
+  Token body_at;              ///< the first token of the body
+};
+/// Parses a lambda at the cursor; names in the body resolve to its parameters only. Stops after
+/// the body (a caller may accept more comma-separated items). UserError with a caret otherwise.
+ParsedLambda parse_lambda(TokenCursor& cursor);
+
 /// Parses a layout SPEC: a named layout (`swizzle_128b(64, 64, f16)`, `ldmatrix_x4(f16,
 /// trans=True)`, dtype arguments as names or strings: f16, bf16, "float16") or an explicit
 /// `Layout([64, 64], lambda i, j: i * 64 + j)` / `Fragment([16, 8], lambda i, j: (thread, local),

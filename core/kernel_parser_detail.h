@@ -263,6 +263,9 @@ class Parser {
   bool parse_operator(const CallArgs& call, std::vector<Stmt>& out);
   Buffer parse_alloc(const CallArgs& call, const std::string& name, std::vector<Stmt>& out);
   Stmt parse_intrinsic(const CallArgs& call);
+  void parse_annotate_layout(const Token& at, std::vector<Stmt>& out);
+  /// The byte offset of a token in the source.
+  size_t offset_of(const Token& t) const;
 
   // ---- state -------------------------------------------------------------------------------
   const std::string& source_;
@@ -294,6 +297,19 @@ class Parser {
   int macro_depth_ = 0;
   int64_t statements_ = 0;
 };
+
+/// A token standing for a position of the source, for errors outside the token stream.
+inline Token token_at(int line, int column) {
+  Token t;
+  t.line = line;
+  t.column = column;
+  return t;
+}
+
+/// "1 argument", "2 arguments".
+inline std::string plural(size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
 
 /// True for Python's keywords (which cannot name anything).
 bool is_keyword(const std::string& word);

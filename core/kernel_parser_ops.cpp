@@ -1,7 +1,10 @@
 // Tile operators, allocations and thread-level calls of the kernel-file parser: each reads its
 // arguments as TileLang spells them and builds IR through the operator's own make().
+#include <cstdio>
+
 #include "core/intrinsics.h"
 #include "core/kernel_parser_detail.h"
+#include "core/op_annotate_layout.h"
 #include "core/op_copy.h"
 #include "core/op_fill.h"
 
@@ -128,16 +131,78 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
     }));
     return true;
   }
-  if (op.rfind("T.annotate_", 0) == 0) {
-    fail(call.at, op + " is not supported: Tessel's IR carries no layout annotations; layouts "
-                       "and fragments are inferred by the lowering");
-  }
   if (op.rfind("T.", 0) == 0 && find_intrinsic(op.substr(2))) {
     start();
     out.push_back(parse_intrinsic(call));
     return true;
   }
   return false;
+}
+
+void Parser::parse_annotate_layout(const Token& at, std::vector<Stmt>& out) {
+  // T.annotate_layout({A_shared: Layout([64, 64], lambda i, j: ...), F: Fragment(...)}): each
+  // layout is a spec as `tessel layout` reads it, cut out of the source and parsed by the shared
+  // layout-spec parser.
+  require_kernel_body(at, "T.annotate_layout");
+  count_statement(at);
+  const Token open = cur_->expect_op("(", "after T.annotate_layout");
+  const Token brace = cur_->peek();
+  if (!cur_->accept_op("{")) {
+    fail(brace, "T.annotate_layout takes one dict {buffer: layout, ...}, found " +
+                    TokenCursor::describe(brace));
+  }
+  std::vector<AnnotateLayoutOp::Entry> entries;
+  while (!cur_->at_op("}")) {
+    const Token key_at = cur_->peek();
+    Value key = parse_value();
+    if (key.kind != Value::Kind::kBuffer) {
+      fail(key_at, "T.annotate_layout: a key must be a buffer, got " + key.describe());
+    }
+    cur_->expect_op(":", "after the buffer in T.annotate_layout");
+    const Token spec_at = cur_->peek();
+    int depth = 0;
+    while (!(depth == 0 && (cur_->at_op(",") || cur_->at_op("}"))) && !cur_->at_end()) {
+      if (cur_->at_op("(") || cur_->at_op("[") || cur_->at_op("{")) ++depth;
+      if (cur_->at_op(")") || cur_->at_op("]") || cur_->at_op("}")) --depth;
+      cur_->next();
+    }
+    const Token& end = cur_->peek();
+    size_t from = offset_of(spec_at), to = offset_of(end);
+    if (cur_->at_end() || to <= from) fail(spec_at, "expected a layout after ':'");
+    std::string spec = source_.substr(from, to - from);
+    try {
+      entries.emplace_back(key.buffer, parse_layout_spec(spec));
+    } catch (const UserError& e) {
+      // "column C: ..." / "line L, column C: ..." are relative to the spec: make them absolute.
+      std::string m = e.what();
+      m = m.substr(0, m.find('\n'));
+      Token where = spec_at;
+      int line = 1, column = 0;
+      if (std::sscanf(m.c_str(), "line %d, column %d:", &line, &column) == 2 ||
+          std::sscanf(m.c_str(), "column %d:", &column) == 1) {
+        where.line = spec_at.line + line - 1;
+        where.column = line == 1 ? spec_at.column + column - 1 : column;
+        m = m.substr(m.find(": ") + 2);
+      }
+      fail(where, "T.annotate_layout: the layout of '" + key.buffer->name + "': " + m);
+    }
+    if (!cur_->accept_op(",")) break;
+  }
+  if (!cur_->accept_op("}")) unclosed(brace, "of T.annotate_layout");
+  if (!cur_->accept_op(")")) unclosed(open, "of T.annotate_layout");
+  end_of_simple_statement();
+  SourceLoc loc = loc_of(at);
+  out.push_back(located(at, [&] { return TileOpCallNode::make(AnnotateLayoutOp::make(entries, loc)); }));
+}
+
+size_t Parser::offset_of(const Token& t) const {
+  size_t offset = 0;
+  for (int line = 1; line < t.line && offset < source_.size(); ++line) {
+    size_t nl = source_.find('\n', offset);
+    if (nl == std::string::npos) return source_.size();
+    offset = nl + 1;
+  }
+  return std::min(source_.size(), offset + static_cast<size_t>(std::max(t.column - 1, 0)));
 }
 
 Buffer Parser::parse_alloc(const CallArgs& call, const std::string& name, std::vector<Stmt>& out) {

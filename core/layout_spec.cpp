@@ -67,58 +67,6 @@ class SpecParser {
     return dims;
   }
 
-  struct Lambda {
-    std::vector<Var> params;
-    std::vector<Expr> outputs;
-    Token at;       ///< the `lambda` keyword
-    Token body_at;  ///< the first token of the body
-  };
-
-  Lambda lambda() {
-    Lambda l;
-    if (!cur_.at_name("lambda")) {
-      cur_.error_at(cur_.peek(), "expected 'lambda', found " + TokenCursor::describe(cur_.peek()));
-    }
-    l.at = cur_.next();
-    while (!cur_.at_op(":")) {
-      const Token& p = cur_.expect_name("a parameter name");
-      for (const Var& v : l.params) {
-        if (v.name() == p.text) cur_.error_at(p, "duplicate parameter '" + p.text + "'");
-      }
-      l.params.emplace_back(p.text);
-      if (!cur_.accept_op(",")) break;
-    }
-    cur_.expect_op(":", "after the lambda's parameters");
-    l.body_at = cur_.peek();
-    ExprParseHooks hooks;
-    hooks.resolve_name = [&](const std::string& name, const Token&) -> std::optional<Expr> {
-      for (const Var& v : l.params) {
-        if (v.name() == name) return Expr(v);
-      }
-      return std::nullopt;
-    };
-    // A parenthesised tuple, or one expression (which may itself start with '(').
-    if (cur_.at_op("(")) {
-      size_t save = cur_.position();
-      const Token& open = cur_.next();
-      std::vector<Expr> items{parse_expression(cur_, hooks)};
-      bool tuple = false;
-      while (cur_.accept_op(",")) {
-        tuple = true;
-        if (cur_.at_op(")")) break;
-        items.push_back(parse_expression(cur_, hooks));
-      }
-      if (tuple) {
-        cur_.expect_op(")", "to close the tuple opened at column " + std::to_string(open.column));
-        l.outputs = std::move(items);
-        return l;
-      }
-      cur_.rewind(save);
-    }
-    l.outputs.push_back(parse_expression(cur_, hooks));
-    return l;
-  }
-
   template <typename F>
   auto build(const Token& at, F make) {
     try {
@@ -132,7 +80,7 @@ class SpecParser {
     const Token& open = cur_.expect_op("(", "after 'Layout'");
     std::vector<int64_t> dims = shape();
     cur_.expect_op(",", "after the shape");
-    Lambda l = lambda();
+    ParsedLambda l = parse_lambda(cur_);
     cur_.accept_op(",");
     cur_.expect_op(")", "to close 'Layout(' at column " + std::to_string(open.column));
     if (l.params.size() != dims.size()) {
@@ -147,7 +95,7 @@ class SpecParser {
     const Token& open = cur_.expect_op("(", "after 'Fragment'");
     std::vector<int64_t> dims = shape();
     cur_.expect_op(",", "after the shape");
-    Lambda l = lambda();
+    ParsedLambda l = parse_lambda(cur_);
     int64_t replicate = 1;
     if (cur_.accept_op(",") && !cur_.at_op(")")) {
       const Token& kw = cur_.peek();

@@ -84,10 +84,15 @@ TEST_CASE("lambda outside a layout spec is refused with the reason") {
         "inferred" + quote("        f = lambda x: x", 13));
 }
 
-TEST_CASE("layout annotations are refused with the reason") {
-  CHECK(error_of(kHead + "        T.annotate_layout({})\n")
-            .rfind("file: k.py:4:9: T.annotate_layout is not supported: Tessel's IR carries no "
-                   "layout annotations",
+TEST_CASE("an error inside a layout spec points into the spec") {
+  // The spec starts in column 33; `q` is its 40th character, so column 33 + 40 - 1 = 72.
+  std::string line = "        T.annotate_layout({A_s: Layout([64, 64], lambda i, j: i * 64 + q)})";
+  CHECK(error_of(kHead + "        A_s = T.alloc_shared((64, 64), \"float16\")\n" + line + "\n") ==
+        "file: k.py:5:72: T.annotate_layout: the layout of 'A_s': unknown name 'q'" +
+            quote(line, 72));
+  CHECK(error_of(kHead + "        T.annotate_padding({})\n")
+            .rfind("file: k.py:4:9: T.annotate_padding is not supported; of the annotations, "
+                   "Tessel's IR has T.annotate_layout({buffer: layout, ...})",
                    0) == 0);
 }
 
@@ -132,7 +137,7 @@ TEST_CASE("arguments of the wrong kind name the argument, what it must be and wh
         "file: k.py:6:19: T.fill: argument 'value' must be a number or an expression, got buffer "
         "'A_s'" + quote("        T.fill(F, A_s)", 19));
   CHECK(error_of(kHead + decls + "        T.gemm(A_s, A_s, F, policy=\"square\")\n")
-            .rfind("file: k.py:6:35: T.gemm: argument 'policy' must be T.GemmWarpPolicy.Square, "
+            .rfind("file: k.py:6:36: T.gemm: argument 'policy' must be T.GemmWarpPolicy.Square, "
                    "FullRow or FullCol, got the string \"square\"",
                    0) == 0);
   CHECK(error_of("@T.prim_func\ndef k(A: T.Tensor((64,), \"float17\")):\n    pass\n") ==

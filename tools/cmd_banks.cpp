@@ -38,23 +38,17 @@ struct AccessLambda {
 
 AccessLambda parse_access(const std::string& text) {
   TokenCursor cur(text);
-  AccessLambda l;
-  if (!cur.accept_name("lambda")) {
+  if (!cur.at_name("lambda")) {
     cur.error_at(cur.peek(),
                  "--access must be a lambda of the lane, e.g. 'lambda lane: (lane, 0)'; found " +
                      TokenCursor::describe(cur.peek()));
   }
-  while (!cur.at_op(":")) {
-    const Token& p = cur.expect_name("a parameter name");
-    for (const Var& v : l.params) {
-      if (v.name() == p.text) cur.error_at(p, "duplicate parameter '" + p.text + "'");
-    }
-    l.params.emplace_back(p.text);
-    if (!cur.accept_op(",")) break;
+  ParsedLambda parsed = parse_lambda(cur);
+  if (parsed.params.empty()) {
+    cur.error_at(parsed.body_at, "the lambda needs the lane as its first parameter");
   }
-  cur.expect_op(":", "after the lambda's parameters");
-  if (l.params.empty())
-    cur.error_at(cur.peek(), "the lambda needs the lane as its first parameter");
+  AccessLambda l{parsed.params, parsed.outputs};
+  // A bare tuple of indices after the colon: `lambda lane: lane, 0`.
   ExprParseHooks hooks;
   hooks.resolve_name = [&](const std::string& name, const Token&) -> std::optional<Expr> {
     for (const Var& v : l.params) {
@@ -62,24 +56,7 @@ AccessLambda parse_access(const std::string& text) {
     }
     return std::nullopt;
   };
-  // A bare or parenthesised tuple of indices, or a single index.
-  bool parenthesised = false;
-  size_t save = cur.position();
-  if (cur.accept_op("(")) {
-    l.index.push_back(parse_expression(cur, hooks));
-    if (cur.at_op(",")) {
-      parenthesised = true;
-      while (cur.accept_op(",") && !cur.at_op(")")) l.index.push_back(parse_expression(cur, hooks));
-      cur.expect_op(")", "to close the index tuple");
-    } else {
-      cur.rewind(save);
-      l.index.clear();
-    }
-  }
-  if (!parenthesised) {
-    l.index.push_back(parse_expression(cur, hooks));
-    while (cur.accept_op(",")) l.index.push_back(parse_expression(cur, hooks));
-  }
+  while (cur.accept_op(",")) l.index.push_back(parse_expression(cur, hooks));
   if (!cur.at_end()) cur.error_at(cur.peek(), "unexpected " + TokenCursor::describe(cur.peek()));
   return l;
 }
