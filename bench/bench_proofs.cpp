@@ -1,7 +1,6 @@
 // Benchmark: Z3 proof times for the layouts the GEMM example uses (shared-memory swizzles, mma
 // fragments, the ldmatrix access), a 4096x4096 fp16 128B swizzle, and a layout with a symbolic
 // row length. Prints a table and appends the medians to bench/results/proofs.csv.
-#include <sys/utsname.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -16,31 +15,15 @@
 #include "verify/bank_proofs.h"
 #include "verify/layout_proofs.h"
 
+#include "bench/bench_util.h"
+
 using namespace tessel;
+using tessel::bench::cpu_name;
+using tessel::bench::median;
+using tessel::bench::today;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::string today() {
-  char buf[32];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-  return buf;
-}
-
-std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  utsname u{};
-  uname(&u);
-  return u.machine;
-}
 
 struct Case {
   std::string name;

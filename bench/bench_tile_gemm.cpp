@@ -5,42 +5,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <fstream>
 #include <string>
-#include <sys/utsname.h>
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "examples/run_example.h"
 
 using namespace tessel;
-
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::string today() {
-  char buf[32];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-  return buf;
-}
-
-std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  utsname u{};
-  uname(&u);
-  return u.machine;
-}
-
-}  // namespace
+using tessel::bench::cpu_name;
+using tessel::bench::median;
+using tessel::bench::today;
 
 int main(int argc, char** argv) {
   const int64_t n = argc > 1 ? std::stoll(argv[1]) : 1024;

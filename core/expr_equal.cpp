@@ -11,22 +11,6 @@ size_t combine(size_t seed, size_t value) {
   return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
 }
 
-const std::vector<Expr>* children_list(const Expr& e) {
-  if (const auto* l = e.as<BufferLoadNode>()) return &l->indices;
-  if (const auto* c = e.as<CallNode>()) return &c->args;
-  return nullptr;
-}
-
-/// The direct operands of a node in a fixed order (lists excluded).
-std::vector<Expr> operands(const Expr& e) {
-  if (const auto* b = dynamic_cast<const BinaryNode*>(e.get())) return {b->a, b->b};
-  if (const auto* c = dynamic_cast<const CompareNode*>(e.get())) return {c->a, c->b};
-  if (const auto* n = e.as<NotNode>()) return {n->a};
-  if (const auto* s = e.as<SelectNode>()) return {s->cond, s->t, s->f};
-  if (const auto* c = e.as<CastNode>()) return {c->value};
-  return {};
-}
-
 }  // namespace
 
 bool structural_equal(const Expr& a, const Expr& b) {
@@ -48,15 +32,8 @@ bool structural_equal(const Expr& a, const Expr& b) {
       break;
     default: break;
   }
-  if (const auto* la = children_list(a)) {
-    const auto* lb = children_list(b);
-    if (la->size() != lb->size()) return false;
-    for (size_t i = 0; i < la->size(); ++i) {
-      if (!structural_equal((*la)[i], (*lb)[i])) return false;
-    }
-    return true;
-  }
-  std::vector<Expr> oa = operands(a), ob = operands(b);
+  std::vector<Expr> oa = expr_children(a), ob = expr_children(b);
+  if (oa.size() != ob.size()) return false;
   for (size_t i = 0; i < oa.size(); ++i) {
     if (!structural_equal(oa[i], ob[i])) return false;
   }
@@ -76,11 +53,7 @@ size_t structural_hash(const Expr& e) {
     case ExprKind::kCall: h = combine(h, static_cast<size_t>(e.as<CallNode>()->op)); break;
     default: break;
   }
-  if (const auto* list = children_list(e)) {
-    for (const Expr& c : *list) h = combine(h, structural_hash(c));
-    return h;
-  }
-  for (const Expr& c : operands(e)) h = combine(h, structural_hash(c));
+  for (const Expr& c : expr_children(e)) h = combine(h, structural_hash(c));
   return h;
 }
 

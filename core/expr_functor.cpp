@@ -132,6 +132,17 @@ void pre_order_visit(const Expr& e, const std::function<void(const Expr&)>& fn) 
   walker.walk(e);
 }
 
+std::vector<Expr> expr_children(const Expr& e) {
+  if (const auto* b = dynamic_cast<const BinaryNode*>(e.get())) return {b->a, b->b};
+  if (const auto* c = dynamic_cast<const CompareNode*>(e.get())) return {c->a, c->b};
+  if (const auto* n = e.as<NotNode>()) return {n->a};
+  if (const auto* s = e.as<SelectNode>()) return {s->cond, s->t, s->f};
+  if (const auto* c = e.as<CastNode>()) return {c->value};
+  if (const auto* l = e.as<BufferLoadNode>()) return l->indices;
+  if (const auto* c = e.as<CallNode>()) return c->args;
+  return {};
+}
+
 Expr substitute(const Expr& e, const std::function<Expr(const Var&)>& replace) {
   return VarSubstituter(replace).mutate(e);
 }

@@ -54,6 +54,9 @@ class ExprMutator : public ExprFunctor<Expr> {
 #undef TESSEL_VISIT_
 };
 
+/// The direct operands of a node, in a fixed order (buffer-load indices, call arguments).
+std::vector<Expr> expr_children(const Expr& e);
+
 /// Calls `fn` on `e` and then on every sub-expression of it, parents before children.
 void pre_order_visit(const Expr& e, const std::function<void(const Expr&)>& fn);
 /// Replaces variables by expressions.

@@ -50,22 +50,11 @@ std::optional<Expr> Parser::expression_call(const std::string& callee, const Tok
     target = v;
   }
   if (target && target->kind == Value::Kind::kConvertMaker) {
-    CallArgs maker = parse_call_args(norm, at);
-    auto a = bind_args(maker, {"storage_type", "storage_nbit"}, 0);
-    std::string type = a[0] ? arg_string(maker, *a[0], "storage_type") : "uint";
-    int64_t bits = a[1] ? arg_int(maker, *a[1], "storage_nbit", 8, 32) : 8;
-    auto storage = DataType::parse(type + std::to_string(bits));
-    if ((type != "int" && type != "uint") || (bits != 8 && bits != 16 && bits != 32) || !storage) {
-      fail(maker.at, "_tir_packed_to_unsigned_convert packs into \"int\" or \"uint\" storage of 8, "
-                     "16 or 32 bits, got \"" + type + "\", " + std::to_string(bits));
-    }
+    Value conv = make_converter(parse_call_args(norm, at));
     if (!cur_->at_op("(")) {
       fail(cur_->peek(), "_tir_packed_to_unsigned_convert(...) makes a converter; call it with "
                          "(nbit, val, pos, dtype=...) to get a value");
     }
-    Value conv;
-    conv.kind = Value::Kind::kConverter;
-    conv.storage = *storage;
     return convert_call(conv, at);
   }
   if (target && target->kind == Value::Kind::kConverter) return convert_call(*target, at);
@@ -135,6 +124,21 @@ std::optional<Expr> Parser::expression_call(const std::string& callee, const Tok
                  (norm.rfind("T.alloc_", 0) == 0 ? " as X = " + norm + "(...)" : std::string()));
   }
   return std::nullopt;
+}
+
+Value Parser::make_converter(const CallArgs& maker) const {
+  auto a = bind_args(maker, {"storage_type", "storage_nbit"}, 0);
+  std::string type = a[0] ? arg_string(maker, *a[0], "storage_type") : "uint";
+  int64_t bits = a[1] ? arg_int(maker, *a[1], "storage_nbit", 8, 32) : 8;
+  auto storage = DataType::parse(type + std::to_string(bits));
+  if ((type != "int" && type != "uint") || (bits != 8 && bits != 16 && bits != 32) || !storage) {
+    fail(maker.at, "_tir_packed_to_unsigned_convert packs into \"int\" or \"uint\" storage of 8, "
+                   "16 or 32 bits, got \"" + type + "\", " + std::to_string(bits));
+  }
+  Value conv;
+  conv.kind = Value::Kind::kConverter;
+  conv.storage = *storage;
+  return conv;
 }
 
 Expr Parser::convert_call(const Value& converter, const Token& at) {

@@ -122,10 +122,9 @@ void Parser::parse_if(std::vector<Stmt>& out, std::vector<size_t>& lets) {
   Expr cond = parse_expr();
   if (auto c = as_const_int(cond)) {
     // A constant condition picks its branch while reading, as Python would: the other branch is
-    // skipped unread and the chosen one's statements join this block.
+    // skipped unread and the chosen one's statements and names join this block.
     if (*c != 0) {
-      Stmt chosen = parse_suite(context_, /*new_scope=*/false);
-      if (const auto* seq = chosen.as<SeqNode>(); !seq || !seq->stmts.empty()) out.push_back(chosen);
+      parse_block_into(out, lets);
       while (cur_->at_name("elif") || cur_->at_name("else")) {
         cur_->next();
         int depth = 0;
@@ -140,10 +139,7 @@ void Parser::parse_if(std::vector<Stmt>& out, std::vector<size_t>& lets) {
     }
     skip_suite();
     if (cur_->at_name("elif")) return parse_if(out, lets);
-    if (cur_->accept_name("else")) {
-      Stmt chosen = parse_suite(context_, /*new_scope=*/false);
-      if (const auto* seq = chosen.as<SeqNode>(); !seq || !seq->stmts.empty()) out.push_back(chosen);
-    }
+    if (cur_->accept_name("else")) parse_block_into(out, lets);
     return;
   }
   if (context_ != Context::kKernelBody) {
@@ -316,6 +312,7 @@ void Parser::inline_macro(const MacroDef& macro, const CallArgs& call, std::vect
     fail(call.at, "T.macro calls nest more than " + std::to_string(kMaxMacroDepth) +
                       " deep (does '" + macro.name + "' call itself?)");
   }
+  count_statement(call.at);
   size_t required = 0;
   while (required < macro.params.size() && !macro.defaults[required]) ++required;
   std::vector<const Arg*> bound = bind_args(call, macro.params, required);

@@ -32,7 +32,7 @@ std::string define_text(const Value& v) {
 // ---- The enclosing def ------------------------------------------------------------------------
 
 Value Parser::define_value(const KernelFileParam& param, const std::string& text,
-                           const std::optional<Value>& fallback) const {
+                           const std::optional<Value>& fallback) {
   auto bad = [&](const std::string& kind) -> Value {
     throw KernelFileError("-D " + param.name + "=" + text + ": parameter '" + param.name +
                           "' of '" + result_.generator + "' (" + param.loc.str() + ") is " + kind +
@@ -51,21 +51,22 @@ Value Parser::define_value(const KernelFileParam& param, const std::string& text
       tokens[0].text != "False" && tokens[0].text != "None") {
     parsed = Value::string(text);
   } else if (tokens.size() > 1) {
+    // The text is read as a value with no names in scope: numbers, strings, tuples, booleans.
     TokenCursor cursor(text, tokens);
-    auto* self = const_cast<Parser*>(this);
-    TokenCursor* saved_cursor = self->cur_;
-    auto saved_scope = self->scope_;
-    self->cur_ = &cursor;
-    self->scope_ = std::make_shared<NameScope>();
+    TokenCursor* saved_cursor = cur_;
+    auto saved_scope = scope_;
+    cur_ = &cursor;
+    scope_ = std::make_shared<NameScope>();
     try {
-      Value v = self->parse_value();
+      Value v = parse_value();
       bool constant = v.kind != Value::Kind::kExpr || v.expr.as<IntImmNode>() ||
                       v.expr.as<FloatImmNode>();
       if (cursor.at_end() && constant) parsed = v;
     } catch (const UserError&) {
+      // not a value: taken as text below
     }
-    self->cur_ = saved_cursor;
-    self->scope_ = saved_scope;
+    cur_ = saved_cursor;
+    scope_ = saved_scope;
   }
   if (!fallback) return parsed ? *parsed : Value::string(text);
   const Value& d = *fallback;

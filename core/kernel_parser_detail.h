@@ -145,37 +145,45 @@ class Parser {
  public:
   Parser(const std::string& source, std::string path,
          const std::map<std::string, std::string>& defines);
+  /// Reads the whole file. Throws KernelFileError or UserError (see core/kernel_parser.h).
   ParsedKernel run();
 
-  // ---- kernel_parser.cpp: the module, the enclosing def and the kernel's signature --------------
+  // ---- kernel_parser.cpp: limits, directives, imports, decorators, kinds of def ------------
  private:
   void scan_limits() const;
   void scan_directives();
   void parse_module();
   void parse_import();
-  void parse_def(std::vector<CallArgs> decorators, const Token& def_token);
   std::vector<CallArgs> parse_decorators();
+  /// At a def's name: is any parameter annotated T.Tensor / T.Buffer (then it is a kernel)?
   bool params_have_tensors() const;
+  /// At a def's name: does its body define a function (then it is the enclosing def)?
   bool body_has_nested_def() const;
+  void parse_def(std::vector<CallArgs> decorators, const Token& def_token);
+  /// Skips ':' and the block after it unread.
+  void skip_suite();
+
+  // ---- kernel_parser_defs.cpp: the enclosing def, the kernel's signature, T.macro ---------
   void parse_generator(const Token& def_token);
+  /// The value of a -D text for `param`, of the kind of its default.
   Value define_value(const KernelFileParam& param, const std::string& text,
-                     const std::optional<Value>& fallback) const;
+                     const std::optional<Value>& fallback);
   void parse_kernel_def(const Token& def_token);
   Buffer parse_tensor_param(const Token& name_tok);
   Buffer tensor_from_annotation(const Token& name_tok, const Token& at, const CallArgs& call);
-  void parse_macro_def(const Token& def_token);
-  void skip_suite();
   void finish_kernel(const Token& def_token);
+  void parse_macro_def(const Token& def_token);
 
-  // ---- kernel_parser_values.cpp: values, expressions, calls and arguments ---------------------
+  // ---- kernel_parser_values.cpp: errors, names, values, expressions --------------------------
  public:
+  /// Throws a KernelFileError at `at` with the line quoted and a caret.
   [[noreturn]] void fail(const Token& at, const std::string& message) const;
   SourceLoc loc_of(const Token& t) const { return SourceLoc{path_, t.line, t.column}; }
   /// Rethrows a UserError raised while building IR at `at` as located (see LocatedError).
   [[noreturn]] void relocate(const UserError& error, const Token& at) const;
   /// Runs `fn`, relocating the UserErrors it raises to `at`.
   template <typename Fn>
-  auto located(const Token& at, Fn&& fn) -> decltype(fn()) {
+  auto located(const Token& at, Fn&& fn) const -> decltype(fn()) {
     try {
       return fn();
     } catch (const KernelFileError&) {
@@ -188,33 +196,44 @@ class Parser {
   }
 
  private:
-  friend struct HookAccess;
-  const Binding* lookup(const std::string& name) const;
-  void bind(const std::string& name, Value value, const Token& at, bool kernel_local = false);
-  std::string normalize(const std::string& dotted) const;
   [[noreturn]] void unknown_name(const std::string& name, const Token& at) const;
   [[noreturn]] void unclosed(const Token& open, const std::string& what) const;
   /// Fails unless `name` may be bound: an identifier that is no keyword and not `T`.
   void check_binding(const Token& name) const;
   const Token& expect_binding(const std::string& what);
-  Value parse_value();
-  Expr parse_expr();
-  Expr to_expr(const Value& v, const Token& at, const std::string& what) const;
+  void check_depth(const Expr& e, const Token& at) const;
+  const Binding* lookup(const std::string& name) const;
+  void bind(const std::string& name, Value value, const Token& at, bool kernel_local = false);
+  /// `tl.copy` with `tl` an alias of tilelang.language -> `T.copy`.
+  std::string normalize(const std::string& dotted) const;
+  Value attribute(const Value& base, const std::string& attr, const Token& at) const;
+  std::vector<Token> read_dotted(std::string& name);
+  /// True at the end of a value: `,` `)` `]` `}` `:` `=` `;` or the end of the line.
   bool at_terminator(size_t ahead = 0) const;
+  /// At '(': does a tuple follow (a comma at its top level, or `()`)?
   bool tuple_ahead() const;
+  /// An argument or a right-hand side: a string, tuple, list, buffer, region, ... or expression.
+  Value parse_value();
   Value parse_sequence(const char* close, bool is_list);
   std::optional<Value> parse_name_value();
   Value parse_subscript_value(const Buffer& buffer, const Token& at);
-  std::vector<Token> read_dotted(std::string& name);
-  CallArgs parse_call_args(const std::string& callee, const Token& at);
-  std::optional<Expr> expression_call(const std::string& callee, const Token& at);
-  Expr convert_call(const Value& converter, const Token& at);
-  Value attribute(const Value& base, const std::string& attr, const Token& at) const;
+  /// An expression, through the shared expression parser with this parser's hooks.
+  Expr parse_expr();
+  Expr to_expr(const Value& v, const Token& at, const std::string& what) const;
   ExprParseHooks make_hooks();
-  void check_depth(const Expr& e, const Token& at) const;
+
+  // ---- kernel_parser_args.cpp: functions in expressions, call arguments ------------------
+  /// The expression parser's parse_call hook: T.cast, T.ceildiv, T.dynamic, converters, ...
+  std::optional<Expr> expression_call(const std::string& callee, const Token& at);
+  /// The converter `_tir_packed_to_unsigned_convert(storage_type, storage_nbit)` returns.
+  Value make_converter(const CallArgs& maker) const;
+  /// A call of a converter: (nbit, val, pos, dtype=...) with the cursor on the '('.
+  Expr convert_call(const Value& converter, const Token& at);
+  /// Reads `(args...)` with keywords; the cursor is on the '('.
+  CallArgs parse_call_args(const std::string& callee, const Token& at);
 
  public:
-  // Argument binding and typed access, for operators and calls.
+  /// The arguments by parameter: `names` in positional order, the first `required` required.
   std::vector<const Arg*> bind_args(const CallArgs& call, const std::vector<std::string>& names,
                                     size_t required) const;
   [[noreturn]] void wrong_kind(const CallArgs& call, const Arg& arg, const std::string& param,
@@ -232,34 +251,41 @@ class Parser {
   std::vector<Expr> arg_shape(const CallArgs& call, const Arg& arg,
                               const std::string& param) const;
 
-  // ---- kernel_parser_stmts.cpp: blocks, assignments, loops, if, the launch, macros -----------
+  // ---- kernel_parser_stmts.cpp: blocks, statement dispatch, assignments -------------------
  private:
-  /// Reads ':' and a block; `new_scope` false lets its names join the enclosing scope.
-  Stmt parse_suite(Context context, bool new_scope = true);
+  /// Reads ':' and a block in a scope of its own.
+  Stmt parse_suite(Context context);
+  /// Reads ':' and a block into the enclosing block's statements and scope.
+  void parse_block_into(std::vector<Stmt>& out, std::vector<size_t>& lets);
   void parse_statements_until_dedent(std::vector<Stmt>& out, std::vector<size_t>& lets);
+  /// One statement; `lets` records the positions in `out` of let bindings (see fold_lets).
   void parse_statement(std::vector<Stmt>& out, std::vector<size_t>& lets);
   void parse_simple_statement(std::vector<Stmt>& out, std::vector<size_t>& lets);
   void end_of_simple_statement();
+  /// Wraps the statements after each let into its body.
   Stmt fold_lets(std::vector<Stmt> stmts, const std::vector<size_t>& lets) const;
+  [[noreturn]] void unsupported(const Token& at) const;
+  void require_kernel_body(const Token& at, const std::string& what) const;
+  void count_statement(const Token& at);
+  Var kernel_thread_var(const Token& at);
   void parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets);
-  void parse_augmented(std::vector<Stmt>& out, const std::string& op);
+  /// `X = T.alloc_*(...)`, `tx = T.get_thread_binding()`, `N = T.dynamic("N")`.
   bool parse_special_assignment(const Token& target, std::vector<Stmt>& out);
   void assign_name(const Token& target, Value value, std::vector<Stmt>& out,
                    std::vector<size_t>& lets);
-  Stmt make_store(const Buffer& buffer, std::vector<Expr> indices, Expr value, const Token& at);
   std::vector<Expr> parse_store_indices(const Buffer& buffer, const Token& at);
+  Stmt make_store(const Buffer& buffer, std::vector<Expr> indices, Expr value, const Token& at);
+  void parse_augmented(std::vector<Stmt>& out, const std::string& op);
+
+  // ---- kernel_parser_control.cpp: loops, if, the launch, return, calls, macros -----------
   void parse_for(std::vector<Stmt>& out);
   void parse_if(std::vector<Stmt>& out, std::vector<size_t>& lets);
   void parse_with(std::vector<Stmt>& out);
   void parse_return();
   void parse_call_statement(std::vector<Stmt>& out);
   void inline_macro(const MacroDef& macro, const CallArgs& call, std::vector<Stmt>& out);
-  [[noreturn]] void unsupported(const Token& at) const;
-  void require_kernel_body(const Token& at, const std::string& what) const;
-  void count_statement(const Token& at);
-  Var kernel_thread_var(const Token& at);
 
-  // ---- kernel_parser_ops.cpp: tile operators, allocations and thread-level calls -------------
+  // ---- kernel_parser_ops.cpp: tile operators, allocations, thread-level calls ------------
   bool parse_operator(const CallArgs& call, std::vector<Stmt>& out);
   Buffer parse_alloc(const CallArgs& call, const std::string& name, std::vector<Stmt>& out);
   Stmt parse_intrinsic(const CallArgs& call);
@@ -287,8 +313,6 @@ class Parser {
   std::string kernel_name_;
   bool launched_ = false;
   Token launch_token_;
-  bool thread_var_used_ = false;
-  bool thread_var_named_ = false;
   std::vector<Var> dynamic_vars_;
   std::set<const BufferNode*> var_buffers_;  ///< T.alloc_var buffers, read and written bare
 

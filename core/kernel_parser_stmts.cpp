@@ -40,19 +40,27 @@ const char* kSupportedStatements =
 
 // ---- Blocks -----------------------------------------------------------------------------------
 
-Stmt Parser::parse_suite(Context context, bool new_scope) {
-  const Token colon = cur_->expect_op(":", "to open the block");
-  if (++block_depth_ > kMaxBlockDepth) {
-    fail(colon, "blocks nest more than " + std::to_string(kMaxBlockDepth) + " deep");
-  }
+Stmt Parser::parse_suite(Context context) {
   Context saved_context = context_;
   int saved_lets = let_depth_;
-  auto scope = new_scope ? std::make_shared<NameScope>() : scope_;
-  if (new_scope) scope->parent = scope_;
+  auto scope = std::make_shared<NameScope>();
+  scope->parent = scope_;
   std::swap(scope_, scope);
   context_ = context;
   std::vector<Stmt> out;
   std::vector<size_t> lets;
+  parse_block_into(out, lets);
+  std::swap(scope_, scope);
+  context_ = saved_context;
+  let_depth_ = saved_lets;
+  return fold_lets(std::move(out), lets);
+}
+
+void Parser::parse_block_into(std::vector<Stmt>& out, std::vector<size_t>& lets) {
+  const Token colon = cur_->expect_op(":", "to open the block");
+  if (++block_depth_ > kMaxBlockDepth) {
+    fail(colon, "blocks nest more than " + std::to_string(kMaxBlockDepth) + " deep");
+  }
   if (cur_->peek().kind != TokenKind::kNewline) {
     // A one-line block: `if x: A[i] = 0` — simple statements up to the end of the line.
     while (true) {
@@ -78,11 +86,7 @@ Stmt Parser::parse_suite(Context context, bool new_scope) {
     cur_->next();
     parse_statements_until_dedent(out, lets);
   }
-  std::swap(scope_, scope);
-  context_ = saved_context;
-  let_depth_ = saved_lets;
   --block_depth_;
-  return fold_lets(std::move(out), lets);
 }
 
 void Parser::parse_statements_until_dedent(std::vector<Stmt>& out, std::vector<size_t>& lets) {

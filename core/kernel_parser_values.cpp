@@ -381,20 +381,8 @@ std::optional<Value> Parser::parse_name_value() {
 
   if (cur_->at_op("(")) {
     if (v.kind == Value::Kind::kConvertMaker) {
-      CallArgs maker = parse_call_args(norm, parts[0]);
+      Value conv = make_converter(parse_call_args(norm, parts[0]));
       if (!cur_->at_op("(")) {
-        auto a = bind_args(maker, {"storage_type", "storage_nbit"}, 0);
-        std::string type = a[0] ? arg_string(maker, *a[0], "storage_type") : "uint";
-        int64_t bits = a[1] ? arg_int(maker, *a[1], "storage_nbit", 8, 32) : 8;
-        auto storage = DataType::parse(type + std::to_string(bits));
-        if ((type != "int" && type != "uint") || (bits != 8 && bits != 16 && bits != 32) ||
-            !storage) {
-          fail(maker.at, "_tir_packed_to_unsigned_convert packs into \"int\" or \"uint\" storage of "
-                         "8, 16 or 32 bits, got \"" + type + "\", " + std::to_string(bits));
-        }
-        Value conv;
-        conv.kind = Value::Kind::kConverter;
-        conv.storage = *storage;
         if (!at_terminator()) fail(cur_->peek(), "a converter is not a number; call it");
         return conv;
       }
@@ -504,8 +492,7 @@ Expr Parser::parse_expr() {
 Expr Parser::to_expr(const Value& v, const Token& at, const std::string& what) const {
   if (v.kind == Value::Kind::kExpr) return v.expr;
   if (v.kind == Value::Kind::kElement) {
-    return const_cast<Parser*>(this)->located(
-        at, [&] { return BufferLoadNode::make(v.buffer, v.indices); });
+    return located(at, [&] { return BufferLoadNode::make(v.buffer, v.indices); });
   }
   if (v.kind == Value::Kind::kBuffer && var_buffers_.count(v.buffer.get())) {
     return BufferLoadNode::make(v.buffer, {make_int(0)});

@@ -134,6 +134,31 @@ def k(swizzle=True):
         "                A[tx] = 3\n");
 }
 
+TEST_CASE("names bound in the branch a constant condition picks stay visible after it") {
+  const char* src = R"(
+def k(wide=True):
+    @T.prim_func
+    def main(A: T.Tensor((256,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            if wide:
+                base = bx * 128
+            else:
+                base = bx * 64
+            for i in T.Parallel(64):
+                A[base + i] = 0.0
+    return main
+)";
+  CHECK(print_stmt(parse(src)->body, 0) ==
+        "base = bx * 128\n"
+        "for i in T.Parallel(64):\n"
+        "    A[base + i] = 0.0\n");
+  Kernel narrow = parse(src, {{"wide", "False"}});
+  CHECK(print_stmt(narrow->body, 0) ==
+        "base = bx * 64\n"
+        "for i in T.Parallel(64):\n"
+        "    A[base + i] = 0.0\n");
+}
+
 TEST_CASE("thread-level constructs build what the builder builds") {
   KernelBuilder T("tail");
   Var N = T.dynamic("N");
