@@ -53,8 +53,8 @@ class Comparer {
       if (!define_var(x.dynamic_vars[i], y.dynamic_vars[i], "symbolic dimension")) return false;
     }
     if (x.params.size() != y.params.size()) {
-      return fail("parameters", std::to_string(x.params.size()) + " vs " +
-                                    std::to_string(y.params.size()));
+      return fail("parameters",
+                  std::to_string(x.params.size()) + " vs " + std::to_string(y.params.size()));
     }
     for (size_t i = 0; i < x.params.size(); ++i) {
       if (!define_buffer(x.params[i], y.params[i], "parameter " + std::to_string(i))) return false;
@@ -112,7 +112,8 @@ class Comparer {
     if (!a.defined() || !b.defined()) return a.defined() == b.defined();
     if (a.kind() != b.kind() || a.dtype() != b.dtype()) return false;
     switch (a.kind()) {
-      case ExprKind::kIntImm: return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
+      case ExprKind::kIntImm:
+        return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
       case ExprKind::kFloatImm: {
         double x = a.as<FloatImmNode>()->value, y = b.as<FloatImmNode>()->value;
         return x == y || (x != x && y != y);
@@ -129,7 +130,8 @@ class Comparer {
       case ExprKind::kCall:
         if (a.as<CallNode>()->op != b.as<CallNode>()->op) return false;
         break;
-      default: break;
+      default:
+        break;
     }
     std::vector<Expr> x = operands(a), y = operands(b);
     if (x.size() != y.size()) return false;
@@ -160,8 +162,8 @@ class Comparer {
     }
     for (size_t d = 0; d < a.ranges.size(); ++d) {
       if (!check(a.ranges[d].min, b.ranges[d].min, where) ||
-          !check(a.ranges[d].extent, b.ranges[d].extent, where + ", extent of dimension " +
-                                                             std::to_string(d))) {
+          !check(a.ranges[d].extent, b.ranges[d].extent,
+                 where + ", extent of dimension " + std::to_string(d))) {
         return false;
       }
     }
@@ -181,8 +183,14 @@ class Comparer {
       if (!region(wa[i], wb[i], where)) return false;
     }
     std::vector<Expr> ea, eb;
-    (void)a.map_exprs([&](const Expr& e) { ea.push_back(e); return e; });
-    (void)b.map_exprs([&](const Expr& e) { eb.push_back(e); return e; });
+    (void)a.map_exprs([&](const Expr& e) {
+      ea.push_back(e);
+      return e;
+    });
+    (void)b.map_exprs([&](const Expr& e) {
+      eb.push_back(e);
+      return e;
+    });
     if (!check_all(ea, eb, where)) return false;
     if (const auto* ga = dynamic_cast<const GemmOp*>(&a)) {
       const auto* gb = dynamic_cast<const GemmOp*>(&b);
@@ -215,8 +223,8 @@ class Comparer {
           if (!stmt(x[i], y[i], where + ", statement " + std::to_string(i + 1))) return false;
         }
         if (x.size() != y.size()) {
-          return fail(where, std::to_string(x.size()) + " statements vs " +
-                                 std::to_string(y.size()));
+          return fail(where,
+                      std::to_string(x.size()) + " statements vs " + std::to_string(y.size()));
         }
         return true;
       }
@@ -249,7 +257,8 @@ class Comparer {
         return check(x->value, y->value, here) && define_var(x->var, y->var, here) &&
                stmt(x->body, y->body, where);
       }
-      case StmtKind::kBarrier: return true;
+      case StmtKind::kBarrier:
+        return true;
       case StmtKind::kTileOpCall:
         return op(*a.as<TileOpCallNode>()->op, *b.as<TileOpCallNode>()->op, here);
       case StmtKind::kUseSwizzle: {

@@ -26,8 +26,11 @@ bool is_identifier(const std::string& s) {
 
 Parser::Parser(const std::string& source, std::string path,
                const std::map<std::string, std::string>& defines)
-    : source_(source), path_(std::move(path)), defines_(defines),
-      main_cursor_(source, std::vector<Token>{}), cur_(&main_cursor_) {
+    : source_(source),
+      path_(std::move(path)),
+      defines_(defines),
+      main_cursor_(source, std::vector<Token>{}),
+      cur_(&main_cursor_) {
   hooks_ = make_hooks();
   scope_ = std::make_shared<NameScope>();
   scope_->names["T"] = Binding{Value::module("T"), {}, false};
@@ -49,14 +52,17 @@ ParsedKernel Parser::run() {
     scope_ = module;
     parse_module();
     if (!have_kernel_) {
-      throw KernelFileError(path_ + ": no kernel in this file: expected a @T.prim_func (or "
+      throw KernelFileError(path_ +
+                            ": no kernel in this file: expected a @T.prim_func (or "
                             "@tilelang.jit) function whose parameters are T.Tensor((...), dtype) "
                             "tensors");
     }
     for (const auto& [name, d] : tensor_directives_) {
       if (!d.used) {
-        fail(token_at(d.line, d.column), "this directive describes '" + name + "', but no kernel "
-                                         "parameter '" + name + "' is annotated with a bare T.Tensor");
+        fail(token_at(d.line, d.column), "this directive describes '" + name +
+                                             "', but no kernel "
+                                             "parameter '" +
+                                             name + "' is annotated with a bare T.Tensor");
       }
     }
     return result_;
@@ -89,8 +95,8 @@ void Parser::scan_limits() const {
     }
     if (t.kind == TokenKind::kDedent) --indent;
     if (++tokens > kMaxLineTokens) {
-      fail(line_start, "this statement has more than " + std::to_string(kMaxLineTokens) +
-                           " tokens; split it");
+      fail(line_start,
+           "this statement has more than " + std::to_string(kMaxLineTokens) + " tokens; split it");
     }
     bool unary = (t.kind == TokenKind::kOp && (t.text == "-" || t.text == "+" || t.text == "~")) ||
                  (t.kind == TokenKind::kName && t.text == "not");
@@ -134,8 +140,10 @@ void Parser::scan_directives() {
     if (eq != std::string::npos && trim(body.substr(0, eq)) == "reference") {
       std::string name = trim(body.substr(eq + 1));
       if (!is_identifier(name)) {
-        fail(at, "`# tessel: reference=NAME` needs the name of a built-in kernel (tessel list), "
-                 "got '" + name + "'");
+        fail(at,
+             "`# tessel: reference=NAME` needs the name of a built-in kernel (tessel list), "
+             "got '" +
+                 name + "'");
       }
       if (result_.reference) fail(at, "a second reference directive; a kernel has one reference");
       result_.reference = name;
@@ -151,9 +159,10 @@ void Parser::scan_directives() {
           TensorDirective{body.substr(start), line, static_cast<int>(p + start) + 1, false};
       continue;
     }
-    fail(at, "unknown directive; the directives are `# tessel: reference=NAME` (the built-in "
-             "kernel whose reference checks this one) and `# tessel: NAME: T.Tensor(shape, dtype)` "
-             "(the shape of a parameter annotated with a bare T.Tensor)");
+    fail(at,
+         "unknown directive; the directives are `# tessel: reference=NAME` (the built-in "
+         "kernel whose reference checks this one) and `# tessel: NAME: T.Tensor(shape, dtype)` "
+         "(the shape of a parameter annotated with a bare T.Tensor)");
   }
 }
 
@@ -186,7 +195,8 @@ void Parser::parse_import() {
   };
   auto import_alias = [&]() -> Token {
     const Token alias = cur_->expect_name("a name after 'as'");
-    if (is_keyword(alias.text)) fail(alias, "'" + alias.text + "' is a keyword and cannot be a name");
+    if (is_keyword(alias.text))
+      fail(alias, "'" + alias.text + "' is a keyword and cannot be a name");
     return alias;
   };
   auto bind_module = [&](const std::string& module, const Token& alias) {
@@ -209,8 +219,8 @@ void Parser::parse_import() {
   } else {
     std::string module = module_name();
     if (!cur_->accept_name("import")) {
-      fail(cur_->peek(), "expected 'import' in the from-import, found " +
-                             TokenCursor::describe(cur_->peek()));
+      fail(cur_->peek(),
+           "expected 'import' in the from-import, found " + TokenCursor::describe(cur_->peek()));
     }
     bool paren = cur_->accept_op("(");
     if (!cur_->accept_op("*")) {
@@ -246,8 +256,8 @@ std::vector<CallArgs> Parser::parse_decorators() {
       } while (depth > 0);
     }
     if (cur_->peek().kind != TokenKind::kNewline) {
-      fail(cur_->peek(), "expected the end of the decorator line, found " +
-                             TokenCursor::describe(cur_->peek()));
+      fail(cur_->peek(),
+           "expected the end of the decorator line, found " + TokenCursor::describe(cur_->peek()));
     }
     cur_->next();
   }
@@ -289,7 +299,8 @@ bool Parser::body_has_nested_def() const {
     if (t.text == ")" || t.text == "]") --depth;
     if (t.text == ":" && depth == 0) break;
   }
-  if (cur_->peek(k + 1).kind != TokenKind::kNewline || cur_->peek(k + 2).kind != TokenKind::kIndent) {
+  if (cur_->peek(k + 1).kind != TokenKind::kNewline ||
+      cur_->peek(k + 2).kind != TokenKind::kIndent) {
     return false;
   }
   int indent = 0;
@@ -311,8 +322,8 @@ void Parser::skip_suite() {
   }
   cur_->next();
   if (cur_->peek().kind != TokenKind::kIndent) {
-    fail(cur_->peek(), "expected an indented block after the ':' on line " +
-                           std::to_string(colon.line));
+    fail(cur_->peek(),
+         "expected an indented block after the ':' on line " + std::to_string(colon.line));
   }
   int depth = 0;
   do {
@@ -331,14 +342,18 @@ void Parser::parse_def(std::vector<CallArgs> decorators, const Token& def_token)
   bool macro = false, prim = false;
   const CallArgs* unknown = nullptr;
   for (const CallArgs& d : decorators) {
-    if (d.callee == "T.macro") macro = true;
-    else if (d.callee == "T.prim_func") prim = true;
-    else if (d.callee.rfind("tilelang.", 0) != 0 && !unknown) unknown = &d;
+    if (d.callee == "T.macro")
+      macro = true;
+    else if (d.callee == "T.prim_func")
+      prim = true;
+    else if (d.callee.rfind("tilelang.", 0) != 0 && !unknown)
+      unknown = &d;
   }
   bool kernel = !macro && (prim || params_have_tensors());
   if ((macro || kernel) && unknown) {
-    fail(unknown->at, "unsupported decorator '@" + unknown->callee + "'; kernels take "
-                      "@T.prim_func or @tilelang.jit, helpers @T.macro");
+    fail(unknown->at, "unsupported decorator '@" + unknown->callee +
+                          "'; kernels take "
+                          "@T.prim_func or @tilelang.jit, helpers @T.macro");
   }
   if (macro) return parse_macro_def(def_token);
   if (kernel) return parse_kernel_def(def_token);
@@ -360,8 +375,9 @@ void Parser::parse_def(std::vector<CallArgs> decorators, const Token& def_token)
     skip_suite();
     return;
   }
-  fail(def_token, "a plain nested def is not supported: mark helpers @T.macro (they are "
-                  "inlined where they are called)");
+  fail(def_token,
+       "a plain nested def is not supported: mark helpers @T.macro (they are "
+       "inlined where they are called)");
 }
 
 }  // namespace kernel_parser_detail

@@ -21,11 +21,12 @@ std::string join(const std::vector<std::string>& names) {
 /// Calls of T that are statements (or declarations), never values.
 bool is_statement_function(const std::string& norm) {
   static const char* kNames[] = {
-      "T.copy", "T.gemm", "T.fill", "T.clear", "T.reduce_sum", "T.reduce_max", "T.reduce_min",
-      "T.reduce_abssum", "T.reduce_absmax", "T.atomic_add", "T.atomic_max", "T.atomic_min",
-      "T.sync_threads", "T.use_swizzle", "T.alloc_shared", "T.alloc_fragment", "T.alloc_local",
-      "T.alloc_var", "T.Kernel", "T.Tensor", "T.Buffer", "T.Parallel", "T.Pipelined",
-      "T.serial", "T.unroll", "T.vectorized", "T.grid", "T.annotate_layout"};
+      "T.copy",           "T.gemm",        "T.fill",           "T.clear",         "T.reduce_sum",
+      "T.reduce_max",     "T.reduce_min",  "T.reduce_abssum",  "T.reduce_absmax", "T.atomic_add",
+      "T.atomic_max",     "T.atomic_min",  "T.sync_threads",   "T.use_swizzle",   "T.alloc_shared",
+      "T.alloc_fragment", "T.alloc_local", "T.alloc_var",      "T.Kernel",        "T.Tensor",
+      "T.Buffer",         "T.Parallel",    "T.Pipelined",      "T.serial",        "T.unroll",
+      "T.vectorized",     "T.grid",        "T.annotate_layout"};
   for (const char* n : kNames) {
     if (norm == n) return true;
   }
@@ -52,8 +53,9 @@ std::optional<Expr> Parser::expression_call(const std::string& callee, const Tok
   if (target && target->kind == Value::Kind::kConvertMaker) {
     Value conv = make_converter(parse_call_args(norm, at));
     if (!cur_->at_op("(")) {
-      fail(cur_->peek(), "_tir_packed_to_unsigned_convert(...) makes a converter; call it with "
-                         "(nbit, val, pos, dtype=...) to get a value");
+      fail(cur_->peek(),
+           "_tir_packed_to_unsigned_convert(...) makes a converter; call it with "
+           "(nbit, val, pos, dtype=...) to get a value");
     }
     return convert_call(conv, at);
   }
@@ -69,7 +71,8 @@ std::optional<Expr> Parser::expression_call(const std::string& callee, const Tok
   if (norm == "T.cast" || norm == "T.Cast") {
     bool tvm_order = norm == "T.Cast";
     auto [call, a] = args(tvm_order ? std::vector<std::string>{"dtype", "value"}
-                                    : std::vector<std::string>{"value", "dtype"}, 2);
+                                    : std::vector<std::string>{"value", "dtype"},
+                          2);
     const Arg& value = *a[tvm_order ? 1 : 0];
     const Arg& dtype = *a[tvm_order ? 0 : 1];
     DataType t = arg_dtype(call, dtype, "dtype");
@@ -96,8 +99,9 @@ std::optional<Expr> Parser::expression_call(const std::string& callee, const Tok
   if (norm == "T.get_thread_binding") {
     auto [call, a] = args({"dim"}, 0);
     if (a[0] && arg_int(call, *a[0], "dim", 0, 2) != 0) {
-      fail(a[0]->value_at, "only dimension 0 of the thread index exists: Tessel blocks are 1-d "
-                           "(threads=N)");
+      fail(a[0]->value_at,
+           "only dimension 0 of the thread index exists: Tessel blocks are 1-d "
+           "(threads=N)");
     }
     return kernel_thread_var(at);
   }
@@ -106,13 +110,16 @@ std::optional<Expr> Parser::expression_call(const std::string& callee, const Tok
     std::string name = arg_string(call, *a[0], "name");
     bool identifier = !name.empty() && !is_keyword(name) && name != "T" &&
                       (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
-    for (char ch : name) identifier = identifier && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+    for (char ch : name)
+      identifier = identifier && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
     if (!identifier) {
-      fail(a[0]->value_at, norm + ": \"" + name + "\" is not a valid name for a symbolic dimension; "
-                                  "use an identifier such as \"N\"");
+      fail(a[0]->value_at, norm + ": \"" + name +
+                               "\" is not a valid name for a symbolic dimension; "
+                               "use an identifier such as \"N\"");
     }
     DataType t = a[1] ? arg_dtype(call, *a[1], "dtype") : DataType::i32();
-    if (!t.is_int()) fail(a[1]->value_at, norm + ": a symbolic dimension is an integer, got " + t.name());
+    if (!t.is_int())
+      fail(a[1]->value_at, norm + ": a symbolic dimension is an integer, got " + t.name());
     for (const Var& v : dynamic_vars_) {
       if (v.name() == name) return Expr(v);
     }
@@ -132,8 +139,10 @@ Value Parser::make_converter(const CallArgs& maker) const {
   int64_t bits = a[1] ? arg_int(maker, *a[1], "storage_nbit", 8, 32) : 8;
   auto storage = DataType::parse(type + std::to_string(bits));
   if ((type != "int" && type != "uint") || (bits != 8 && bits != 16 && bits != 32) || !storage) {
-    fail(maker.at, "_tir_packed_to_unsigned_convert packs into \"int\" or \"uint\" storage of 8, "
-                   "16 or 32 bits, got \"" + type + "\", " + std::to_string(bits));
+    fail(maker.at,
+         "_tir_packed_to_unsigned_convert packs into \"int\" or \"uint\" storage of 8, "
+         "16 or 32 bits, got \"" +
+             type + "\", " + std::to_string(bits));
   }
   Value conv;
   conv.kind = Value::Kind::kConverter;
@@ -150,16 +159,15 @@ Expr Parser::convert_call(const Value& converter, const Token& at) {
   Expr pos = arg_expr(call, *a[2], "pos");
   DataType dtype = arg_dtype(call, *a[3], "dtype");
   if (val.dtype() != storage) {
-    fail(a[1]->value_at, "_tir_packed_to_unsigned_convert(\"" +
-                             std::string(storage.is_int() ? "int" : "uint") + "\", " +
-                             std::to_string(storage.bits) + "): val is " + val.dtype().name() +
-                             " (`" + to_string(val) + "`) but the storage type is " +
-                             storage.name() + "; pass an element of the packed " + storage.name() +
-                             " buffer");
+    fail(a[1]->value_at,
+         "_tir_packed_to_unsigned_convert(\"" + std::string(storage.is_int() ? "int" : "uint") +
+             "\", " + std::to_string(storage.bits) + "): val is " + val.dtype().name() + " (`" +
+             to_string(val) + "`) but the storage type is " + storage.name() +
+             "; pass an element of the packed " + storage.name() + " buffer");
   }
   if (!pos.dtype().is_integral()) {
-    fail(a[2]->value_at, "_tir_packed_to_unsigned_convert: pos must be an integer, got " +
-                             pos.dtype().name());
+    fail(a[2]->value_at,
+         "_tir_packed_to_unsigned_convert: pos must be an integer, got " + pos.dtype().name());
   }
   // ((val >> (pos * nbit)) & ((1 << nbit) - 1)) as `dtype`, the shift and mask in the storage
   // type: TVM's definition of the converter.
@@ -229,9 +237,9 @@ std::vector<const Arg*> Parser::bind_args(const CallArgs& call,
   for (size_t i = 0; i < required; ++i) {
     if (!bound[i]) {
       fail(call.at, call.callee + " needs argument '" + names[i] + "' (it takes " + list +
-                        (required < names.size() ? "; the first " + std::to_string(required) +
-                                                       " are required"
-                                                 : std::string()) +
+                        (required < names.size()
+                             ? "; the first " + std::to_string(required) + " are required"
+                             : std::string()) +
                         "), got " + plural(call.args.size(), "argument"));
     }
   }
@@ -253,10 +261,13 @@ Buffer Parser::arg_buffer(const CallArgs& call, const Arg& arg, const std::strin
 BufferRegion Parser::arg_region(const CallArgs& call, const Arg& arg,
                                 const std::string& param) const {
   switch (arg.value.kind) {
-    case Value::Kind::kBuffer: return BufferRegion::full(arg.value.buffer);
+    case Value::Kind::kBuffer:
+      return BufferRegion::full(arg.value.buffer);
     case Value::Kind::kRegion:
-    case Value::Kind::kElement: return arg.value.region;
-    default: wrong_kind(call, arg, param, "a buffer or a region of one (A, A[i, j], A[0:16, :])");
+    case Value::Kind::kElement:
+      return arg.value.region;
+    default:
+      wrong_kind(call, arg, param, "a buffer or a region of one (A, A[i, j], A[0:16, :])");
   }
 }
 
@@ -269,8 +280,8 @@ Expr Parser::arg_expr(const CallArgs& call, const Arg& arg, const std::string& p
   wrong_kind(call, arg, param, "a number or an expression");
 }
 
-int64_t Parser::arg_int(const CallArgs& call, const Arg& arg, const std::string& param,
-                        int64_t lo, int64_t hi) const {
+int64_t Parser::arg_int(const CallArgs& call, const Arg& arg, const std::string& param, int64_t lo,
+                        int64_t hi) const {
   auto c = arg.value.as_int();
   if (!c) wrong_kind(call, arg, param, "a constant integer");
   if (*c < lo || *c > hi) {
@@ -295,8 +306,8 @@ DataType Parser::arg_dtype(const CallArgs& call, const Arg& arg, const std::stri
   }
   auto t = DataType::parse(arg.value.text);
   if (!t) {
-    fail(arg.value_at, call.callee + ": \"" + arg.value.text + "\" is not a data type; use one of " +
-                           DataType::accepted_names());
+    fail(arg.value_at, call.callee + ": \"" + arg.value.text +
+                           "\" is not a data type; use one of " + DataType::accepted_names());
   }
   return *t;
 }

@@ -1,23 +1,10 @@
 // Control flow and calls in the kernel-file parser: for loops over T.Parallel/T.Pipelined/...,
 // if/elif/else (constant conditions pick a branch while reading), the T.Kernel launch,
 // return, operator calls as statements and T.macro inlining.
-#include "core/analyzer.h"
 #include "core/expr_printer.h"
 #include "core/kernel_parser_detail.h"
 
 namespace tessel::kernel_parser_detail {
-
-namespace {
-
-/// `hi - lo` as a loop or slice extent, simplified the way the printer's `lo + extent` undoes.
-Expr extent_between(const Expr& lo, const Expr& hi) {
-  Expr extent = hi - lo;
-  if (as_const_int(extent) || as_const_int(lo) == 0) return extent;
-  Analyzer analyzer;
-  return analyzer.simplify(extent);
-}
-
-}  // namespace
 
 // ---- Loops, if and the launch -----------------------------------------------------------------
 
@@ -31,13 +18,14 @@ void Parser::parse_for(std::vector<Stmt>& out) {
   } while (cur_->accept_op(",") && cur_->peek().kind == TokenKind::kName);
   if (paren) cur_->expect_op(")", "after the loop variables");
   if (!cur_->accept_name("in")) {
-    fail(cur_->peek(), "expected 'in' after the loop variables, found " +
-                           TokenCursor::describe(cur_->peek()));
+    fail(cur_->peek(),
+         "expected 'in' after the loop variables, found " + TokenCursor::describe(cur_->peek()));
   }
   const Token it_at = cur_->peek();
-  const char* kIterators = "a loop iterates over T.Parallel(...), T.Pipelined(...), "
-                           "T.serial(...), T.unroll(...), T.vectorized(...), T.grid(...) or "
-                           "range(...)";
+  const char* kIterators =
+      "a loop iterates over T.Parallel(...), T.Pipelined(...), "
+      "T.serial(...), T.unroll(...), T.vectorized(...), T.grid(...) or "
+      "range(...)";
   if (it_at.kind != TokenKind::kName) fail(it_at, kIterators);
   std::string dotted;
   read_dotted(dotted);
@@ -58,8 +46,8 @@ void Parser::parse_for(std::vector<Stmt>& out) {
       extents.push_back(arg_expr(call, a, "extent"));
     }
     if (extents.empty()) fail(call.at, norm + " needs at least one extent");
-  } else if (norm == "T.Pipelined" || norm == "T.serial" || norm == "range" ||
-             norm == "T.unroll" || norm == "T.vectorized") {
+  } else if (norm == "T.Pipelined" || norm == "T.serial" || norm == "range" || norm == "T.unroll" ||
+             norm == "T.vectorized") {
     std::vector<std::string> params = {"start", "stop"};
     if (norm == "T.Pipelined") params = {"start", "stop", "num_stages", "order", "stage"};
     if (norm == "range") params.push_back("step");
@@ -78,8 +66,9 @@ void Parser::parse_for(std::vector<Stmt>& out) {
       extents.push_back(first);
     }
     if (norm == "range" && a[2] && a[2]->value.as_int() != 1) {
-      fail(a[2]->value_at, "a step other than 1 is not supported; loops count by one (scale the "
-                           "variable instead: i * step)");
+      fail(a[2]->value_at,
+           "a step other than 1 is not supported; loops count by one (scale the "
+           "variable instead: i * step)");
     }
     if (norm == "T.Pipelined") {
       if (a[2]) pipeline.num_stages = static_cast<int>(arg_int(call, *a[2], "num_stages", 0, 64));
@@ -144,7 +133,8 @@ void Parser::parse_if(std::vector<Stmt>& out, std::vector<size_t>& lets) {
   }
   if (context_ != Context::kKernelBody) {
     if (context_ == Context::kModule || context_ == Context::kGenerator) {
-      fail(cond_at, "a compile-time `if` needs a constant condition, got `" + to_string(cond) + "`");
+      fail(cond_at,
+           "a compile-time `if` needs a constant condition, got `" + to_string(cond) + "`");
     }
     require_kernel_body(if_tok, "an if statement");
   }
@@ -159,9 +149,8 @@ void Parser::parse_if(std::vector<Stmt>& out, std::vector<size_t>& lets) {
   } else if (cur_->accept_name("else")) {
     else_case = parse_suite(Context::kKernelBody);
   }
-  out.push_back(located(if_tok, [&] {
-    return IfNode::make(cond, then_case, else_case, loc_of(if_tok));
-  }));
+  out.push_back(
+      located(if_tok, [&] { return IfNode::make(cond, then_case, else_case, loc_of(if_tok)); }));
 }
 
 void Parser::parse_with(std::vector<Stmt>& out) {
@@ -171,16 +160,19 @@ void Parser::parse_with(std::vector<Stmt>& out) {
   if (at.kind == TokenKind::kName) read_dotted(dotted);
   std::string norm = normalize(dotted);
   if (norm != "T.Kernel" || !cur_->at_op("(")) {
-    fail(at, "only `with T.Kernel(grid..., threads=N) as (bx, by):` is supported as a with "
-             "statement");
+    fail(at,
+         "only `with T.Kernel(grid..., threads=N) as (bx, by):` is supported as a with "
+         "statement");
   }
   if (context_ == Context::kKernelBody || context_ == Context::kPostLaunch) {
-    fail(with_tok, "kernel '" + kernel_name_ + "': T.Kernel is entered twice; a kernel has one "
-                   "launch");
+    fail(with_tok, "kernel '" + kernel_name_ +
+                       "': T.Kernel is entered twice; a kernel has one "
+                       "launch");
   }
   if (context_ != Context::kPreLaunch) {
-    fail(with_tok, "`with T.Kernel(...)` belongs in the body of the kernel function "
-                   "(@T.prim_func)");
+    fail(with_tok,
+         "`with T.Kernel(...)` belongs in the body of the kernel function "
+         "(@T.prim_func)");
   }
   CallArgs call = parse_call_args(norm, at);
   std::vector<Expr> grid;
@@ -191,8 +183,9 @@ void Parser::parse_with(std::vector<Stmt>& out) {
     } else if (a.keyword == "threads") {
       threads = arg_int(call, a, "threads", 1, 1 << 20);
     } else {
-      fail(a.at, "T.Kernel has no argument '" + a.keyword + "'; it takes the grid extents and "
-                 "threads=N");
+      fail(a.at, "T.Kernel has no argument '" + a.keyword +
+                     "'; it takes the grid extents and "
+                     "threads=N");
     }
   }
   if (grid.empty() || grid.size() > 3) {
@@ -214,7 +207,9 @@ void Parser::parse_with(std::vector<Stmt>& out) {
       fail(names.empty() ? at : names[0],
            "T.Kernel has " + std::to_string(grid.size()) + " grid extent(s) but binds " +
                std::to_string(names.size()) + " block index name(s); bind one per extent, e.g. " +
-               (grid.size() == 1 ? "as bx" : grid.size() == 2 ? "as (bx, by)" : "as (bx, by, bz)"));
+               (grid.size() == 1   ? "as bx"
+                : grid.size() == 2 ? "as (bx, by)"
+                                   : "as (bx, by, bz)"));
     }
   }
   static const char* kDefaultNames[] = {"bx", "by", "bz"};
@@ -254,8 +249,9 @@ void Parser::parse_return() {
   } else if (context_ == Context::kModule) {
     fail(at, "'return' outside a function");
   } else if (has_value) {
-    fail(at, "a kernel or T.macro returns nothing here; T.macro helpers that return a value are "
-             "not supported (write the result into a buffer)");
+    fail(at,
+         "a kernel or T.macro returns nothing here; T.macro helpers that return a value are "
+         "not supported (write the result into a buffer)");
   }
   end_of_simple_statement();
   while (cur_->peek().kind == TokenKind::kNewline) cur_->next();
@@ -268,8 +264,9 @@ void Parser::parse_return() {
 
 void Parser::parse_call_statement(std::vector<Stmt>& out) {
   const Token at = cur_->peek();
-  const char* kNoEffect = "this line has no effect: a statement is an assignment, a call of a "
-                          "T.* operator or a T.macro, a loop, an if or a with T.Kernel(...)";
+  const char* kNoEffect =
+      "this line has no effect: a statement is an assignment, a call of a "
+      "T.* operator or a T.macro, a loop, an if or a with T.Kernel(...)";
   if (at.kind != TokenKind::kName) fail(at, kNoEffect);
   std::string dotted;
   std::vector<Token> parts = read_dotted(dotted);
@@ -280,8 +277,9 @@ void Parser::parse_call_statement(std::vector<Stmt>& out) {
   std::string norm = normalize(dotted);
   if (norm == "T.annotate_layout") return parse_annotate_layout(at, out);
   if (norm.rfind("T.annotate_", 0) == 0) {
-    fail(at, norm + " is not supported; of the annotations, Tessel's IR has "
-                    "T.annotate_layout({buffer: layout, ...})");
+    fail(at, norm +
+                 " is not supported; of the annotations, Tessel's IR has "
+                 "T.annotate_layout({buffer: layout, ...})");
   }
   const Binding* b = lookup(parts[0].text);
   if (b && parts.size() == 1 && b->value.kind == Value::Kind::kMacro) {
@@ -297,10 +295,11 @@ void Parser::parse_call_statement(std::vector<Stmt>& out) {
   end_of_simple_statement();
   if (parse_operator(call, out)) return;
   if (norm.rfind("T.", 0) == 0) {
-    fail(at, norm + " is not a statement Tessel supports; the statements of T are T.copy, "
-                    "T.gemm, T.fill, T.clear, T.reduce_sum/max/min/abssum/absmax, "
-                    "T.atomic_add/max/min, T.sync_threads, T.use_swizzle and the thread-level "
-                    "instructions (T.mma_m16n8k16_f16, T.ldmatrix_x4, T.cp_async_16, ...)");
+    fail(at, norm +
+                 " is not a statement Tessel supports; the statements of T are T.copy, "
+                 "T.gemm, T.fill, T.clear, T.reduce_sum/max/min/abssum/absmax, "
+                 "T.atomic_add/max/min, T.sync_threads, T.use_swizzle and the thread-level "
+                 "instructions (T.mma_m16n8k16_f16, T.ldmatrix_x4, T.cp_async_16, ...)");
   }
   if (!b) unknown_name(parts[0].text, parts[0]);
   fail(at, "'" + dotted + "' is " + b->value.describe() + " and cannot be called as a statement");
@@ -323,7 +322,8 @@ void Parser::inline_macro(const MacroDef& macro, const CallArgs& call, std::vect
     scope->names[macro.params[i]] = Binding{std::move(v), macro.loc, false};
   }
   size_t resume = cur_->position();
-  std::string note = "\n  (in T.macro '" + macro.name + "' called at " + loc_of(call.at).str() + ")";
+  std::string note =
+      "\n  (in T.macro '" + macro.name + "' called at " + loc_of(call.at).str() + ")";
   auto with_note = [&](const std::string& message) {
     return message.find(note) == std::string::npos ? message + note : message;
   };

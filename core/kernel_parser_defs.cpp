@@ -16,14 +16,17 @@ std::string define_text(const Value& v) {
         return std::to_string(i->value);
       }
       return to_string(v.expr);
-    case Value::Kind::kString: return v.text;
-    case Value::Kind::kNone: return "None";
+    case Value::Kind::kString:
+      return v.text;
+    case Value::Kind::kNone:
+      return "None";
     case Value::Kind::kTuple: {
       std::string s = "(";
       for (size_t i = 0; i < v.items.size(); ++i) s += (i ? ", " : "") + define_text(v.items[i]);
       return s + (v.items.size() == 1 ? ",)" : ")");
     }
-    default: return v.describe();
+    default:
+      return v.describe();
   }
 }
 
@@ -59,8 +62,8 @@ Value Parser::define_value(const KernelFileParam& param, const std::string& text
     scope_ = std::make_shared<NameScope>();
     try {
       Value v = parse_value();
-      bool constant = v.kind != Value::Kind::kExpr || v.expr.as<IntImmNode>() ||
-                      v.expr.as<FloatImmNode>();
+      bool constant =
+          v.kind != Value::Kind::kExpr || v.expr.as<IntImmNode>() || v.expr.as<FloatImmNode>();
       if (cursor.at_end() && constant) parsed = v;
     } catch (const UserError&) {
       // not a value: taken as text below
@@ -74,8 +77,10 @@ Value Parser::define_value(const KernelFileParam& param, const std::string& text
     return parsed && parsed->kind == Value::Kind::kString ? *parsed : Value::string(text);
   }
   if (d.kind == Value::Kind::kExpr && d.expr.dtype().is_bool()) {
-    if (text == "true" || text == "True" || text == "1") return Value::of(IntImmNode::make(DataType::boolean(), 1));
-    if (text == "false" || text == "False" || text == "0") return Value::of(IntImmNode::make(DataType::boolean(), 0));
+    if (text == "true" || text == "True" || text == "1")
+      return Value::of(IntImmNode::make(DataType::boolean(), 1));
+    if (text == "false" || text == "False" || text == "0")
+      return Value::of(IntImmNode::make(DataType::boolean(), 0));
     return bad("a boolean");
   }
   if (d.as_int()) {
@@ -98,8 +103,10 @@ Value Parser::define_value(const KernelFileParam& param, const std::string& text
 void Parser::parse_generator(const Token& def_token) {
   const Token name_tok = cur_->next();
   if (have_generator_) {
-    fail(name_tok, "a second kernel generator '" + name_tok.text + "'; a kernel file holds one "
-                   "kernel (the first is '" + result_.generator + "')");
+    fail(name_tok, "a second kernel generator '" + name_tok.text +
+                       "'; a kernel file holds one "
+                       "kernel (the first is '" +
+                       result_.generator + "')");
   }
   have_generator_ = true;
   result_.generator = name_tok.text;
@@ -108,8 +115,9 @@ void Parser::parse_generator(const Token& def_token) {
   std::vector<Token> name_tokens;
   while (!cur_->at_op(")")) {
     if (cur_->at_op("*") || cur_->at_op("**") || cur_->at_op("/")) {
-      fail(cur_->peek(), "variadic and positional-only parameters are not supported; list each "
-                         "kernel parameter by name");
+      fail(cur_->peek(),
+           "variadic and positional-only parameters are not supported; list each "
+           "kernel parameter by name");
     }
     const Token p = expect_binding("a parameter name");
     for (const Token& seen : name_tokens) {
@@ -157,8 +165,9 @@ void Parser::parse_generator(const Token& def_token) {
   parse_suite(Context::kGenerator);
   std::swap(scope_, scope);
   if (!have_kernel_) {
-    fail(def_token, "the enclosing def '" + name_tok.text + "' defines no kernel: expected a "
-                    "@T.prim_func function inside it");
+    fail(def_token, "the enclosing def '" + name_tok.text +
+                        "' defines no kernel: expected a "
+                        "@T.prim_func function inside it");
   }
 }
 
@@ -167,8 +176,10 @@ void Parser::parse_generator(const Token& def_token) {
 void Parser::parse_kernel_def(const Token& def_token) {
   const Token name_tok = cur_->next();
   if (have_kernel_) {
-    fail(name_tok, "a second kernel '" + name_tok.text + "'; a kernel file holds one kernel (the "
-                   "first is '" + kernel_name_ + "')");
+    fail(name_tok, "a second kernel '" + name_tok.text +
+                       "'; a kernel file holds one kernel (the "
+                       "first is '" +
+                       kernel_name_ + "')");
   }
   have_kernel_ = true;
   kernel_name_ = name_tok.text == "main" && have_generator_ ? result_.generator : name_tok.text;
@@ -198,8 +209,9 @@ void Parser::parse_kernel_def(const Token& def_token) {
   parse_suite(Context::kPreLaunch);
   std::swap(scope_, scope);
   if (!launched_) {
-    fail(name_tok, "kernel '" + kernel_name_ + "' has no T.Kernel(...) launch; open one with "
-                   "`with T.Kernel(grid..., threads=128) as (bx, by):`");
+    fail(name_tok, "kernel '" + kernel_name_ +
+                       "' has no T.Kernel(...) launch; open one with "
+                       "`with T.Kernel(grid..., threads=128) as (bx, by):`");
   }
   finish_kernel(def_token);
   Value v;
@@ -223,10 +235,13 @@ Buffer Parser::parse_tensor_param(const Token& name_tok) {
   if (cur_->at_op("(")) return tensor_from_annotation(name_tok, at, parse_call_args(norm, at));
   auto it = tensor_directives_.find(name_tok.text);
   if (it == tensor_directives_.end()) {
-    fail(at, "parameter '" + name_tok.text + "' is annotated with a bare " + norm + ", so its "
-             "shape and dtype are unknown: write " + name_tok.text + ": T.Tensor((M, K), "
-             "\"float16\"), or keep the signature and add a line `# tessel: " + name_tok.text +
-             ": T.Tensor((M, K), \"float16\")`");
+    fail(at, "parameter '" + name_tok.text + "' is annotated with a bare " + norm +
+                 ", so its "
+                 "shape and dtype are unknown: write " +
+                 name_tok.text +
+                 ": T.Tensor((M, K), "
+                 "\"float16\"), or keep the signature and add a line `# tessel: " +
+                 name_tok.text + ": T.Tensor((M, K), \"float16\")`");
   }
   TensorDirective& d = it->second;
   d.used = true;
@@ -258,7 +273,8 @@ Buffer Parser::parse_tensor_param(const Token& name_tok) {
   return b;
 }
 
-Buffer Parser::tensor_from_annotation(const Token& name_tok, const Token& at, const CallArgs& call) {
+Buffer Parser::tensor_from_annotation(const Token& name_tok, const Token& at,
+                                      const CallArgs& call) {
   auto a = bind_args(call, {"shape", "dtype"}, 2);
   std::vector<Expr> shape = arg_shape(call, *a[0], "shape");
   DataType dtype = arg_dtype(call, *a[1], "dtype");

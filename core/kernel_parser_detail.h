@@ -53,15 +53,15 @@ struct Value {
     kKernel,        ///< the kernel function itself (what the enclosing def returns)
   };
   Kind kind = Kind::kNone;
-  Expr expr;                 ///< kExpr
-  std::string text;          ///< kString; kModule: "T" or "tilelang"; kKernel: its name
-  std::vector<Value> items;  ///< kTuple
-  bool is_list = false;      ///< kTuple written with brackets
-  Buffer buffer;             ///< kBuffer, kRegion, kElement
-  BufferRegion region;       ///< kRegion, kElement (point form)
-  std::vector<Expr> indices; ///< kElement
+  Expr expr;                  ///< kExpr
+  std::string text;           ///< kString; kModule: "T" or "tilelang"; kKernel: its name
+  std::vector<Value> items;   ///< kTuple
+  bool is_list = false;       ///< kTuple written with brackets
+  Buffer buffer;              ///< kBuffer, kRegion, kElement
+  BufferRegion region;        ///< kRegion, kElement (point form)
+  std::vector<Expr> indices;  ///< kElement
   std::shared_ptr<const MacroDef> macro;
-  DataType storage;          ///< kConverter: the packed storage type
+  DataType storage;  ///< kConverter: the packed storage type
   GemmWarpPolicy policy = GemmWarpPolicy::kSquare;
 
   static Value none() { return Value{}; }
@@ -248,8 +248,7 @@ class Parser {
   std::string arg_string(const CallArgs& call, const Arg& arg, const std::string& param) const;
   std::vector<int> arg_int_list(const CallArgs& call, const Arg& arg,
                                 const std::string& param) const;
-  std::vector<Expr> arg_shape(const CallArgs& call, const Arg& arg,
-                              const std::string& param) const;
+  std::vector<Expr> arg_shape(const CallArgs& call, const Arg& arg, const std::string& param) const;
 
   // ---- kernel_parser_stmts.cpp: blocks, statement dispatch, assignments -------------------
  private:
@@ -337,6 +336,10 @@ inline std::string plural(size_t n, const char* word) {
 
 /// True for Python's keywords (which cannot name anything).
 bool is_keyword(const std::string& word);
+
+/// `hi - lo` as the extent of a loop or slice, simplified so that the printer's `lo:lo + extent`
+/// and `T.serial(lo, lo + extent)` read back to `extent`.
+Expr extent_between(const Expr& lo, const Expr& hi);
 
 /// True when `e` nests deeper than `limit` (stops looking at `limit`).
 bool expr_deeper_than(const Expr& e, int limit);

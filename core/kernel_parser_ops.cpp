@@ -49,8 +49,8 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
   }
   if (op == "T.gemm") {
     start();
-    auto a = bind_args(call, {"A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum"},
-                       3);
+    auto a =
+        bind_args(call, {"A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum"}, 3);
     Buffer A = arg_buffer(call, *a[0], "A"), B = arg_buffer(call, *a[1], "B"),
            C = arg_buffer(call, *a[2], "C");
     GemmOptions options;
@@ -121,14 +121,14 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
     if (a[1]) {
       std::string order = arg_string(call, *a[1], "order");
       if (order != "row" && order != "column") {
-        fail(a[1]->value_at, "T.use_swizzle: order is \"row\" or \"column\", got \"" + order + "\"");
+        fail(a[1]->value_at,
+             "T.use_swizzle: order is \"row\" or \"column\", got \"" + order + "\"");
       }
       column = order == "column";
     }
     if (a[2] && !arg_bool(call, *a[2], "enable")) return true;
-    out.push_back(located(call.at, [&] {
-      return UseSwizzleNode::make(static_cast<int>(panel), column, loc);
-    }));
+    out.push_back(located(
+        call.at, [&] { return UseSwizzleNode::make(static_cast<int>(panel), column, loc); }));
     return true;
   }
   if (op.rfind("T.", 0) == 0 && find_intrinsic(op.substr(2))) {
@@ -192,7 +192,8 @@ void Parser::parse_annotate_layout(const Token& at, std::vector<Stmt>& out) {
   if (!cur_->accept_op(")")) unclosed(open, "of T.annotate_layout");
   end_of_simple_statement();
   SourceLoc loc = loc_of(at);
-  out.push_back(located(at, [&] { return TileOpCallNode::make(AnnotateLayoutOp::make(entries, loc)); }));
+  out.push_back(
+      located(at, [&] { return TileOpCallNode::make(AnnotateLayoutOp::make(entries, loc)); }));
 }
 
 size_t Parser::offset_of(const Token& t) const {
@@ -217,9 +218,8 @@ Buffer Parser::parse_alloc(const CallArgs& call, const std::string& name, std::v
         arg_string(call, *a[2], "scope") != "local") {
       fail(a[2]->value_at, "T.alloc_var lives in \"local.var\"");
     }
-    Buffer b = located(call.at, [&] {
-      return BufferNode::make(name, {make_int(1)}, dtype, Scope::kLocal, loc);
-    });
+    Buffer b = located(
+        call.at, [&] { return BufferNode::make(name, {make_int(1)}, dtype, Scope::kLocal, loc); });
     out.push_back(located(call.at, [&] { return AllocNode::make(b, init, true, loc); }));
     var_buffers_.insert(b.get());
     return b;
@@ -260,9 +260,10 @@ Buffer Parser::parse_alloc(const CallArgs& call, const std::string& name, std::v
     std::optional<DataType> t;
     if (b && b->value.kind == Value::Kind::kString) t = DataType::parse(b->value.text);
     if (!t) {
-      fail(call.at, op + " needs a dtype, e.g. " + op + "((64, 64), \"float16\"); when it is left "
-                         "out (as in the paper's Fig. 16) the dtype named `" + fallback +
-                         "` is used, but no such string is defined");
+      fail(call.at, op + " needs a dtype, e.g. " + op +
+                        "((64, 64), \"float16\"); when it is left "
+                        "out (as in the paper's Fig. 16) the dtype named `" +
+                        fallback + "` is used, but no such string is defined");
     }
     dtype = *t;
   }
@@ -273,7 +274,7 @@ Buffer Parser::parse_alloc(const CallArgs& call, const std::string& name, std::v
               (scope == Scope::kLocal && s == "local");
     if (!ok) {
       fail(a[2]->value_at, op + ": scope \"" + s + "\" does not fit; " +
-                               (scope == Scope::kShared ? "use \"shared\" or \"shared.dyn\""
+                               (scope == Scope::kShared     ? "use \"shared\" or \"shared.dyn\""
                                 : scope == Scope::kFragment ? "fragments live in \"local.fragment\""
                                                             : "locals live in \"local\""));
     }
@@ -305,10 +306,11 @@ Stmt Parser::parse_intrinsic(const CallArgs& call) {
       continue;
     }
     if (a[i]->value.kind != Value::Kind::kElement) {
-      wrong_kind(call, *a[i], o.name,
-                 "one element of a buffer (the lane's first register or address, e.g. " +
-                     std::string(o.kind == OperandKind::kRegisters ? "C_regs[0]" : "A_shared[r, c]") +
-                     ")");
+      wrong_kind(
+          call, *a[i], o.name,
+          "one element of a buffer (the lane's first register or address, e.g. " +
+              std::string(o.kind == OperandKind::kRegisters ? "C_regs[0]" : "A_shared[r, c]") +
+              ")");
     }
     args.push_back(IntrinsicArg{a[i]->value.buffer, a[i]->value.indices, Expr()});
   }

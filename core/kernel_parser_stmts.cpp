@@ -7,8 +7,8 @@ namespace tessel::kernel_parser_detail {
 namespace {
 
 bool is_augmented(const std::string& op) {
-  static const char* kOps[] = {"+=", "-=", "*=", "/=", "//=", "%=", "&=", "|=", "^=", "<<=", ">>=",
-                               "**=", ":="};
+  static const char* kOps[] = {
+      "+=", "-=", "*=", "/=", "//=", "%=", "&=", "|=", "^=", "<<=", ">>=", "**=", ":="};
   for (const char* o : kOps) {
     if (op == o) return true;
   }
@@ -72,16 +72,17 @@ void Parser::parse_block_into(std::vector<Stmt>& out, std::vector<size_t>& lets)
       if (t.kind == TokenKind::kEnd || t.kind == TokenKind::kDedent) break;
       if (t.kind == TokenKind::kName &&
           (t.text == "for" || t.text == "if" || t.text == "with" || t.text == "def")) {
-        fail(t, "a compound statement cannot follow ':' on the same line; start a new, "
-                "indented line");
+        fail(t,
+             "a compound statement cannot follow ':' on the same line; start a new, "
+             "indented line");
       }
       parse_statement(out, lets);
     }
   } else {
     cur_->next();
     if (cur_->peek().kind != TokenKind::kIndent) {
-      fail(cur_->peek(), "expected an indented block after the ':' on line " +
-                             std::to_string(colon.line));
+      fail(cur_->peek(),
+           "expected an indented block after the ':' on line " + std::to_string(colon.line));
     }
     cur_->next();
     parse_statements_until_dedent(out, lets);
@@ -117,7 +118,9 @@ Stmt Parser::fold_lets(std::vector<Stmt> stmts, const std::vector<size_t>& lets)
 void Parser::parse_statement(std::vector<Stmt>& out, std::vector<size_t>& lets) {
   const Token t = cur_->peek();
   switch (t.kind) {
-    case TokenKind::kNewline: cur_->next(); return;
+    case TokenKind::kNewline:
+      cur_->next();
+      return;
     case TokenKind::kIndent:
       fail(t, "unexpected indentation: this line is indented deeper than its block");
     case TokenKind::kString:  // a docstring or a string on its own: no effect
@@ -128,8 +131,8 @@ void Parser::parse_statement(std::vector<Stmt>& out, std::vector<size_t>& lets) 
       if (t.text == "@") {
         std::vector<CallArgs> decorators = parse_decorators();
         if (!cur_->at_name("def")) {
-          fail(cur_->peek(), "expected 'def' after the decorators, found " +
-                                 TokenCursor::describe(cur_->peek()));
+          fail(cur_->peek(),
+               "expected 'def' after the decorators, found " + TokenCursor::describe(cur_->peek()));
         }
         parse_def(std::move(decorators), cur_->next());
         return;
@@ -177,7 +180,8 @@ void Parser::parse_statement(std::vector<Stmt>& out, std::vector<size_t>& lets) 
         unsupported(t);
       }
       break;
-    default: break;
+    default:
+      break;
   }
   parse_simple_statement(out, lets);
 }
@@ -186,11 +190,13 @@ void Parser::unsupported(const Token& at) const {
   const std::string& w = at.text;
   std::string why;
   if (w == "while") {
-    why = "'while' loops are not supported: the IR has counted loops only; use `for i in "
-          "T.serial(n):` with an `if` guard";
+    why =
+        "'while' loops are not supported: the IR has counted loops only; use `for i in "
+        "T.serial(n):` with an `if` guard";
   } else if (w == "class") {
-    why = "classes are not supported in kernel files: kernels are @T.prim_func functions and "
-          "helpers are @T.macro functions";
+    why =
+        "classes are not supported in kernel files: kernels are @T.prim_func functions and "
+        "helpers are @T.macro functions";
   } else if (w == "break" || w == "continue") {
     why = "'" + w + "' is not supported: loops run their whole extent; guard the body with `if`";
   } else if (w == "try" || w == "except" || w == "finally" || w == "raise") {
@@ -221,13 +227,16 @@ void Parser::end_of_simple_statement() {
 
 void Parser::require_kernel_body(const Token& at, const std::string& what) const {
   switch (context_) {
-    case Context::kKernelBody: return;
+    case Context::kKernelBody:
+      return;
     case Context::kPreLaunch:
-      fail(at, "kernel '" + kernel_name_ + "': " + what + " comes before T.Kernel(...); open the "
-               "kernel launch first (with T.Kernel(grid..., threads=128) as (bx, by):)");
+      fail(at, "kernel '" + kernel_name_ + "': " + what +
+                   " comes before T.Kernel(...); open the "
+                   "kernel launch first (with T.Kernel(grid..., threads=128) as (bx, by):)");
     case Context::kPostLaunch:
-      fail(at, "kernel '" + kernel_name_ + "': " + what + " comes after the `with T.Kernel(...)` "
-               "block; move it inside");
+      fail(at, "kernel '" + kernel_name_ + "': " + what +
+                   " comes after the `with T.Kernel(...)` "
+                   "block; move it inside");
     default:
       fail(at, what + " belongs inside a kernel's `with T.Kernel(...)` block");
   }
@@ -306,7 +315,8 @@ void Parser::parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets)
     const Token value_at = cur_->peek();
     Value value = parse_value();
     if (cur_->at_op("=")) fail(cur_->peek(), "chained assignment (a = b = c) is not supported");
-    out.push_back(make_store(buffer, indices, to_expr(value, value_at, "the stored value"), target));
+    out.push_back(
+        make_store(buffer, indices, to_expr(value, value_at, "the stored value"), target));
     end_of_simple_statement();
     return;
   }
@@ -320,8 +330,9 @@ void Parser::parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets)
   }
   if (paren && !cur_->accept_op(")")) cur_->accept_op("]");
   if (names.empty() || !cur_->at_op("=")) {
-    fail(target, "cannot assign to this; assign to a name, an element (A[i, j]) or names "
-                 "separated by commas");
+    fail(target,
+         "cannot assign to this; assign to a name, an element (A[i, j]) or names "
+         "separated by commas");
   }
   cur_->next();
   const Token value_at = cur_->peek();
@@ -340,8 +351,8 @@ bool Parser::parse_special_assignment(const Token& target, std::vector<Stmt>& ou
   std::string dotted;
   std::vector<Token> parts = read_dotted(dotted);
   std::string norm = normalize(dotted);
-  bool alloc = norm == "T.alloc_shared" || norm == "T.alloc_fragment" ||
-               norm == "T.alloc_local" || norm == "T.alloc_var";
+  bool alloc = norm == "T.alloc_shared" || norm == "T.alloc_fragment" || norm == "T.alloc_local" ||
+               norm == "T.alloc_var";
   if (!cur_->at_op("(")) {
     cur_->rewind(start);
     return false;
@@ -414,12 +425,14 @@ std::vector<Expr> Parser::parse_store_indices(const Buffer& buffer, const Token&
   std::vector<Expr> indices;
   while (!cur_->at_op("]")) {
     if (cur_->at_op(":")) {
-      fail(at, "'" + buffer->name + "' is assigned through a slice; stores write one element "
+      fail(at, "'" + buffer->name +
+                   "' is assigned through a slice; stores write one element "
                    "(use T.copy or T.fill for a region)");
     }
     indices.push_back(parse_expr());
     if (cur_->at_op(":")) {
-      fail(at, "'" + buffer->name + "' is assigned through a slice; stores write one element "
+      fail(at, "'" + buffer->name +
+                   "' is assigned through a slice; stores write one element "
                    "(use T.copy or T.fill for a region)");
     }
     if (!cur_->accept_op(",")) break;
@@ -433,21 +446,23 @@ Stmt Parser::make_store(const Buffer& buffer, std::vector<Expr> indices, Expr va
                         const Token& at) {
   require_kernel_body(at, "a store to '" + buffer->name + "'");
   count_statement(at);
-  return located(at, [&] { return StoreNode::make(buffer, std::move(indices), value, loc_of(at)); });
+  return located(at,
+                 [&] { return StoreNode::make(buffer, std::move(indices), value, loc_of(at)); });
 }
 
 void Parser::parse_augmented(std::vector<Stmt>& out, const std::string& op) {
   const Token target = cur_->next();
   if (target.kind != TokenKind::kName) {
-    fail(target, "cannot update this with '" + op + "'; update a name or an element (A[i] " + op +
-                     " v)");
+    fail(target,
+         "cannot update this with '" + op + "'; update a name or an element (A[i] " + op + " v)");
   }
   const Binding* b = lookup(target.text);
   if (!b) unknown_name(target.text, target);
   Value current = b->value;
   std::vector<Expr> indices;
   bool element = cur_->at_op("[");
-  bool var_buffer = current.kind == Value::Kind::kBuffer && var_buffers_.count(current.buffer.get());
+  bool var_buffer =
+      current.kind == Value::Kind::kBuffer && var_buffers_.count(current.buffer.get());
   if (element) {
     if (current.kind != Value::Kind::kBuffer) {
       fail(target, "'" + target.text + "' is " + current.describe() + " and has no elements");
@@ -465,7 +480,8 @@ void Parser::parse_augmented(std::vector<Stmt>& out, const std::string& op) {
     Expr updated = located(op_tok, [&] { return combine(op, old, value); });
     out.push_back(make_store(current.buffer, indices, updated, target));
   } else if (context_ == Context::kKernelBody && b->kernel_local) {
-    fail(target, "'" + target.text + "' is bound once at " + b->loc.str() + " and cannot change; "
+    fail(target, "'" + target.text + "' is bound once at " + b->loc.str() +
+                     " and cannot change; "
                      "use T.alloc_var for a value that changes");
   } else {
     Expr old = to_expr(current, target, "'" + target.text + "'");

@@ -49,31 +49,42 @@ std::optional<int64_t> Value::as_int() const {
 
 std::string Value::describe() const {
   switch (kind) {
-    case Kind::kNone: return "None";
+    case Kind::kNone:
+      return "None";
     case Kind::kExpr:
       if (expr.as<IntImmNode>() || expr.as<FloatImmNode>()) return "the number " + to_string(expr);
       return "the expression `" + to_string(expr) + "`";
-    case Kind::kString: return "the string \"" + text + "\"";
+    case Kind::kString:
+      return "the string \"" + text + "\"";
     case Kind::kTuple: {
       std::string s = is_list ? "the list [" : "the tuple (";
       for (size_t i = 0; i < items.size(); ++i) {
         const Value& item = items[i];
         s += (i ? ", " : "");
-        s += item.kind == Kind::kExpr ? to_string(item.expr)
+        s += item.kind == Kind::kExpr     ? to_string(item.expr)
              : item.kind == Kind::kString ? "\"" + item.text + "\""
                                           : "...";
       }
       return s + (is_list ? "]" : ")");
     }
-    case Kind::kBuffer: return "buffer '" + buffer->name + "'";
-    case Kind::kRegion: return "the region " + region_to_string(region);
-    case Kind::kElement: return "the element " + to_string(BufferLoadNode::make(buffer, indices));
-    case Kind::kModule: return text == "T" || text == "tilelang" ? "the module " + text : text;
-    case Kind::kMacro: return "the T.macro '" + macro->name + "'";
-    case Kind::kConvertMaker: return "_tir_packed_to_unsigned_convert";
-    case Kind::kConverter: return "a converter made by _tir_packed_to_unsigned_convert";
-    case Kind::kPolicy: return std::string("T.GemmWarpPolicy.") + policy_name(policy);
-    case Kind::kKernel: return "the kernel '" + text + "'";
+    case Kind::kBuffer:
+      return "buffer '" + buffer->name + "'";
+    case Kind::kRegion:
+      return "the region " + region_to_string(region);
+    case Kind::kElement:
+      return "the element " + to_string(BufferLoadNode::make(buffer, indices));
+    case Kind::kModule:
+      return text == "T" || text == "tilelang" ? "the module " + text : text;
+    case Kind::kMacro:
+      return "the T.macro '" + macro->name + "'";
+    case Kind::kConvertMaker:
+      return "_tir_packed_to_unsigned_convert";
+    case Kind::kConverter:
+      return "a converter made by _tir_packed_to_unsigned_convert";
+    case Kind::kPolicy:
+      return std::string("T.GemmWarpPolicy.") + policy_name(policy);
+    case Kind::kKernel:
+      return "the kernel '" + text + "'";
   }
   return "a value";
 }
@@ -103,6 +114,13 @@ std::vector<Expr> children(const Expr& e) {
 }
 
 }  // namespace
+
+Expr extent_between(const Expr& lo, const Expr& hi) {
+  Expr extent = hi - lo;
+  if (as_const_int(extent) || as_const_int(lo) == 0) return extent;
+  Analyzer analyzer;  // `k * 32:k * 32 + 32` has extent 32, as the printer meant
+  return analyzer.simplify(extent);
+}
 
 bool expr_deeper_than(const Expr& e, int limit) {
   if (limit <= 0) return true;
@@ -156,17 +174,19 @@ void Parser::relocate(const UserError& error, const Token& at) const {
 void Parser::unclosed(const Token& open, const std::string& what) const {
   const Token& found = cur_->peek();
   fail(open, "'" + open.text + "' " + what + " is not closed: expected ',' or '" +
-                 (open.text == "(" ? ")" : open.text == "[" ? "]" : "}") + "' but found " +
-                 TokenCursor::describe(found) + " at line " + std::to_string(found.line) +
-                 ", column " + std::to_string(found.column));
+                 (open.text == "("   ? ")"
+                  : open.text == "[" ? "]"
+                                     : "}") +
+                 "' but found " + TokenCursor::describe(found) + " at line " +
+                 std::to_string(found.line) + ", column " + std::to_string(found.column));
 }
 
 bool is_keyword(const std::string& word) {
   static const char* kKeywords[] = {
-      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-      "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
-      "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
-      "try", "while", "with", "yield"};
+      "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+      "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
   for (const char* k : kKeywords) {
     if (word == k) return true;
   }
@@ -198,8 +218,9 @@ void Parser::unknown_name(const std::string& name, const Token& at) const {
   }
   std::string near = closest_name(name, known);
   if (!near.empty()) fail(at, "unknown name '" + name + "'; did you mean '" + near + "'?");
-  fail(at, "unknown name '" + name + "': define it above this line (a kernel parameter goes in "
-           "the enclosing def's signature)");
+  fail(at, "unknown name '" + name +
+               "': define it above this line (a kernel parameter goes in "
+               "the enclosing def's signature)");
 }
 
 void Parser::check_depth(const Expr& e, const Token& at) const {
@@ -249,10 +270,14 @@ Value Parser::attribute(const Value& base, const std::string& attr, const Token&
     if (base.text == "T.GemmWarpPolicy") {
       Value v;
       v.kind = Value::Kind::kPolicy;
-      if (attr == "Square") v.policy = GemmWarpPolicy::kSquare;
-      else if (attr == "FullRow") v.policy = GemmWarpPolicy::kFullRow;
-      else if (attr == "FullCol") v.policy = GemmWarpPolicy::kFullCol;
-      else fail(at, "T.GemmWarpPolicy has no member '" + attr + "'; use Square, FullRow or FullCol");
+      if (attr == "Square")
+        v.policy = GemmWarpPolicy::kSquare;
+      else if (attr == "FullRow")
+        v.policy = GemmWarpPolicy::kFullRow;
+      else if (attr == "FullCol")
+        v.policy = GemmWarpPolicy::kFullCol;
+      else
+        fail(at, "T.GemmWarpPolicy has no member '" + attr + "'; use Square, FullRow or FullCol");
       return v;
     }
     return Value::module(full);  // a function of T, or a submodule
@@ -290,11 +315,13 @@ bool Parser::at_terminator(size_t ahead) const {
     case TokenKind::kNewline:
     case TokenKind::kEnd:
     case TokenKind::kDedent:
-    case TokenKind::kIndent: return true;
+    case TokenKind::kIndent:
+      return true;
     case TokenKind::kOp:
       return t.text == "," || t.text == ")" || t.text == "]" || t.text == "}" || t.text == ":" ||
              t.text == "=" || t.text == ";";
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -342,8 +369,9 @@ Value Parser::parse_value() {
     std::string s = cur_->next().text;
     while (cur_->peek().kind == TokenKind::kString) s += cur_->next().text;
     if (!at_terminator()) {
-      fail(cur_->peek(), "a string is not a number; strings name dtypes and scopes "
-                         "(\"float16\", \"shared.dyn\")");
+      fail(cur_->peek(),
+           "a string is not a number; strings name dtypes and scopes "
+           "(\"float16\", \"shared.dyn\")");
     }
     return Value::string(std::move(s));
   }
@@ -358,8 +386,9 @@ Value Parser::parse_value() {
       return Value::none();
     }
     if (t.text == "lambda") {
-      fail(t, "lambda is only accepted in layout specs (`tessel layout`); a kernel file has no "
-              "place for one: Tessel's IR carries no layout annotations, layouts are inferred");
+      fail(t,
+           "lambda is only accepted in layout specs (`tessel layout`); a kernel file has no "
+           "place for one: Tessel's IR carries no layout annotations, layouts are inferred");
     }
     if (auto v = parse_name_value()) return *v;
   }
@@ -388,8 +417,10 @@ std::optional<Value> Parser::parse_name_value() {
       }
     }
     if (norm.rfind("T.alloc_", 0) == 0) {
-      fail(parts[0], norm + "(...) allocates a buffer: assign it to a name on a line of its own "
-                            "(X = " + norm + "(...))");
+      fail(parts[0], norm +
+                         "(...) allocates a buffer: assign it to a name on a line of its own "
+                         "(X = " +
+                         norm + "(...))");
     }
     cur_->rewind(start);
     return std::nullopt;
@@ -441,8 +472,10 @@ Value Parser::parse_subscript_value(const Buffer& buffer, const Token& at) {
   cur_->next();
   if (!at_terminator()) {
     if (any_slice) {
-      fail(at, "the region " + buffer->name + "[...] is not a number: tile operators take "
-                   "regions, expressions read single elements (" + buffer->name + "[i, j])");
+      fail(at, "the region " + buffer->name +
+                   "[...] is not a number: tile operators take "
+                   "regions, expressions read single elements (" +
+                   buffer->name + "[i, j])");
     }
     cur_->rewind(after_name);
     return Value::none();  // an element inside a larger expression
@@ -471,12 +504,7 @@ Value Parser::parse_subscript_value(const Buffer& buffer, const Token& at) {
     }
     Expr lo = item.lo.defined() ? item.lo : make_int(0);
     Expr hi = item.hi.defined() ? item.hi : buffer->shape[d];
-    Expr extent = hi - lo;
-    if (!as_const_int(extent) && !as_const_int(lo)) {
-      Analyzer analyzer;  // `k * 32:k * 32 + 32` has extent 32, as the printer meant
-      extent = analyzer.simplify(extent);
-    }
-    v.region.ranges.push_back({lo, extent});
+    v.region.ranges.push_back({lo, extent_between(lo, hi)});
   }
   v.kind = any_slice ? Value::Kind::kRegion : Value::Kind::kElement;
   return v;

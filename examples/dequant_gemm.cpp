@@ -31,9 +31,9 @@ Kernel build_dequant_gemm(const Params& p) {
   }
   int64_t elems = 8 / num_bits;  // values per storage byte
   if (K % elems != 0 || bK % elems != 0) {
-    user_error("kernel 'dequant_gemm': K=" + std::to_string(K) + " and block_K=" +
-               std::to_string(bK) + " must be multiples of the " + std::to_string(elems) +
-               " values packed in a byte");
+    user_error("kernel 'dequant_gemm': K=" + std::to_string(K) +
+               " and block_K=" + std::to_string(bK) + " must be multiples of the " +
+               std::to_string(elems) + " values packed in a byte");
   }
   DataType storage = DataType::i8();
 
@@ -83,8 +83,9 @@ void dequant_gemm_reference(TensorMap& t) {
 Example dequant_gemm_example() {
   Example e;
   e.name = "dequant_gemm";
-  e.description = "Ct = dequant(B) @ A^T with B packed num_bits-bit unsigned ints in int8 (the "
-                  "paper's Fig. 17)";
+  e.description =
+      "Ct = dequant(B) @ A^T with B packed num_bits-bit unsigned ints in int8 (the "
+      "paper's Fig. 17)";
   e.params = {{"M", "512", "rows of A, columns of Ct"},
               {"N", "512", "rows of B and Ct"},
               {"K", "512", "the reduction dimension (unpacked)"},

@@ -1,7 +1,11 @@
 // Seeded runs of the examples against their references.
 #include "examples/run_example.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+
+#include "core/error.h"
 
 namespace tessel {
 
@@ -9,6 +13,21 @@ TensorMap make_tensors(const Kernel& kernel, const std::map<std::string, int64_t
                        const std::vector<std::string>& outputs, uint64_t seed) {
   TensorMap tensors;
   auto shapes = param_shapes(kernel, dims);
+  // Refuse sizes the host cannot hold before allocating anything: half of physical memory.
+  const double limit = 0.5 * static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  double total = 0;
+  for (const Buffer& b : kernel->params) {
+    double elements = 1;
+    for (int64_t e : shapes.at(b->name)) elements *= static_cast<double>(e);
+    total += elements * b->dtype.storage_bits() / 8;
+    if (total > limit) {
+      user_error("kernel '" + kernel->name + "': its tensors would need " +
+                 std::to_string(static_cast<int64_t>(total / (1 << 20))) + " MiB by '" + b->name +
+                 "', more than half of this machine's memory (" +
+                 std::to_string(static_cast<int64_t>(limit / (1 << 20))) +
+                 " MiB); choose smaller sizes with -D");
+    }
+  }
   uint64_t stream = 0;
   for (const Buffer& b : kernel->params) {
     bool is_output = std::find(outputs.begin(), outputs.end(), b->name) != outputs.end();

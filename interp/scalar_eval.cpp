@@ -20,8 +20,10 @@ int64_t checked_flat_index(const BlockState& block, int thread, const Buffer& bu
         idx += (k ? ", " : "") + std::to_string(indices[k]);
         ext += (k ? ", " : "") + std::to_string(shape[k]);
       }
+      const SourceLoc& loc = block.current_loc();
       user_error("kernel '" + block.kernel()->name + "', " + block.block_name() + ", thread " +
-                 std::to_string(thread) + ": " + access + " " + buffer->name + idx +
+                 std::to_string(thread) + (loc.known() ? " (at " + loc.str() + ")" : "") + ": " +
+                 access + " " + buffer->name + idx +
                  "] is out of bounds of its shape " + ext + ")" +
                  "; guard the access with an `if` on the index or shrink the loop");
     }

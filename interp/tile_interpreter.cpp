@@ -52,6 +52,7 @@ class BlockRunner {
  private:
   void exec(const Stmt& s, const Lanes& lanes) {
     if (lanes.empty()) return;
+    if (s->loc.known()) block_.set_current_loc(s->loc);
     switch (s.kind()) {
       case StmtKind::kSeq:
         for (const Stmt& c : s.as<SeqNode>()->stmts) exec(c, lanes);

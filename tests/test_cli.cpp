@@ -101,3 +101,15 @@ TEST_CASE("print shows the tile-level IR with -D applied") {
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("cli limits") {
+
+TEST_CASE("sizes too large for host memory are a kernel error naming the tensor") {
+  // 2^20 x 2^20 fp16 elements = 2 TiB for A alone, far beyond any test machine.
+  CliResult r = run({"run", "gemm", "-D", "M=1048576", "-D", "K=1048576"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("its tensors would need") != std::string::npos);
+  CHECK(r.err.find("by 'A'") != std::string::npos);
+}
+
+}  // TEST_SUITE

@@ -1,11 +1,11 @@
 // Kernel files on the command line: KERNEL may be a path wherever it may be a name; -D sets the
 // enclosing def's parameters; exit 2 for a malformed file or command line, 1 for a wrong kernel.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "tools/cli.h"
 
@@ -31,8 +31,8 @@ std::string example(const std::string& name) {
 
 /// Writes `text` to a fresh file in a per-process temporary folder; returns its path.
 std::string write_file(const std::string& name, const std::string& text) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("tessel_parser_cli_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("tessel_parser_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string path = (dir / name).string();
   std::ofstream(path) << text;
@@ -42,135 +42,147 @@ std::string write_file(const std::string& name, const std::string& text) {
 }  // namespace
 
 TEST_SUITE("parser cli") {
+  TEST_CASE("the paper's Fig. 16 runs from its file and matches the gemm reference") {
+    CliResult r = run({"run", example("fig16_gemm.py"), "--json"});
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["kernel"] == "Matmul");
+    CHECK(j["passed"] == true);
+    CHECK(j["blocks"] == 16);  // (512 // 128) * (512 // 128)
+  }
 
-TEST_CASE("the paper's Fig. 16 runs from its file and matches the gemm reference") {
-  CliResult r = run({"run", example("fig16_gemm.py"), "--json"});
-  REQUIRE(r.status == 0);
-  auto j = nlohmann::json::parse(r.out);
-  CHECK(j["kernel"] == "Matmul");
-  CHECK(j["passed"] == true);
-  CHECK(j["blocks"] == 16);  // (512 // 128) * (512 // 128)
-}
+  TEST_CASE("the paper's Fig. 17 runs from its file and matches the dequant_gemm reference") {
+    CliResult r = run({"run", example("dequant_gemm.py"), "-D", "M=256", "-D", "N=128", "--json"});
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["passed"] == true);
+    CHECK(j["blocks"] == 2);  // ceil(128 / 128) * ceil(256 / 128)
+  }
 
-TEST_CASE("the paper's Fig. 17 runs from its file and matches the dequant_gemm reference") {
-  CliResult r = run({"run", example("dequant_gemm.py"), "-D", "M=256", "-D", "N=128", "--json"});
-  REQUIRE(r.status == 0);
-  auto j = nlohmann::json::parse(r.out);
-  CHECK(j["passed"] == true);
-  CHECK(j["blocks"] == 2);  // ceil(128 / 128) * ceil(256 / 128)
-}
+  TEST_CASE("print takes a path and -D values") {
+    CliResult r = run({"print", example("gemm.py"), "-D", "M=200"});
+    REQUIRE(r.status == 0);
+    // ceil(512 / 128) = 4 column blocks, ceil(200 / 128) = 2 row blocks.
+    CHECK(
+        r.out.find(
+            "@T.prim_func\ndef gemm(A: T.Tensor((200, 512), \"float16\"), B: T.Tensor((512, 512), "
+            "\"float16\"), C: T.Tensor((200, 512), \"float32\")):\n"
+            "    with T.Kernel(4, 2, threads=128) as (bx, by):\n") == 0);
+  }
 
-TEST_CASE("print takes a path and -D values") {
-  CliResult r = run({"print", example("gemm.py"), "-D", "M=200"});
-  REQUIRE(r.status == 0);
-  // ceil(512 / 128) = 4 column blocks, ceil(200 / 128) = 2 row blocks.
-  CHECK(r.out.find("@T.prim_func\ndef gemm(A: T.Tensor((200, 512), \"float16\"), B: T.Tensor((512, 512), "
-                   "\"float16\"), C: T.Tensor((200, 512), \"float32\")):\n"
-                   "    with T.Kernel(4, 2, threads=128) as (bx, by):\n") == 0);
-}
+  TEST_CASE("a symbolic dimension of a file is sized with -D") {
+    CliResult r = run({"run", example("elementwise.py"), "-D", "N=77", "--json"});
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["passed"] == true);
+    CHECK(j["blocks"] == 1);  // ceil(77 / 256)
+  }
 
-TEST_CASE("a symbolic dimension of a file is sized with -D") {
-  CliResult r = run({"run", example("elementwise.py"), "-D", "N=77", "--json"});
-  REQUIRE(r.status == 0);
-  auto j = nlohmann::json::parse(r.out);
-  CHECK(j["passed"] == true);
-  CHECK(j["blocks"] == 1);  // ceil(77 / 256)
-}
+  TEST_CASE("an unknown -D name is a usage error listing the file's parameters") {
+    std::string path = example("gemm.py");
+    CliResult r = run({"run", path, "-D", "Q=3"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("kernel file '" + path +
+                     "' has no parameter 'Q'; its parameters are M, N, K, "
+                     "block_M, block_N, block_K, num_stages, threads, dtype (the enclosing def's "
+                     "parameters and the symbolic dimensions)") != std::string::npos);
+  }
 
-TEST_CASE("an unknown -D name is a usage error listing the file's parameters") {
-  std::string path = example("gemm.py");
-  CliResult r = run({"run", path, "-D", "Q=3"});
-  CHECK(r.status == 2);
-  CHECK(r.err.find("kernel file '" + path + "' has no parameter 'Q'; its parameters are M, N, K, "
-                   "block_M, block_N, block_K, num_stages, threads, dtype (the enclosing def's "
-                   "parameters and the symbolic dimensions)") != std::string::npos);
-}
+  TEST_CASE("a malformed kernel file is a usage error located in the file") {
+    std::string path = write_file("syntax.py",
+                                  "@T.prim_func\n"
+                                  "def k(A: T.Tensor((64,), \"float32\")):\n"
+                                  "    with T.Kernel(1, threads=32) as bx:\n"
+                                  "        A[0] = = 1.0\n");
+    CliResult r = run({"print", path});
+    CHECK(r.status == 2);
+    CHECK(r.err.find(path + ":4:16: expected an expression, found '='") != std::string::npos);
+  }
 
-TEST_CASE("a malformed kernel file is a usage error located in the file") {
-  std::string path = write_file("syntax.py", "@T.prim_func\n"
-                                             "def k(A: T.Tensor((64,), \"float32\")):\n"
-                                             "    with T.Kernel(1, threads=32) as bx:\n"
-                                             "        A[0] = = 1.0\n");
-  CliResult r = run({"print", path});
-  CHECK(r.status == 2);
-  CHECK(r.err.find(path + ":4:16: expected an expression, found '='") != std::string::npos);
-}
+  TEST_CASE("a kernel error in a file exits 1 with its location") {
+    std::string path = write_file("wrong.py",
+                                  "@T.prim_func\n"
+                                  "def k(A: T.Tensor((64,), \"float32\")):\n"
+                                  "    with T.Kernel(1, threads=48) as bx:\n"
+                                  "        T.clear(A)\n");
+    CliResult r = run({"run", path});
+    CHECK(r.status == 1);
+    CHECK(r.err.find(path + ":3:10: kernel 'k': threads=48 is not a positive multiple of the warp "
+                            "size 32; use e.g. 64") != std::string::npos);
+  }
 
-TEST_CASE("a kernel error in a file exits 1 with its location") {
-  std::string path = write_file("wrong.py", "@T.prim_func\n"
-                                            "def k(A: T.Tensor((64,), \"float32\")):\n"
-                                            "    with T.Kernel(1, threads=48) as bx:\n"
-                                            "        T.clear(A)\n");
-  CliResult r = run({"run", path});
-  CHECK(r.status == 1);
-  CHECK(r.err.find(path + ":3:10: kernel 'k': threads=48 is not a positive multiple of the warp "
-                   "size 32; use e.g. 64") != std::string::npos);
-}
-
-TEST_CASE("a file without a reference runs; its runtime errors carry file:line:column") {
-  std::string ok = write_file("noref.py", "@T.prim_func\n"
-                                          "def k(A: T.Tensor((64,), \"float32\")):\n"
-                                          "    with T.Kernel(1, threads=32) as bx:\n"
-                                          "        T.fill(A, 1.0)\n");
-  CHECK(run({"run", ok}).status == 0);
-  std::string bad = write_file("divergent.py", "@T.prim_func\n"
-                                               "def k(A: T.Tensor((64,), \"float32\")):\n"
-                                               "    with T.Kernel(1, threads=64) as bx:\n"
-                                               "        tx = T.get_thread_binding()\n"
-                                               "        if tx < 16:\n"
-                                               "            T.sync_threads()\n");
-  CliResult r = run({"run", bad});
-  CHECK(r.status == 1);
-  CHECK(r.err.find("(at " + bad + ":6:13): T.sync_threads() is reached by only 16 of 64 threads") !=
+  TEST_CASE("a file without a reference runs; its runtime errors carry file:line:column") {
+    std::string ok = write_file("noref.py",
+                                "@T.prim_func\n"
+                                "def k(A: T.Tensor((64,), \"float32\")):\n"
+                                "    with T.Kernel(1, threads=32) as bx:\n"
+                                "        T.fill(A, 1.0)\n");
+    CHECK(run({"run", ok}).status == 0);
+    std::string bad = write_file("divergent.py",
+                                 "@T.prim_func\n"
+                                 "def k(A: T.Tensor((64,), \"float32\")):\n"
+                                 "    with T.Kernel(1, threads=64) as bx:\n"
+                                 "        tx = T.get_thread_binding()\n"
+                                 "        if tx < 16:\n"
+                                 "            T.sync_threads()\n");
+    CliResult r = run({"run", bad});
+    CHECK(r.status == 1);
+    CHECK(
+        r.err.find("(at " + bad + ":6:13): T.sync_threads() is reached by only 16 of 64 threads") !=
         std::string::npos);
-}
+  }
 
-TEST_CASE("simulator findings of a file kernel name its lines") {
-  std::string path = write_file("race.py", "@T.prim_func\n"
-                                           "def race(A: T.Tensor((64,), \"float32\")):\n"
-                                           "    with T.Kernel(1, threads=64) as bx:\n"
-                                           "        tx = T.get_thread_binding()\n"
-                                           "        s = T.alloc_shared((64,), \"float32\")\n"
-                                           "        s[tx] = A[tx]\n"
-                                           "        A[tx] = s[63 - tx]\n");
-  CliResult r = run({"run", path, "--level", "thread"});
-  CHECK(r.status == 1);  // a race: no barrier between the store to s and the load of s
-  CHECK(r.out.find(path + ":6:9") != std::string::npos);
-  CHECK(r.out.find(path + ":7:9") != std::string::npos);
-}
+  TEST_CASE("simulator findings of a file kernel name its lines") {
+    std::string path = write_file("race.py",
+                                  "@T.prim_func\n"
+                                  "def race(A: T.Tensor((64,), \"float32\")):\n"
+                                  "    with T.Kernel(1, threads=64) as bx:\n"
+                                  "        tx = T.get_thread_binding()\n"
+                                  "        s = T.alloc_shared((64,), \"float32\")\n"
+                                  "        s[tx] = A[tx]\n"
+                                  "        A[tx] = s[63 - tx]\n");
+    CliResult r = run({"run", path, "--level", "thread"});
+    CHECK(r.status == 1);  // a race: no barrier between the store to s and the load of s
+    CHECK(r.out.find(path + ":6:9") != std::string::npos);
+    CHECK(r.out.find(path + ":7:9") != std::string::npos);
+  }
 
-TEST_CASE("the reference directive must name a built-in whose tensors are the file's") {
-  std::string unknown = write_file("unknown_ref.py", "# tessel: reference=gemmm\n"
-                                                     "@T.prim_func\n"
-                                                     "def k(A: T.Tensor((64,), \"float32\")):\n"
-                                                     "    with T.Kernel(1, threads=32) as bx:\n"
-                                                     "        T.clear(A)\n");
-  CliResult r = run({"run", unknown});
-  CHECK(r.status == 2);
-  CHECK(r.err.find(unknown + ":1:11: `# tessel: reference=gemmm` names no built-in kernel; the "
-                   "built-in kernels are gemm, ") != std::string::npos);
-  // B declared (N, K) where the gemm reference reads (K, N): with N = 256, (256, 512) vs (512, 256).
-  std::string transposed = write_file("transposed.py",
-                                      "# tessel: reference=gemm\n"
-                                      "def gemm(M=512, N=256, K=512):\n"
-                                      "    @T.prim_func\n"
-                                      "    def main(A: T.Tensor((M, K), \"float16\"),\n"
-                                      "             B: T.Tensor((N, K), \"float16\"),\n"
-                                      "             C: T.Tensor((M, N), \"float32\")):\n"
-                                      "        with T.Kernel(1, threads=128) as bx:\n"
-                                      "            T.clear(C)\n"
-                                      "    return main\n");
-  r = run({"run", transposed});
-  CHECK(r.status == 2);
-  CHECK(r.err.find(transposed + ":1:11: tensor 'B' is (256, 512) float16 in kernel 'gemm' but "
+  TEST_CASE("the reference directive must name a built-in whose tensors are the file's") {
+    std::string unknown = write_file("unknown_ref.py",
+                                     "# tessel: reference=gemmm\n"
+                                     "@T.prim_func\n"
+                                     "def k(A: T.Tensor((64,), \"float32\")):\n"
+                                     "    with T.Kernel(1, threads=32) as bx:\n"
+                                     "        T.clear(A)\n");
+    CliResult r = run({"run", unknown});
+    CHECK(r.status == 2);
+    CHECK(r.err.find(unknown + ":1:11: `# tessel: reference=gemmm` names no built-in kernel; the "
+                               "built-in kernels are gemm, ") != std::string::npos);
+    // B declared (N, K) where the gemm reference reads (K, N): with N = 256, (256, 512) vs (512,
+    // 256).
+    std::string transposed = write_file("transposed.py",
+                                        "# tessel: reference=gemm\n"
+                                        "def gemm(M=512, N=256, K=512):\n"
+                                        "    @T.prim_func\n"
+                                        "    def main(A: T.Tensor((M, K), \"float16\"),\n"
+                                        "             B: T.Tensor((N, K), \"float16\"),\n"
+                                        "             C: T.Tensor((M, N), \"float32\")):\n"
+                                        "        with T.Kernel(1, threads=128) as bx:\n"
+                                        "            T.clear(C)\n"
+                                        "    return main\n");
+    r = run({"run", transposed});
+    CHECK(r.status == 2);
+    CHECK(
+        r.err.find(transposed +
+                   ":1:11: tensor 'B' is (256, 512) float16 in kernel 'gemm' but "
                    "(512, 256) float16 in the built-in 'gemm' whose reference checks it (with the "
                    "same -D values)") != std::string::npos);
-}
+  }
 
-TEST_CASE("a path that cannot be read is a usage error") {
-  CliResult r = run({"run", "no/such/kernel.py"});
-  CHECK(r.status == 2);
-  CHECK(r.err.find("cannot read the kernel file 'no/such/kernel.py'") != std::string::npos);
-}
+  TEST_CASE("a path that cannot be read is a usage error") {
+    CliResult r = run({"run", "no/such/kernel.py"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("cannot read the kernel file 'no/such/kernel.py'") != std::string::npos);
+  }
 
 }  // TEST_SUITE

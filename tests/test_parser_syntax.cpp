@@ -37,9 +37,8 @@ Kernel scale_kernel() {
 }  // namespace
 
 TEST_SUITE("parser syntax") {
-
-TEST_CASE("a bare @T.prim_func with imports, comments and a docstring") {
-  check_equal(scale_kernel(), parse(R"(# scale a tile
+  TEST_CASE("a bare @T.prim_func with imports, comments and a docstring") {
+    check_equal(scale_kernel(), parse(R"(# scale a tile
 import tilelang
 import tilelang.language as T
 
@@ -53,10 +52,10 @@ def scale(X: T.Tensor((64, 64), "float32")):
             F[i, j] = F[i, j] * 2.0
         T.copy(F, X[bx * 64, 0])
 )"));
-}
+  }
 
-TEST_CASE("a T.macro is inlined where it is called, with its closure and defaults") {
-  check_equal(scale_kernel(), parse(R"(
+  TEST_CASE("a T.macro is inlined where it is called, with its closure and defaults") {
+    check_equal(scale_kernel(), parse(R"(
 import tilelang.language as T
 
 def scale(n=64, factor=2.0):
@@ -75,10 +74,10 @@ def scale(n=64, factor=2.0):
 
     return main
 )"));
-}
+  }
 
-TEST_CASE("number constants fold; expressions of the kernel become lets that print back") {
-  Kernel k = parse(R"(
+  TEST_CASE("number constants fold; expressions of the kernel become lets that print back") {
+    Kernel k = parse(R"(
 @T.prim_func
 def k(A: T.Tensor((256,), "float32")):
     with T.Kernel(2, threads=128) as bx:
@@ -88,20 +87,20 @@ def k(A: T.Tensor((256,), "float32")):
             idx = base + i
             A[idx] = A[idx] + 1.0
 )");
-  // `width` folds into its uses; `base` and `idx` are lets, printed where they were written.
-  CHECK(print_kernel(k) ==
-        "@T.prim_func\n"
-        "def k(A: T.Tensor((256,), \"float32\")):\n"
-        "    with T.Kernel(2, threads=128) as (bx,):\n"
-        "        base = bx * 128\n"
-        "        for i in T.Parallel(128):\n"
-        "            idx = base + i\n"
-        "            A[idx] = A[idx] + 1.0\n");
-  CHECK(print_kernel(parse(print_kernel(k))) == print_kernel(k));
-}
+    // `width` folds into its uses; `base` and `idx` are lets, printed where they were written.
+    CHECK(print_kernel(k) ==
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((256,), \"float32\")):\n"
+          "    with T.Kernel(2, threads=128) as (bx,):\n"
+          "        base = bx * 128\n"
+          "        for i in T.Parallel(128):\n"
+          "            idx = base + i\n"
+          "            A[idx] = A[idx] + 1.0\n");
+    CHECK(print_kernel(parse(print_kernel(k))) == print_kernel(k));
+  }
 
-TEST_CASE("elif nests an if in the else branch; a constant condition picks its branch") {
-  Kernel k = parse(R"(
+  TEST_CASE("elif nests an if in the else branch; a constant condition picks its branch") {
+    Kernel k = parse(R"(
 def k(swizzle=True):
     @T.prim_func
     def main(A: T.Tensor((128,), "int32")):
@@ -118,24 +117,25 @@ def k(swizzle=True):
             else:
                 A[tx] = 3
     return main
-)", {{"swizzle", "false"}});
-  CHECK(print_kernel(k) ==
-        "@T.prim_func\n"
-        "def k(A: T.Tensor((128,), \"int32\")):\n"
-        "    with T.Kernel(1, threads=128) as (bx,):\n"
-        "        tx = T.get_thread_binding()\n"
-        "        T.use_swizzle(panel_size=8)\n"
-        "        if tx < 32:\n"
-        "            A[tx] = 1\n"
-        "        else:\n"
-        "            if tx < 64:\n"
-        "                A[tx] = 2\n"
-        "            else:\n"
-        "                A[tx] = 3\n");
-}
+)",
+                     {{"swizzle", "false"}});
+    CHECK(print_kernel(k) ==
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((128,), \"int32\")):\n"
+          "    with T.Kernel(1, threads=128) as (bx,):\n"
+          "        tx = T.get_thread_binding()\n"
+          "        T.use_swizzle(panel_size=8)\n"
+          "        if tx < 32:\n"
+          "            A[tx] = 1\n"
+          "        else:\n"
+          "            if tx < 64:\n"
+          "                A[tx] = 2\n"
+          "            else:\n"
+          "                A[tx] = 3\n");
+  }
 
-TEST_CASE("names bound in the branch a constant condition picks stay visible after it") {
-  const char* src = R"(
+  TEST_CASE("names bound in the branch a constant condition picks stay visible after it") {
+    const char* src = R"(
 def k(wide=True):
     @T.prim_func
     def main(A: T.Tensor((256,), "float32")):
@@ -148,28 +148,29 @@ def k(wide=True):
                 A[base + i] = 0.0
     return main
 )";
-  CHECK(print_stmt(parse(src)->body, 0) ==
-        "base = bx * 128\n"
-        "for i in T.Parallel(64):\n"
-        "    A[base + i] = 0.0\n");
-  Kernel narrow = parse(src, {{"wide", "False"}});
-  CHECK(print_stmt(narrow->body, 0) ==
-        "base = bx * 64\n"
-        "for i in T.Parallel(64):\n"
-        "    A[base + i] = 0.0\n");
-}
+    CHECK(print_stmt(parse(src)->body, 0) ==
+          "base = bx * 128\n"
+          "for i in T.Parallel(64):\n"
+          "    A[base + i] = 0.0\n");
+    Kernel narrow = parse(src, {{"wide", "False"}});
+    CHECK(print_stmt(narrow->body, 0) ==
+          "base = bx * 64\n"
+          "for i in T.Parallel(64):\n"
+          "    A[base + i] = 0.0\n");
+  }
 
-TEST_CASE("thread-level constructs build what the builder builds") {
-  KernelBuilder T("tail");
-  Var N = T.dynamic("N");
-  auto A = T.tensor("A", {N}, DataType::f32());
-  Var bx = T.kernel1(ceildiv(N, 128), 128);
-  Var tx = T.get_thread_binding();
-  auto S = T.alloc_shared("S", {128}, DataType::f32());
-  T.if_then(bx * 128 + tx < N, [&] { S(tx) = A(bx * 128 + tx); }, [&] { S(tx) = Expr(0.0); });
-  T.sync_threads();
-  T.serial(4, [&](Var i) { A(bx * 128 + i) = call(Builtin::kShflXor, {S(i), make_int(1)}); });
-  check_equal(T.finish(), parse(R"(
+  TEST_CASE("thread-level constructs build what the builder builds") {
+    KernelBuilder T("tail");
+    Var N = T.dynamic("N");
+    auto A = T.tensor("A", {N}, DataType::f32());
+    Var bx = T.kernel1(ceildiv(N, 128), 128);
+    Var tx = T.get_thread_binding();
+    auto S = T.alloc_shared("S", {128}, DataType::f32());
+    T.if_then(
+        bx * 128 + tx < N, [&] { S(tx) = A(bx * 128 + tx); }, [&] { S(tx) = Expr(0.0); });
+    T.sync_threads();
+    T.serial(4, [&](Var i) { A(bx * 128 + i) = call(Builtin::kShflXor, {S(i), make_int(1)}); });
+    check_equal(T.finish(), parse(R"(
 N = T.dynamic("N")
 
 @T.prim_func
@@ -185,23 +186,24 @@ def tail(A: T.Tensor((N,), "float32")):
         for i in T.serial(4):
             A[bx * 128 + i] = T.shfl_xor(S[i], 1)
 )"));
-}
+  }
 
-TEST_CASE("operator keywords, policies, negative reduce dims, atomics and slices") {
-  KernelBuilder T("misc");
-  auto C = T.tensor("C", {64, 64}, DataType::f32());
-  T.kernel1(1, 128);
-  auto A = T.alloc_shared("A_s", {64, 32}, DataType::f16());
-  auto B = T.alloc_shared("B_s", {64, 32}, DataType::f16());
-  auto F = T.alloc_fragment("F", {64, 64}, DataType::f32());
-  auto R = T.alloc_fragment("R", {64}, DataType::f32());
-  T.fill(F, 1.0);
-  T.gemm(A, B, F, GemmOptions{.transpose_B = true, .clear_accum = true,
-                              .policy = GemmWarpPolicy::kFullRow});
-  T.reduce_absmax(F, R, 1, false);
-  T.atomic_add(C.at({span(0, 32), all()}), F.at({span(32, 64), all()}));
-  T.atomic_add(C(3, 4), R(7));
-  check_equal(T.finish(), parse(R"(
+  TEST_CASE("operator keywords, policies, negative reduce dims, atomics and slices") {
+    KernelBuilder T("misc");
+    auto C = T.tensor("C", {64, 64}, DataType::f32());
+    T.kernel1(1, 128);
+    auto A = T.alloc_shared("A_s", {64, 32}, DataType::f16());
+    auto B = T.alloc_shared("B_s", {64, 32}, DataType::f16());
+    auto F = T.alloc_fragment("F", {64, 64}, DataType::f32());
+    auto R = T.alloc_fragment("R", {64}, DataType::f32());
+    T.fill(F, 1.0);
+    T.gemm(
+        A, B, F,
+        GemmOptions{.transpose_B = true, .clear_accum = true, .policy = GemmWarpPolicy::kFullRow});
+    T.reduce_absmax(F, R, 1, false);
+    T.atomic_add(C.at({span(0, 32), all()}), F.at({span(32, 64), all()}));
+    T.atomic_add(C(3, 4), R(7));
+    check_equal(T.finish(), parse(R"(
 @T.prim_func
 def misc(C: T.Tensor((64, 64), "float32")):
     with T.Kernel(1, threads=128):
@@ -215,17 +217,17 @@ def misc(C: T.Tensor((64, 64), "float32")):
         T.atomic_add(C[0:32, :], F[32:, :])
         T.atomic_add(C[3, 4], R[7])
 )"));
-}
+  }
 
-TEST_CASE("T.annotate_layout takes layout specs for shared and fragment buffers") {
-  KernelBuilder T("annotated");
-  auto A = T.tensor("A", {64, 64}, DataType::f16());
-  T.kernel1(1, 128);
-  auto S = T.alloc_shared("S", {64, 64}, DataType::f16());
-  T.annotate_layout({{S, parse_layout_spec("swizzle_128b(64, 64, f16)")}});
-  T.copy(A, S);
-  Kernel expected = T.finish();
-  Kernel k = parse(R"(
+  TEST_CASE("T.annotate_layout takes layout specs for shared and fragment buffers") {
+    KernelBuilder T("annotated");
+    auto A = T.tensor("A", {64, 64}, DataType::f16());
+    T.kernel1(1, 128);
+    auto S = T.alloc_shared("S", {64, 64}, DataType::f16());
+    T.annotate_layout({{S, parse_layout_spec("swizzle_128b(64, 64, f16)")}});
+    T.copy(A, S);
+    Kernel expected = T.finish();
+    Kernel k = parse(R"(
 @T.prim_func
 def annotated(A: T.Tensor((64, 64), "float16")):
     with T.Kernel(1, threads=128):
@@ -233,13 +235,13 @@ def annotated(A: T.Tensor((64, 64), "float16")):
         T.annotate_layout({S: swizzle_128b(64, 64, f16)})
         T.copy(A, S)
 )");
-  check_equal(expected, k);
-  // The printed form spells the layout out as a lambda; it parses back to the same kernel.
-  check_equal(expected, parse(print_kernel(k)));
-}
+    check_equal(expected, k);
+    // The printed form spells the layout out as a lambda; it parses back to the same kernel.
+    check_equal(expected, parse(print_kernel(k)));
+  }
 
-TEST_CASE("T.alloc_var and augmented assignments update in place") {
-  Kernel k = parse(R"(
+  TEST_CASE("T.alloc_var and augmented assignments update in place") {
+    Kernel k = parse(R"(
 @T.prim_func
 def acc(A: T.Tensor((128,), "float32"), S: T.Tensor((1,), "float32")):
     with T.Kernel(1, threads=128) as bx:
@@ -248,38 +250,38 @@ def acc(A: T.Tensor((128,), "float32"), S: T.Tensor((1,), "float32")):
             total += A[i]; total = total * 0.5
         S[0] -= total
 )");
-  // range(2, 10) starts at 2 for 8 iterations, printed as the serial loop T.serial(2, 10).
-  CHECK(print_kernel(k) ==
-        "@T.prim_func\n"
-        "def acc(A: T.Tensor((128,), \"float32\"), S: T.Tensor((1,), \"float32\")):\n"
-        "    with T.Kernel(1, threads=128) as (bx,):\n"
-        "        total = T.alloc_var(\"float32\", init=0.0)\n"
-        "        for i in T.serial(2, 10):\n"
-        "            total[0] = total[0] + A[i]\n"
-        "            total[0] = total[0] * 0.5\n"
-        "        S[0] = S[0] - total[0]\n");
-}
+    // range(2, 10) starts at 2 for 8 iterations, printed as the serial loop T.serial(2, 10).
+    CHECK(print_kernel(k) ==
+          "@T.prim_func\n"
+          "def acc(A: T.Tensor((128,), \"float32\"), S: T.Tensor((1,), \"float32\")):\n"
+          "    with T.Kernel(1, threads=128) as (bx,):\n"
+          "        total = T.alloc_var(\"float32\", init=0.0)\n"
+          "        for i in T.serial(2, 10):\n"
+          "            total[0] = total[0] + A[i]\n"
+          "            total[0] = total[0] * 0.5\n"
+          "        S[0] = S[0] - total[0]\n");
+  }
 
-TEST_CASE("T.grid nests serial loops and one-line blocks hold simple statements") {
-  Kernel k = parse(R"(
+  TEST_CASE("T.grid nests serial loops and one-line blocks hold simple statements") {
+    Kernel k = parse(R"(
 @T.prim_func
 def g(A: T.Tensor((4, 8), "int32")):
     with T.Kernel(1, threads=32) as bx:
         for i, j in T.grid(4, 8):
             if i < j: A[i, j] = i * 8 + j
 )");
-  CHECK(print_kernel(k) ==
-        "@T.prim_func\n"
-        "def g(A: T.Tensor((4, 8), \"int32\")):\n"
-        "    with T.Kernel(1, threads=32) as (bx,):\n"
-        "        for i in T.serial(4):\n"
-        "            for j in T.serial(8):\n"
-        "                if i < j:\n"
-        "                    A[i, j] = i * 8 + j\n");
-}
+    CHECK(print_kernel(k) ==
+          "@T.prim_func\n"
+          "def g(A: T.Tensor((4, 8), \"int32\")):\n"
+          "    with T.Kernel(1, threads=32) as (bx,):\n"
+          "        for i in T.serial(4):\n"
+          "            for j in T.serial(8):\n"
+          "                if i < j:\n"
+          "                    A[i, j] = i * 8 + j\n");
+  }
 
-TEST_CASE("slices with computed bounds give regions of the right extent") {
-  Kernel k = parse(R"(
+  TEST_CASE("slices with computed bounds give regions of the right extent") {
+    Kernel k = parse(R"(
 def k(bk=32):
     @T.prim_func
     def main(A: T.Tensor((4, 128, 16), "float16")):
@@ -289,15 +291,15 @@ def k(bk=32):
                 T.copy(A[bx, k * bk:(k + 1) * bk, :], S)
     return main
 )");
-  // (k + 1) * 32 - k * 32 simplifies to the constant 32: the region prints with its end.
-  CHECK(print_stmt(k->body, 0) ==
-        "S = T.alloc_shared((32, 16), \"float16\")\n"
-        "for k in T.serial(4):\n"
-        "    T.copy(A[bx, k * 32:k * 32 + 32, :], S)\n");
-}
+    // (k + 1) * 32 - k * 32 simplifies to the constant 32: the region prints with its end.
+    CHECK(print_stmt(k->body, 0) ==
+          "S = T.alloc_shared((32, 16), \"float16\")\n"
+          "for k in T.serial(4):\n"
+          "    T.copy(A[bx, k * 32:k * 32 + 32, :], S)\n");
+  }
 
-TEST_CASE("-D values override defaults with the parameter's kind") {
-  const char* src = R"(
+  TEST_CASE("-D values override defaults with the parameter's kind") {
+    const char* src = R"(
 def k(n=64, dtype="float16", flag=False, scale=1.5):
     @T.prim_func
     def main(A: T.Tensor((n,), dtype)):
@@ -306,21 +308,21 @@ def k(n=64, dtype="float16", flag=False, scale=1.5):
                 A[0] = scale
     return main
 )";
-  Kernel k = parse(src, {{"n", "96"}, {"dtype", "bfloat16"}, {"flag", "true"}, {"scale", "2"}});
-  CHECK(print_kernel(k) ==
-        "@T.prim_func\n"
-        "def k(A: T.Tensor((96,), \"bfloat16\")):\n"
-        "    with T.Kernel(1, threads=32) as (bx,):\n"
-        "        A[0] = T.bfloat16(2.0)\n");
-  // Without -D the default False drops the store: the body is empty.
-  CHECK(print_stmt(parse(src)->body, 0) == "pass\n");
-  // A quoted string and a tuple parse too; names that are not parameters are ignored here.
-  CHECK(parse(src, {{"dtype", "\"float32\""}, {"unrelated", "1"}})->params[0]->dtype ==
-        DataType::f32());
-}
+    Kernel k = parse(src, {{"n", "96"}, {"dtype", "bfloat16"}, {"flag", "true"}, {"scale", "2"}});
+    CHECK(print_kernel(k) ==
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((96,), \"bfloat16\")):\n"
+          "    with T.Kernel(1, threads=32) as (bx,):\n"
+          "        A[0] = T.bfloat16(2.0)\n");
+    // Without -D the default False drops the store: the body is empty.
+    CHECK(print_stmt(parse(src)->body, 0) == "pass\n");
+    // A quoted string and a tuple parse too; names that are not parameters are ignored here.
+    CHECK(parse(src, {{"dtype", "\"float32\""}, {"unrelated", "1"}})->params[0]->dtype ==
+          DataType::f32());
+  }
 
-TEST_CASE("aliases of tilelang.language, buffer shapes and tuple unpacking resolve") {
-  Kernel k = parse(R"(
+  TEST_CASE("aliases of tilelang.language, buffer shapes and tuple unpacking resolve") {
+    Kernel k = parse(R"(
 import tilelang.language as TL
 from tilelang import language as L2
 
@@ -335,16 +337,16 @@ def k(M=64, N=32):
                 B[j, i] = A[i, j]
     return main
 )");
-  CHECK(print_kernel(k) ==
-        "@T.prim_func\n"
-        "def k(A: T.Tensor((64, 32), \"float32\"), B: T.Tensor((32, 64), \"float32\")):\n"
-        "    with T.Kernel(1, threads=128) as (bx,):\n"
-        "        for i, j in T.Parallel(64, 32):\n"
-        "            B[j, i] = A[i, j]\n");
-}
+    CHECK(print_kernel(k) ==
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((64, 32), \"float32\"), B: T.Tensor((32, 64), \"float32\")):\n"
+          "    with T.Kernel(1, threads=128) as (bx,):\n"
+          "        for i, j in T.Parallel(64, 32):\n"
+          "            B[j, i] = A[i, j]\n");
+  }
 
-TEST_CASE("host code around the kernel is skipped") {
-  Kernel k = parse(R"(
+  TEST_CASE("host code around the kernel is skipped") {
+    Kernel k = parse(R"(
 import torch
 
 def ref_program(A, B):
@@ -359,11 +361,11 @@ if __name__ == "__main__":
     a = torch.randn(32)
     print(k(a))
 )");
-  CHECK(print_stmt(k->body, 0) == "T.clear(A)\n");
-}
+    CHECK(print_stmt(k->body, 0) == "T.clear(A)\n");
+  }
 
-TEST_CASE("the packed-to-unsigned converter shifts and masks in the storage type") {
-  Kernel k = parse(R"(
+  TEST_CASE("the packed-to-unsigned converter shifts and masks in the storage type") {
+    Kernel k = parse(R"(
 @T.prim_func
 def unpack(B: T.Tensor((8,), "uint8"), W: T.Tensor((16,), "float16")):
     with T.Kernel(1, threads=32) as bx:
@@ -371,11 +373,11 @@ def unpack(B: T.Tensor((8,), "uint8"), W: T.Tensor((16,), "float16")):
         for j in T.Parallel(16):
             W[j] = convert(4, B[j // 2], j % 2, dtype="float16")
 )");
-  // ((B >> (pos * 4)) & 15) in uint8, then cast: TVM's definition.
-  CHECK(print_stmt(k->body, 0) ==
-        "for j in T.Parallel(16):\n"
-        "    W[j] = T.cast(B[j // 2] >> T.cast(j % 2 * 4, \"uint8\") & T.uint8(15), "
-        "\"float16\")\n");
-}
+    // ((B >> (pos * 4)) & 15) in uint8, then cast: TVM's definition.
+    CHECK(print_stmt(k->body, 0) ==
+          "for j in T.Parallel(16):\n"
+          "    W[j] = T.cast(B[j // 2] >> T.cast(j % 2 * 4, \"uint8\") & T.uint8(15), "
+          "\"float16\")\n");
+  }
 
 }  // TEST_SUITE

@@ -303,3 +303,22 @@ TEST_CASE("symbolic dimensions are bound from the tensors") {
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("tile interpreter locations") {
+
+TEST_CASE("an out-of-bounds load names the statement's source location when it has one") {
+  KernelBuilder T("oobloc");
+  auto A = T.tensor("A", {4}, DataType::f32());
+  auto B = T.tensor("B", {32}, DataType::f32());
+  T.kernel1(1, 32);
+  Var tx = T.get_thread_binding();
+  T.emit(StoreNode::make(B.buffer(), {tx}, A(tx), SourceLoc{"k.py", 7, 9}));
+  TensorMap t;
+  t.emplace("A", HostTensor(DataType::f32(), {4}));
+  t.emplace("B", HostTensor(DataType::f32(), {32}));
+  CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
+                       doctest::Contains("thread 4 (at k.py:7:9): load of A[4] is out of bounds"),
+                       UserError);
+}
+
+}  // TEST_SUITE

@@ -48,6 +48,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     err << "tessel: error: " << e.what() << "\n";
     return kKernelWrong;
+  } catch (const std::bad_alloc&) {
+    err << "tessel: error: out of memory running the kernel; choose smaller sizes with -D\n";
+    return kKernelWrong;
   } catch (const std::exception& e) {
     err << "tessel: internal error: " << e.what() << "\n";
     return 3;

@@ -38,10 +38,10 @@ void check_fits_reference(const Example& file, const Example& ref, const Params&
                           const Kernel& kernel, const ParsedKernel& parsed) {
   Params rp = reference_params(ref, file.params, params);
   Kernel rk = ref.build(rp);
-  auto shapes = param_shapes(kernel, file.dynamic_dims ? file.dynamic_dims(params)
-                                                       : std::map<std::string, int64_t>{});
-  auto ref_shapes = param_shapes(rk, ref.dynamic_dims ? ref.dynamic_dims(rp)
-                                                      : std::map<std::string, int64_t>{});
+  auto shapes = param_shapes(
+      kernel, file.dynamic_dims ? file.dynamic_dims(params) : std::map<std::string, int64_t>{});
+  auto ref_shapes =
+      param_shapes(rk, ref.dynamic_dims ? ref.dynamic_dims(rp) : std::map<std::string, int64_t>{});
   auto shape_text = [](const std::vector<int64_t>& s) {
     std::string t = "(";
     for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -55,7 +55,8 @@ void check_fits_reference(const Example& file, const Example& ref, const Params&
     }
     if (!mine) {
       throw UsageError(where + "the reference of '" + ref.name + "' reads and writes tensor '" +
-                       rb->name + "', which kernel '" + kernel->name + "' does not have; name the "
+                       rb->name + "', which kernel '" + kernel->name +
+                       "' does not have; name the "
                        "tensors as the built-in does");
     }
     const auto& got = shapes.at(rb->name);
@@ -63,13 +64,14 @@ void check_fits_reference(const Example& file, const Example& ref, const Params&
     if (got != want || (*mine)->dtype != rb->dtype) {
       throw UsageError(where + "tensor '" + rb->name + "' is " + shape_text(got) + " " +
                        (*mine)->dtype.name() + " in kernel '" + kernel->name + "' but " +
-                       shape_text(want) + " " + rb->dtype.name() + " in the built-in '" +
-                       ref.name + "' whose reference checks it (with the same -D values)");
+                       shape_text(want) + " " + rb->dtype.name() + " in the built-in '" + ref.name +
+                       "' whose reference checks it (with the same -D values)");
     }
   }
 }
 
-ResolvedKernel resolve_file(const std::string& path, const std::map<std::string, std::string>& values) {
+ResolvedKernel resolve_file(const std::string& path,
+                            const std::map<std::string, std::string>& values) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw UsageError("cannot read the kernel file '" + path + "' (KERNEL is a built-in name — " +
@@ -95,8 +97,9 @@ ResolvedKernel resolve_file(const std::string& path, const std::map<std::string,
   }
   auto ex = std::make_shared<Example>();
   ex->name = kernel->name;
-  ex->description = "kernel file " + path +
-                    (ref ? ", checked against the reference of '" + ref->name + "'" : ", no reference");
+  ex->description =
+      "kernel file " + path +
+      (ref ? ", checked against the reference of '" + ref->name + "'" : ", no reference");
   std::set<std::string> def_params, dims;
   for (const KernelFileParam& p : parsed.params) {
     ex->params.push_back({p.name, p.default_text.value_or(""),
@@ -111,24 +114,26 @@ ResolvedKernel resolve_file(const std::string& path, const std::map<std::string,
         if (rp.name == v.name()) size = rp.default_value;
       }
     }
-    ex->params.push_back({v.name(), size, "size of the symbolic dimension " + v.name() + " for a run"});
+    ex->params.push_back(
+        {v.name(), size, "size of the symbolic dimension " + v.name() + " for a run"});
     dims.insert(v.name());
   }
   for (const auto& [name, value] : values) {
     if (!def_params.count(name) && !dims.count(name)) {
       std::string known;
       for (const ParamSpec& p : ex->params) known += (known.empty() ? "" : ", ") + p.name;
-      throw UsageError("kernel file '" + path + "' has no parameter '" + name + "'; " +
-                       (known.empty() ? std::string("it has none")
-                                      : "its parameters are " + known) +
-                       " (the enclosing def's parameters and the symbolic dimensions)");
+      throw UsageError(
+          "kernel file '" + path + "' has no parameter '" + name + "'; " +
+          (known.empty() ? std::string("it has none") : "its parameters are " + known) +
+          " (the enclosing def's parameters and the symbolic dimensions)");
     }
   }
   std::vector<ParamSpec> specs = ex->params;
   ex->build = [source, path, def_params, specs](const Params& p) {
     std::map<std::string, std::string> defines;
     for (const ParamSpec& s : specs) {
-      if (def_params.count(s.name) && p.text(s.name) != s.default_value) defines[s.name] = p.text(s.name);
+      if (def_params.count(s.name) && p.text(s.name) != s.default_value)
+        defines[s.name] = p.text(s.name);
     }
     return parse_kernel(*source, path, defines).kernel;
   };
@@ -140,8 +145,10 @@ ResolvedKernel resolve_file(const std::string& path, const std::map<std::string,
         int64_t v = 0;
         auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
         if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v <= 0) {
-          user_error("kernel '" + name + "': symbolic dimension '" + d + "' needs a positive size "
-                     "for a run; give it with -D " + d + "=1000");
+          user_error("kernel '" + name + "': symbolic dimension '" + d +
+                     "' needs a positive size "
+                     "for a run; give it with -D " +
+                     d + "=1000");
         }
         sizes[d] = v;
       }
@@ -186,7 +193,8 @@ ResolvedKernel resolve_kernel(const std::string& name, const std::vector<std::st
   const Example* example = find_example(name);
   if (!example) {
     throw UsageError("no built-in kernel named '" + name + "'; the built-in kernels are " +
-                     builtin_names() + " ('tessel list' describes them), or give the path of a "
+                     builtin_names() +
+                     " ('tessel list' describes them), or give the path of a "
                      ".py kernel file");
   }
   try {
