@@ -4,7 +4,6 @@
 // mma also counts its m*n*k multiply-adds) and the wall time of the largest kernel available,
 // the 256 x 256 x 256 tensor-core GEMM (cp.async + ldmatrix + mma.sync). Prints a table and
 // appends the medians to bench/results/sim.csv.
-#include <sys/utsname.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,34 +14,17 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
 
 using namespace tessel;
+using tessel::bench::cpu_name;
+using tessel::bench::median;
+using tessel::bench::today;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::string today() {
-  char buf[32];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-  return buf;
-}
-
-std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  utsname u{};
-  uname(&u);
-  return u.machine;
-}
 
 struct Case {
   std::string example;

@@ -46,47 +46,6 @@ std::string Schedule::name() const {
 
 namespace {
 
-/// Binds symbolic dimensions from the tensors' shapes and checks each parameter's dtype and
-/// shape against the signature.
-IntEnv bind_tensors(const Kernel& kernel, TensorMap& tensors) {
-  IntEnv env;
-  std::string k = "kernel '" + kernel->name + "'";
-  for (const Buffer& b : kernel->params) {
-    auto it = tensors.find(b->name);
-    if (it == tensors.end()) user_error(k + ": no tensor given for parameter '" + b->name + "'");
-    const HostTensor& t = it->second;
-    if (t.dtype() != b->dtype) {
-      user_error(k + ": tensor '" + b->name + "' is " + t.dtype().name() +
-                 " but the signature says " + b->dtype.name());
-    }
-    if (t.shape().size() != b->ndim()) {
-      user_error(k + ": tensor '" + b->name + "' has " + std::to_string(t.shape().size()) +
-                 " dimensions but the signature has " + std::to_string(b->ndim()));
-    }
-    for (size_t d = 0; d < b->ndim(); ++d) {
-      if (const auto* v = b->shape[d].as<VarNode>()) {
-        auto [pos, inserted] = env.emplace(v, t.shape()[d]);
-        if (!inserted && pos->second != t.shape()[d]) {
-          user_error(k + ": symbolic dimension '" + v->name + "' is " +
-                     std::to_string(pos->second) + " from one tensor but " +
-                     std::to_string(t.shape()[d]) + " from '" + b->name + "'");
-        }
-      }
-    }
-  }
-  for (const Buffer& b : kernel->params) {
-    const HostTensor& t = tensors.at(b->name);
-    for (size_t d = 0; d < b->ndim(); ++d) {
-      int64_t want = eval_int(b->shape[d], env);
-      if (want != t.shape()[d]) {
-        user_error(k + ": tensor '" + b->name + "' has extent " + std::to_string(t.shape()[d]) +
-                   " in dimension " + std::to_string(d) + " but the signature says " +
-                   to_string(b->shape[d]) + " = " + std::to_string(want));
-      }
-    }
-  }
-  return env;
-}
 
 }  // namespace
 

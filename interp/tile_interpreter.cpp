@@ -9,6 +9,7 @@
 
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
+#include "core/printer.h"
 #include "core/tile_op.h"
 #include "interp/scalar_eval.h"
 
@@ -110,6 +111,12 @@ class BlockRunner {
         break;
       }
       case StmtKind::kUseSwizzle: break;  // only the order of blocks changes
+      case StmtKind::kIntrinsicCall: {
+        std::string text = print_stmt(s);
+        user_error(where(s) + ": the hardware instruction `" + text.substr(0, text.find('\n')) +
+                   "` is warp-level code that the tile level does not model; run this kernel "
+                   "with --level thread");
+      }
     }
   }
 
@@ -179,19 +186,21 @@ class BlockRunner {
   bool in_parallel_ = false;
 };
 
-/// Binds symbolic dimensions from the tensors and checks every parameter's shape and dtype.
-std::unordered_map<const VarNode*, int64_t> bind_parameters(const Kernel& kernel,
-                                                            TensorMap& tensors,
-                                                            GlobalMemory& global) {
-  std::unordered_map<const VarNode*, int64_t> dyn;
+
+}  // namespace
+
+/// Binds symbolic dimensions from the tensors' shapes and checks each parameter's dtype and
+/// shape against the signature.
+IntEnv bind_tensors(const Kernel& kernel, const TensorMap& tensors) {
+  IntEnv env;
   std::string k = "kernel '" + kernel->name + "'";
   for (const Buffer& b : kernel->params) {
     auto it = tensors.find(b->name);
     if (it == tensors.end()) user_error(k + ": no tensor given for parameter '" + b->name + "'");
-    HostTensor& t = it->second;
+    const HostTensor& t = it->second;
     if (t.dtype() != b->dtype) {
-      user_error(k + ": tensor '" + b->name + "' is " + t.dtype().name() + " but the signature says " +
-                 b->dtype.name());
+      user_error(k + ": tensor '" + b->name + "' is " + t.dtype().name() +
+                 " but the signature says " + b->dtype.name());
     }
     if (t.shape().size() != b->ndim()) {
       user_error(k + ": tensor '" + b->name + "' has " + std::to_string(t.shape().size()) +
@@ -199,7 +208,7 @@ std::unordered_map<const VarNode*, int64_t> bind_parameters(const Kernel& kernel
     }
     for (size_t d = 0; d < b->ndim(); ++d) {
       if (const auto* v = b->shape[d].as<VarNode>()) {
-        auto [pos, inserted] = dyn.emplace(v, t.shape()[d]);
+        auto [pos, inserted] = env.emplace(v, t.shape()[d]);
         if (!inserted && pos->second != t.shape()[d]) {
           user_error(k + ": symbolic dimension '" + v->name + "' is " +
                      std::to_string(pos->second) + " from one tensor but " +
@@ -207,9 +216,7 @@ std::unordered_map<const VarNode*, int64_t> bind_parameters(const Kernel& kernel
         }
       }
     }
-    global.tensors[b.get()] = &t;
   }
-  IntEnv env(dyn.begin(), dyn.end());
   for (const Buffer& b : kernel->params) {
     const HostTensor& t = tensors.at(b->name);
     for (size_t d = 0; d < b->ndim(); ++d) {
@@ -221,10 +228,8 @@ std::unordered_map<const VarNode*, int64_t> bind_parameters(const Kernel& kernel
       }
     }
   }
-  return dyn;
+  return env;
 }
-
-}  // namespace
 
 std::map<std::string, std::vector<int64_t>> param_shapes(const Kernel& kernel,
                                                          const std::map<std::string, int64_t>& dims) {
@@ -247,8 +252,9 @@ std::map<std::string, std::vector<int64_t>> param_shapes(const Kernel& kernel,
 TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOptions options) {
   auto start = std::chrono::steady_clock::now();
   GlobalMemory global;
-  auto dyn = bind_parameters(kernel, tensors, global);
-  IntEnv env(dyn.begin(), dyn.end());
+  IntEnv dyn = bind_tensors(kernel, tensors);
+  for (const Buffer& b : kernel->params) global.tensors[b.get()] = &tensors.at(b->name);
+  const IntEnv& env = dyn;
   std::vector<int64_t> grid;
   int64_t blocks = 1;
   for (const Expr& g : kernel->grid) {

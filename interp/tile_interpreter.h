@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "core/int_eval.h"
 #include "core/kernel.h"
 #include "interp/host_tensor.h"
 
@@ -28,6 +29,10 @@ struct TileRunStats {
 /// User error when a tensor is missing or its shape or dtype disagrees with the signature, and
 /// for any error a block meets (out-of-bounds access, a barrier not reached by all threads...).
 TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOptions options = {});
+
+/// Binds the kernel's symbolic dimensions from the tensors' shapes, checking every parameter's
+/// dtype and shape against the signature (user error naming the tensor otherwise).
+IntEnv bind_tensors(const Kernel& kernel, const TensorMap& tensors);
 
 /// The concrete shape each parameter has once `dims` fixes the symbolic dimensions (by name).
 /// User error naming the dimension when one is not given.

@@ -113,3 +113,10 @@ TEST_CASE("sizes too large for host memory are a kernel error naming the tensor"
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("a kernel of hardware instructions at tile level asks for the thread level") {
+  CliResult r = run({"run", "gemm_mma", "--level", "tile"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("is warp-level code that the tile level does not model; run this kernel with "
+                   "--level thread") != std::string::npos);
+}

@@ -283,7 +283,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       app.add_subcommand("run", "run a kernel on the CPU and check it against its reference");
   add_common_options(*sub, ctx);
   static RunOptions o;
-  sub->add_option("KERNEL", o.kernel, "built-in kernel name")->required();
+  sub->add_option("KERNEL", o.kernel, "built-in kernel name or path to a .py kernel file")->required();
   sub->add_option("--level", o.level,
                   "interpreter level: tile (reference semantics) or thread "
                   "(every thread, with the hardware models)")
