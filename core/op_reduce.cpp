@@ -71,10 +71,6 @@ TileOpRef ReduceOp::make(ReduceKind kind, Buffer src, Buffer dst, int dim, bool 
                std::to_string(dst->ndim()) + " dimension(s) of another shape; allocate '" +
                dst->name + "' with shape " + shape);
   }
-  if (kind != ReduceKind::kSum && kind != ReduceKind::kAbsSum && !src->dtype.is_float() &&
-      !src->dtype.is_integral()) {
-    internal_error("unexpected dtype");
-  }
   return std::make_shared<ReduceOp>(kind, std::move(src), std::move(dst), dim, clear,
                                     std::move(loc));
 }
