@@ -316,7 +316,8 @@ void Parser::inline_macro(const MacroDef& macro, const CallArgs& call, std::vect
   while (required < macro.params.size() && !macro.defaults[required]) ++required;
   std::vector<const Arg*> bound = bind_args(call, macro.params, required);
   auto scope = std::make_shared<NameScope>();
-  scope->parent = macro.closure;
+  scope->parent = macro.closure.lock();
+  internal_check(scope->parent != nullptr, "a T.macro called after its defining scope ended");
   for (size_t i = 0; i < macro.params.size(); ++i) {
     Value v = bound[i] ? bound[i]->value : *macro.defaults[i];
     scope->names[macro.params[i]] = Binding{std::move(v), macro.loc, false};

@@ -82,7 +82,9 @@ struct MacroDef {
   std::vector<std::optional<Value>> defaults;
   size_t body_position = 0;  ///< the ':' that opens the body
   SourceLoc loc;
-  std::shared_ptr<NameScope> closure;  ///< the scope it was defined in
+  /// The scope it was defined in. Weak: that scope's bindings hold this macro, and it outlives
+  /// every call (calls happen while the parser is inside it).
+  std::weak_ptr<NameScope> closure;
 };
 
 /// A name's binding.
