@@ -5,6 +5,7 @@
 #include <typeinfo>
 #include <unordered_map>
 
+#include "core/expr_functor.h"
 #include "core/expr_printer.h"
 #include "core/intrinsics.h"
 #include "core/op_gemm.h"
@@ -15,17 +16,6 @@
 namespace tessel {
 
 namespace {
-
-std::vector<Expr> operands(const Expr& e) {
-  if (const auto* b = dynamic_cast<const BinaryNode*>(e.get())) return {b->a, b->b};
-  if (const auto* c = dynamic_cast<const CompareNode*>(e.get())) return {c->a, c->b};
-  if (const auto* n = e.as<NotNode>()) return {n->a};
-  if (const auto* s = e.as<SelectNode>()) return {s->cond, s->t, s->f};
-  if (const auto* c = e.as<CastNode>()) return {c->value};
-  if (const auto* l = e.as<BufferLoadNode>()) return l->indices;
-  if (const auto* c = e.as<CallNode>()) return c->args;
-  return {};
-}
 
 /// The first line a statement prints as, to say where a difference is.
 std::string headline(const Stmt& s) {
@@ -133,7 +123,7 @@ class Comparer {
       default:
         break;
     }
-    std::vector<Expr> x = operands(a), y = operands(b);
+    std::vector<Expr> x = expr_children(a), y = expr_children(b);
     if (x.size() != y.size()) return false;
     for (size_t i = 0; i < x.size(); ++i) {
       if (!same(x[i], y[i])) return false;

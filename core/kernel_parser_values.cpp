@@ -7,6 +7,7 @@
 #include "core/analyzer.h"
 #include "core/expr_printer.h"
 #include "core/intrinsics.h"
+#include "core/expr_functor.h"
 #include "core/kernel_parser_detail.h"
 #include "core/tile_op.h"
 
@@ -99,22 +100,6 @@ const Binding* NameScope::find(const std::string& name) const {
 
 // ---- Helpers ----------------------------------------------------------------------------------
 
-namespace {
-
-/// The direct operands of an expression node.
-std::vector<Expr> children(const Expr& e) {
-  if (const auto* b = dynamic_cast<const BinaryNode*>(e.get())) return {b->a, b->b};
-  if (const auto* c = dynamic_cast<const CompareNode*>(e.get())) return {c->a, c->b};
-  if (const auto* n = e.as<NotNode>()) return {n->a};
-  if (const auto* s = e.as<SelectNode>()) return {s->cond, s->t, s->f};
-  if (const auto* c = e.as<CastNode>()) return {c->value};
-  if (const auto* l = e.as<BufferLoadNode>()) return l->indices;
-  if (const auto* c = e.as<CallNode>()) return c->args;
-  return {};
-}
-
-}  // namespace
-
 Expr extent_between(const Expr& lo, const Expr& hi) {
   Expr extent = hi - lo;
   if (as_const_int(extent) || as_const_int(lo) == 0) return extent;
@@ -124,7 +109,7 @@ Expr extent_between(const Expr& lo, const Expr& hi) {
 
 bool expr_deeper_than(const Expr& e, int limit) {
   if (limit <= 0) return true;
-  for (const Expr& c : children(e)) {
+  for (const Expr& c : expr_children(e)) {
     if (expr_deeper_than(c, limit - 1)) return true;
   }
   return false;
