@@ -6,6 +6,7 @@
 
 #include "core/buffer.h"
 #include "core/error.h"
+#include "core/expr_printer.h"
 #include "core/int_eval.h"
 
 namespace tessel {
@@ -138,7 +139,8 @@ Expr make_binary(Expr a, Expr b) {
   if (k == ExprKind::kFloorDiv && cb == 1) return a;
   if (k == ExprKind::kFloorMod && cb == 1) return IntImmNode::make(t, 0);
   if ((k == ExprKind::kFloorDiv || k == ExprKind::kFloorMod) && cb == 0) {
-    user_error(std::string("division by the constant zero in '") + Node::kSymbol + "'");
+    user_error(std::string("division by the constant zero: `") + to_string(a) + "` " +
+               Node::kSymbol + " 0; the divisor (often a tile size) must be nonzero");
   }
   return Expr(std::make_shared<const Node>(t, std::move(a), std::move(b)));
 }

@@ -21,7 +21,7 @@ Expr packed_to_unsigned(int64_t nbit, const Expr& val, const Expr& pos, DataType
 
 Kernel build_dequant_gemm(const Params& p) {
   int64_t M = p.integer("M"), N = p.integer("N"), K = p.integer("K");
-  int64_t bM = p.integer("block_M"), bN = p.integer("block_N"), bK = p.integer("block_K");
+  int64_t bM = p.positive("block_M"), bN = p.positive("block_N"), bK = p.positive("block_K");
   int stages = static_cast<int>(p.integer("num_stages"));
   int64_t num_bits = p.integer("num_bits");
   DataType in = p.dtype("in_dtype"), out = p.dtype("out_dtype"), acc = p.dtype("accum_dtype");

@@ -7,7 +7,7 @@ namespace tessel {
 namespace {
 
 Kernel build_elementwise(const Params& p) {
-  int64_t block = p.integer("block");
+  int64_t block = p.positive("block");
   DataType dtype = p.dtype("dtype");
   KernelBuilder T("elementwise");
   Var N = T.dynamic("N");

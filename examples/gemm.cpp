@@ -24,7 +24,7 @@ std::vector<ParamSpec> gemm_params() {
 
 Kernel build_gemm(const Params& p, Variant variant) {
   int64_t M = p.integer("M"), N = p.integer("N"), K = p.integer("K");
-  int64_t bM = p.integer("block_M"), bN = p.integer("block_N"), bK = p.integer("block_K");
+  int64_t bM = p.positive("block_M"), bN = p.positive("block_N"), bK = p.positive("block_K");
   int stages = static_cast<int>(p.integer("num_stages"));
   DataType dtype = p.dtype("dtype");
   const char* name = variant == Variant::kPlain        ? "gemm"

@@ -25,6 +25,15 @@ int64_t Params::integer(const std::string& name) const {
   return v;
 }
 
+int64_t Params::positive(const std::string& name) const {
+  int64_t v = integer(name);
+  if (v < 1) {
+    user_error("kernel '" + kernel_ + "': parameter " + name + "=" + std::to_string(v) +
+               " must be at least 1");
+  }
+  return v;
+}
+
 DataType Params::dtype(const std::string& name) const {
   const std::string& s = text(name);
   auto t = DataType::parse(s);

@@ -27,6 +27,9 @@ class Params {
       : kernel_(std::move(kernel)), values_(std::move(values)) {}
   /// The integer value of `name` (user error naming the kernel and parameter when not a number).
   int64_t integer(const std::string& name) const;
+  /// As integer(), and at least 1 (user error naming the parameter otherwise): tile sizes,
+  /// thread counts.
+  int64_t positive(const std::string& name) const;
   DataType dtype(const std::string& name) const;
   bool boolean(const std::string& name) const;
   const std::string& text(const std::string& name) const;

@@ -10,7 +10,7 @@ namespace tessel {
 namespace {
 
 Kernel build_softmax(const Params& p) {
-  int64_t M = p.integer("M"), N = p.integer("N"), bM = p.integer("block_M");
+  int64_t M = p.integer("M"), N = p.integer("N"), bM = p.positive("block_M");
   DataType dtype = p.dtype("dtype");
   const double log2e = 1.4426950408889634;
 

@@ -120,3 +120,9 @@ TEST_CASE("a kernel of hardware instructions at tile level asks for the thread l
   CHECK(r.err.find("is warp-level code that the tile level does not model; run this kernel with "
                    "--level thread") != std::string::npos);
 }
+
+TEST_CASE("a zero tile size is a kernel error naming the parameter") {
+  CliResult r = run({"run", "gemm", "-D", "block_M=0"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("kernel 'gemm': parameter block_M=0 must be at least 1") != std::string::npos);
+}

@@ -123,3 +123,8 @@ TEST_CASE("builtins validate their arity") {
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("division by a constant zero quotes the expression") {
+  Var n("n");
+  CHECK_THROWS_WITH_AS(floordiv(n + 7, 0), doctest::Contains("`n + 7` // 0"), UserError);
+}
