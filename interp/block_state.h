@@ -53,8 +53,9 @@ class BlockState {
   /// "block (1, 0)" for messages.
   std::string block_name() const;
   /// The source location of the statement being executed (for runtime errors).
-  const SourceLoc& current_loc() const { return current_loc_; }
-  void set_current_loc(const SourceLoc& loc) { current_loc_ = loc; }
+  const SourceLoc& current_loc() const { return *current_loc_; }
+  /// Requires: `loc` outlives its use (statement locations live as long as the kernel).
+  void set_current_loc(const SourceLoc& loc) { current_loc_ = &loc; }
 
  private:
   const Kernel& kernel_;
@@ -62,7 +63,8 @@ class BlockState {
   std::vector<int64_t> block_index_;
   std::vector<ThreadState> threads_;
   std::unordered_map<const BufferNode*, HostTensor> block_buffers_;
-  SourceLoc current_loc_;
+  static inline const SourceLoc kNoLoc{};
+  const SourceLoc* current_loc_ = &kNoLoc;
 };
 
 }  // namespace tessel
