@@ -1,7 +1,8 @@
-// T.annotate_layout: validation and printing.
+// T.annotate_layout: validation, printing, and its strict layout constraints.
 #include "core/op_annotate_layout.h"
 
 #include "core/expr_printer.h"
+#include "core/lowering.h"
 
 namespace tessel {
 
@@ -51,5 +52,22 @@ std::string AnnotateLayoutOp::to_string() const {
   }
   return s + "})";
 }
+
+}  // namespace tessel
+
+namespace tessel {
+
+void AnnotateLayoutOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
+  if (level != InferLevel::kStrict) return;
+  for (const auto& [buffer, layout] : entries_) {
+    if (const auto* l = std::get_if<Layout>(&layout)) {
+      ctx.set_shared_layout(buffer, *l, describe() + " (strict)");
+    } else {
+      ctx.set_fragment(buffer, std::get<Fragment>(layout), describe() + " (strict)");
+    }
+  }
+}
+
+Stmt AnnotateLayoutOp::lower(LowerContext&) const { return SeqNode::make({}); }
 
 }  // namespace tessel

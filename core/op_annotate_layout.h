@@ -27,6 +27,8 @@ class AnnotateLayoutOp : public TileOp {
   std::vector<BufferRegion> reads() const override { return {}; }
   std::vector<BufferRegion> writes() const override { return {}; }
   void run_reference(TileExec&) const override {}
+  void infer_layout(LayoutInferContext& ctx, InferLevel level) const override;
+  Stmt lower(LowerContext& ctx) const override;
   TileOpRef map_exprs(const std::function<Expr(const Expr&)>&) const override {
     return std::make_shared<AnnotateLayoutOp>(*this);
   }

@@ -6,6 +6,9 @@
 
 namespace tessel {
 
+class ParallelLoop;
+class Analyzer;
+
 enum class AtomicKind : uint8_t { kAdd, kMax, kMin };
 const char* atomic_kind_name(AtomicKind kind);  ///< "add", "max", "min"
 
@@ -24,6 +27,8 @@ class AtomicOp : public TileOp {
   std::vector<BufferRegion> reads() const override;
   std::vector<BufferRegion> writes() const override { return {dst_}; }
   void run_reference(TileExec& exec) const override;
+  void infer_layout(LayoutInferContext& ctx, InferLevel level) const override;
+  Stmt lower(LowerContext& ctx) const override;
   TileOpRef map_exprs(const std::function<Expr(const Expr&)>& fn) const override;
 
   AtomicOp(AtomicKind k, BufferRegion d, std::optional<BufferRegion> s, Expr v, SourceLoc loc)
@@ -31,6 +36,9 @@ class AtomicOp : public TileOp {
         value_(std::move(v)) {}
 
  private:
+  /// The tile form as a Parallel loop over the source tile (core/op_atomic_lower.cpp).
+  ParallelLoop tile_loop(Analyzer* analyzer) const;
+
   AtomicKind kind_;
   BufferRegion dst_;
   std::optional<BufferRegion> src_;  ///< tile form

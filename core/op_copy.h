@@ -22,6 +22,8 @@ class CopyOp : public TileOp {
   std::vector<BufferRegion> reads() const override { return {src_}; }
   std::vector<BufferRegion> writes() const override { return {dst_}; }
   void run_reference(TileExec& exec) const override;
+  void infer_layout(LayoutInferContext& ctx, InferLevel level) const override;
+  Stmt lower(LowerContext& ctx) const override;
   TileOpRef map_exprs(const std::function<Expr(const Expr&)>& fn) const override;
 
   CopyOp(BufferRegion src, BufferRegion dst, SourceLoc loc)

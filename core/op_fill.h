@@ -18,6 +18,8 @@ class FillOp : public TileOp {
   std::vector<BufferRegion> reads() const override { return {}; }
   std::vector<BufferRegion> writes() const override { return {dst_}; }
   void run_reference(TileExec& exec) const override;
+  void infer_layout(LayoutInferContext& ctx, InferLevel level) const override;
+  Stmt lower(LowerContext& ctx) const override;
   TileOpRef map_exprs(const std::function<Expr(const Expr&)>& fn) const override;
 
   FillOp(BufferRegion d, Expr v, bool c, SourceLoc loc)

@@ -37,6 +37,8 @@ class GemmOp : public TileOp {
   std::vector<BufferRegion> reads() const override;
   std::vector<BufferRegion> writes() const override;
   void run_reference(TileExec& exec) const override;
+  void infer_layout(LayoutInferContext& ctx, InferLevel level) const override;
+  Stmt lower(LowerContext& ctx) const override;
   TileOpRef map_exprs(const std::function<Expr(const Expr&)>& fn) const override;
 
   GemmOp(Buffer A, Buffer B, Buffer C, GemmOptions o, SourceLoc loc)

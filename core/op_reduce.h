@@ -27,6 +27,8 @@ class ReduceOp : public TileOp {
   std::vector<BufferRegion> reads() const override;
   std::vector<BufferRegion> writes() const override { return {BufferRegion::full(dst_)}; }
   void run_reference(TileExec& exec) const override;
+  void infer_layout(LayoutInferContext& ctx, InferLevel level) const override;
+  Stmt lower(LowerContext& ctx) const override;
   TileOpRef map_exprs(const std::function<Expr(const Expr&)>& fn) const override;
 
   ReduceOp(ReduceKind k, Buffer s, Buffer d, int dim, bool clear, SourceLoc loc)

@@ -10,9 +10,14 @@
 
 #include "core/buffer.h"
 #include "core/error.h"
+#include "core/stmt.h"
 #include "core/tile_exec.h"
 
 namespace tessel {
+
+class LayoutInferContext;
+class LowerContext;
+enum class InferLevel : uint8_t;
 
 class TileOp {
  public:
@@ -31,6 +36,14 @@ class TileOp {
   /// A copy with every expression replaced by `fn(expr)` (for substitution passes).
   virtual std::shared_ptr<const TileOp> map_exprs(
       const std::function<Expr(const Expr&)>& fn) const = 0;
+
+  /// Layout inference (the paper's Fig. 4): at `level`, records the layouts this operator
+  /// constrains or can derive from what is already known (core/lowering.h). Default: none.
+  virtual void infer_layout(LayoutInferContext& ctx, InferLevel level) const {}
+  /// Lowering: the thread-level statements that perform the operator for the calling thread,
+  /// using the inferred layouts. Fragment buffers may be accessed with logical indices (the
+  /// flattening pass maps them to registers) or through ctx.registers().
+  virtual Stmt lower(LowerContext& ctx) const = 0;
 
   const SourceLoc& loc() const { return loc_; }
   /// "T.copy at gemm.cpp:42:5" — the operator as error messages name it.

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/passes.h"
 #include "core/stmt_functor.h"
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
@@ -185,13 +186,26 @@ void run_thread(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
   options.target = o.target;
   options.schedule = *schedule;
   options.workers = o.workers;
-  ThreadRunResult thr = run_thread_level(kernel, tensors, options);
+  // Tile-level kernels are lowered for the target first; thread-level ones run as written.
+  Kernel thread_kernel = kernel;
+  if (is_tile_level(kernel)) {
+    const Target* target = nullptr;
+    for (const Target& t : all_targets()) {
+      if (t.name == o.target) target = &t;
+    }
+    if (!target) {
+      throw UsageError("--target " + o.target + ": tile-level kernels are lowered for one of " +
+                       target_names());
+    }
+    thread_kernel = lower_kernel(kernel, *target).kernel;
+  }
+  ThreadRunResult thr = run_thread_level(thread_kernel, tensors, options);
 
   // The tile level on the same inputs (it does not execute intrinsics, so kernels that use them
   // are compared with the reference only).
   std::string tile_note;
   bool tile_ran = false;
-  if (uses_intrinsics(kernel)) {
+  if (uses_intrinsics(kernel)) {  // written with intrinsics (lowered ones are fine)
     tile_note =
         "not run: the kernel calls instructions of the intrinsic table, which only the "
         "thread level executes";

@@ -1,0 +1,127 @@
+// The layout map and the inference and lowering contexts.
+#include "core/lowering.h"
+
+#include "core/buffer.h"
+#include "core/error.h"
+
+namespace tessel {
+
+const char* infer_level_name(InferLevel level) {
+  switch (level) {
+    case InferLevel::kStrict: return "strict";
+    case InferLevel::kCommon: return "common";
+    case InferLevel::kFree: return "free";
+  }
+  return "?";
+}
+
+namespace {
+
+template <typename M>
+auto* find_layout(const M& map, const void* key) {
+  auto it = map.find(static_cast<decltype(map.begin()->first)>(key));
+  return it == map.end() ? nullptr : &it->second.layout;
+}
+
+}  // namespace
+
+const Layout* LayoutMap::shared_layout(const Buffer& b) const { return find_layout(shared, b.get()); }
+const Fragment* LayoutMap::fragment(const Buffer& b) const { return find_layout(fragments, b.get()); }
+const Fragment* LayoutMap::loop(const void* key) const { return find_layout(loops, key); }
+
+std::string LayoutMap::to_string() const {
+  std::string out;
+  for (const auto& [_, d] : shared) {
+    out += "# layout " + d.buffer->name + ": " + d.layout.to_string() + "  <- " + d.origin + "\n";
+  }
+  for (const auto& [_, d] : fragments) {
+    out += "# fragment " + d.buffer->name + ": " + d.layout.to_string() + "  <- " + d.origin + "\n";
+  }
+  for (const auto& [_, d] : loops) {
+    out += "# loop " + d.origin + ": " + d.layout.to_string() + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+[[noreturn]] void conflict(const std::string& kernel, const Buffer& b, const std::string& old_layout,
+                           const std::string& old_origin, const std::string& new_layout,
+                           const std::string& new_origin) {
+  user_error("kernel '" + kernel + "': layout inference cannot agree on buffer '" + b->name +
+             "':\n  " + old_origin + " needs\n    " + old_layout + "\n  " + new_origin +
+             " needs\n    " + new_layout +
+             "\n  fix: give '" + b->name + "' one layout with T.annotate_layout, or copy it "
+             "into a second buffer between the two operators (a hop through shared memory)");
+}
+
+}  // namespace
+
+void LayoutInferContext::set_shared_layout(const Buffer& b, Layout layout,
+                                           const std::string& origin) {
+  auto it = map_.shared.find(b.get());
+  if (it != map_.shared.end()) {
+    if (!(it->second.layout == layout) && !equal_by_evaluation(it->second.layout, layout)) {
+      conflict(kernel_->name, b, it->second.layout.to_string(), it->second.origin,
+               layout.to_string(), origin);
+    }
+    return;
+  }
+  map_.shared.emplace(b.get(), Decided<Layout>{b, std::move(layout), origin});
+  changed_ = true;
+}
+
+void LayoutInferContext::set_fragment(const Buffer& b, Fragment fragment,
+                                      const std::string& origin) {
+  auto it = map_.fragments.find(b.get());
+  if (it != map_.fragments.end()) {
+    if (!(it->second.layout == fragment) && !equal_by_evaluation(it->second.layout, fragment)) {
+      conflict(kernel_->name, b, it->second.layout.to_string(), it->second.origin,
+               fragment.to_string(), origin);
+    }
+    return;
+  }
+  map_.fragments.emplace(b.get(), Decided<Fragment>{b, std::move(fragment), origin});
+  changed_ = true;
+}
+
+void LayoutInferContext::set_loop(const void* key, Fragment layout, const std::string& origin) {
+  if (map_.loops.count(key)) return;
+  map_.loops.emplace(key, Decided<Fragment>{Buffer(), std::move(layout), origin});
+  changed_ = true;
+}
+
+bool LayoutInferContext::take_changed() {
+  bool c = changed_;
+  changed_ = false;
+  return c;
+}
+
+std::string LowerContext::fresh_name(const std::string& base) {
+  int n = names_[base]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
+}
+
+Buffer LowerContext::registers(const Buffer& fragment) {
+  auto it = registers_.find(fragment.get());
+  if (it != registers_.end()) return it->second;
+  const Fragment* f = map_.fragment(fragment);
+  if (!f) {
+    internal_error("fragment '" + fragment->name + "' has no layout after inference");
+  }
+  Buffer regs = BufferNode::make(fragment->name, {make_int(f->local_extent())}, fragment->dtype,
+                                 Scope::kLocal, fragment->loc);
+  registers_.emplace(fragment.get(), regs);
+  return regs;
+}
+
+Buffer LowerContext::temporary(const std::string& base, std::vector<Expr> shape, DataType dtype,
+                               Scope scope) {
+  Buffer b = BufferNode::make(fresh_name(base), std::move(shape), dtype, scope);
+  temporaries_.push_back(b);
+  return b;
+}
+
+Var LowerContext::fresh_var(const std::string& base) { return Var(fresh_name(base)); }
+
+}  // namespace tessel

@@ -1,0 +1,219 @@
+// T.reduce_* at thread level. The destination fragment is derived from the source's: element
+// `key` lives in exactly the threads that hold some source element of row `key`. Lowering then
+// (1) folds each thread's own source elements into registers laid out like the destination,
+// (2) combines the threads of a row inside a warp with shfl_xor butterflies over the lane bits
+// that tell them apart, (3) combines across warps through a shared workspace, and (4) writes the
+// destination. When a row's threads are not a group of thread bits (odd partitions), every
+// thread holds the whole destination and step 2-3 become one pass through shared memory.
+#include <bit>
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+#include "core/op_reduce.h"
+#include "core/parallel_loop.h"
+
+namespace tessel {
+
+namespace {
+
+std::vector<int64_t> fragment_shape(const Buffer& b, const TileOp& op) {
+  std::vector<int64_t> shape;
+  for (const Expr& e : b->shape) {
+    auto c = as_const_int(e);
+    if (!c) user_error(op.describe() + ": '" + b->name + "' needs a constant shape");
+    shape.push_back(*c);
+  }
+  return shape;
+}
+
+void check_scopes(const ReduceOp& op) {
+  for (const Buffer* b : {&op.src(), &op.dst()}) {
+    if ((*b)->scope != Scope::kFragment) {
+      user_error(op.describe() + ": '" + (*b)->name + "' is in " + scope_name((*b)->scope) +
+                 " memory; at thread level reductions run on fragments — copy it into a "
+                 "T.alloc_fragment buffer first");
+    }
+  }
+}
+
+/// The loop variables of the source box and the destination index (source index minus `dim`).
+struct Rows {
+  std::vector<Var> vars;
+  std::vector<Expr> key;
+};
+
+Rows rows_of(const ReduceOp& op) {
+  Rows r;
+  for (const std::string& n : default_iter_var_names(op.src()->ndim())) r.vars.emplace_back(n);
+  for (size_t d = 0; d < r.vars.size(); ++d) {
+    if (static_cast<int>(d) != op.dim()) r.key.push_back(r.vars[d]);
+  }
+  if (r.key.empty()) r.key.push_back(make_int(0));  // a 1-d source reduces to one element
+  return r;
+}
+
+Expr identity(ReduceKind kind, DataType t) {
+  switch (kind) {
+    case ReduceKind::kSum:
+    case ReduceKind::kAbsSum:
+    case ReduceKind::kAbsMax: return make_const(t, 0);
+    case ReduceKind::kMax:
+      return make_const(t, t.is_float() ? -std::numeric_limits<double>::infinity() : min_value(t));
+    case ReduceKind::kMin:
+      return make_const(t, t.is_float() ? std::numeric_limits<double>::infinity() : max_value(t));
+  }
+  return make_const(t, 0);
+}
+
+Expr combine(ReduceKind kind, const Expr& a, const Expr& b) {
+  switch (kind) {
+    case ReduceKind::kSum:
+    case ReduceKind::kAbsSum: return a + b;
+    case ReduceKind::kMax:
+    case ReduceKind::kAbsMax: return max(a, b);
+    case ReduceKind::kMin: return min(a, b);
+  }
+  return a + b;
+}
+
+/// How the destination is held: by a group of thread bits per element (`group`), or by every
+/// thread (`all_threads`).
+struct Holding {
+  bool all_threads = false;
+  int64_t group = 0;
+};
+
+/// nullopt when `dst` is neither fully replicated nor held, for every element, by one coset of
+/// the same group of thread bits (first holder XOR every combination of the group's bits).
+std::optional<Holding> holding(const Fragment& dst, int64_t threads) {
+  bool all = true, coset = true;
+  std::optional<int64_t> group;
+  for_each_index(dst.input_shape(), [&](const std::vector<int64_t>& key) {
+    std::vector<int64_t> ts = holders(dst, key);
+    all = all && static_cast<int64_t>(ts.size()) == threads;
+    int64_t g = 0;
+    for (int64_t t : ts) g |= t ^ ts.front();
+    // ts lies in ts[0] ^ span(g); it is all of it when the sizes agree.
+    bool full = static_cast<int64_t>(ts.size()) == (int64_t{1} << std::popcount(uint64_t(g)));
+    if (!full || (group && *group != g)) coset = false;
+    group = g;
+  });
+  if (all) return Holding{true, 0};
+  if (coset) return Holding{false, group.value_or(0)};
+  return std::nullopt;
+}
+
+}  // namespace
+
+void ReduceOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
+  if (level == InferLevel::kStrict) return;
+  check_scopes(*this);
+  const Fragment* src = ctx.fragment(src_);
+  if (!src || ctx.fragment(dst_)) return;
+  Rows rows = rows_of(*this);
+  std::string why;
+  std::vector<int64_t> dst_shape = fragment_shape(dst_, *this);
+  if (src->replicate() == 1) {
+    if (auto f = derive_fragment(*src, rows.vars, rows.key, dst_shape, &why)) {
+      ctx.set_fragment(dst_, *f, describe() + " (" + infer_level_name(level) + ")");
+      return;
+    }
+  }
+  ctx.set_fragment(dst_, Fragment::fully_replicated(dst_shape, ctx.threads()),
+                   describe() + " (every thread: " + (why.empty() ? "replicated source" : why) + ")");
+}
+
+Stmt ReduceOp::lower(LowerContext& ctx) const {
+  check_scopes(*this);
+  const Fragment& S = *ctx.layouts().fragment(src_);
+  const Fragment& D = *ctx.layouts().fragment(dst_);
+  auto hold = holding(D, ctx.threads());
+  if (S.replicate() != 1 || !hold) {
+    user_error(describe() + ": cannot reduce '" + src_->name + "' laid out as " + S.to_string() +
+               " into '" + dst_->name + "' laid out as " + D.to_string() +
+               "; the source must not be replicated and the destination must be held by the "
+               "threads of each row; fix: drop the T.annotate_layout of '" + dst_->name + "'");
+  }
+  const SourceLoc& loc = this->loc();
+  const DataType t = dst_->dtype;
+  const int64_t regs = D.local_extent();
+  Buffer acc = ctx.temporary(dst_->name + "_acc", {make_int(regs)}, t, Scope::kLocal);
+  auto each_register = [&](const std::function<Stmt(const Var&)>& body) {
+    Var r = ctx.fresh_var("r");
+    return ForNode::make(r, make_int(0), make_int(regs), ForKind::kSerial, body(r), loc);
+  };
+  auto acc_at = [&](const Expr& r) { return BufferLoadNode::make(acc, {r}); };
+  auto set_acc = [&](const Expr& r, Expr v) { return StoreNode::make(acc, {r}, std::move(v), loc); };
+  std::vector<Stmt> out;
+  out.push_back(each_register([&](const Var& r) { return set_acc(r, identity(kind_, t)); }));
+
+  // (1) This thread's own source elements.
+  Rows rows = rows_of(*this);
+  Expr reg = D.forward(rows.key).second;
+  Expr x = BufferLoadNode::make(src_, std::vector<Expr>(rows.vars.begin(), rows.vars.end()));
+  if (x.dtype() != t) x = cast(t, x);
+  if (kind_ == ReduceKind::kAbsSum || kind_ == ReduceKind::kAbsMax) x = abs(x);
+  out.push_back(lower_over_layout(ctx, S, rows.vars, fragment_shape(src_, *this),
+                                  set_acc(reg, combine(kind_, acc_at(reg), x)), loc));
+
+  // (2) + (3) Across the threads that hold one destination element.
+  const Var& thread = ctx.thread();
+  const int64_t warp_bits = std::countr_zero(static_cast<uint64_t>(ctx.target().warp_size));
+  const int64_t threads = ctx.threads();
+  auto shuffles = [&](int64_t lane_bits) {  // butterflies: acc op= acc of lane ^ (1 << bit)
+    for (int64_t bit = 0; bit < warp_bits; ++bit) {
+      if (!((lane_bits >> bit) & 1)) continue;
+      Expr mask = make_int(int64_t{1} << bit);
+      out.push_back(each_register([&](const Var& r) {
+        return set_acc(r, combine(kind_, acc_at(r), call(Builtin::kShflXor, {acc_at(r), mask})));
+      }));
+    }
+  };
+  if (hold->all_threads || hold->group >> warp_bits) {
+    Buffer ws = ctx.temporary(dst_->name + "_red", {make_int(threads), make_int(regs)}, t,
+                              Scope::kShared);
+    auto ws_at = [&](Expr who, const Expr& r) { return BufferLoadNode::make(ws, {std::move(who), r}); };
+    int64_t lanes = hold->all_threads ? 0 : hold->group & ((int64_t{1} << warp_bits) - 1);
+    shuffles(lanes);  // inside the warp first
+    out.push_back(each_register([&](const Var& r) {
+      return StoreNode::make(ws, {thread, r}, acc_at(r), loc);
+    }));
+    if (hold->all_threads) {
+      Var u = ctx.fresh_var("u");
+      out.push_back(each_register([&](const Var& r) {
+        return SeqNode::make({set_acc(r, identity(kind_, t)),
+                              ForNode::make(u, make_int(0), make_int(threads), ForKind::kSerial,
+                                            set_acc(r, combine(kind_, acc_at(r), ws_at(u, r))), loc)});
+      }));
+    } else {
+      int64_t warps = hold->group >> warp_bits;  // the warp bits of the group
+      for (int64_t m = warps; m > 0; m = (m - 1) & warps) {  // every non-empty subset
+        Expr partner = thread ^ make_int(m << warp_bits);
+        out.push_back(each_register([&](const Var& r) {
+          return set_acc(r, combine(kind_, acc_at(r), ws_at(partner, r)));
+        }));
+      }
+    }
+  } else {
+    shuffles(hold->group);
+  }
+
+  // (4) The destination.
+  if (clear_) {
+    Buffer dst_regs = ctx.registers(dst_);
+    out.push_back(each_register([&](const Var& r) {
+      return StoreNode::make(dst_regs, {r}, acc_at(r), loc);
+    }));
+  } else {
+    std::vector<Var> key_vars;
+    for (const std::string& n : default_iter_var_names(dst_->ndim())) key_vars.emplace_back(n);
+    std::vector<Expr> key(key_vars.begin(), key_vars.end());
+    Expr r = D.forward(key).second;
+    Stmt body = StoreNode::make(dst_, key, combine(kind_, BufferLoadNode::make(dst_, key), acc_at(r)), loc);
+    out.push_back(lower_over_layout(ctx, D, key_vars, fragment_shape(dst_, *this), body, loc));
+  }
+  return SeqNode::make(std::move(out));
+}
+
+}  // namespace tessel

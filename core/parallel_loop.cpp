@@ -1,0 +1,345 @@
+// Parallel loops: inference of their thread partition and of the fragments they touch.
+// Their lowering is in core/parallel_loop_lower.cpp.
+#include "core/parallel_loop.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <set>
+
+#include "core/buffer.h"
+#include "core/error.h"
+#include "core/expr_functor.h"
+#include "core/int_eval.h"
+#include "core/stmt_functor.h"
+
+namespace tessel {
+
+ParallelLoop::ParallelLoop(const void* key, std::string origin, std::vector<Var> vars,
+                           std::vector<int64_t> extents, Stmt body, SourceLoc loc)
+    : key_(key), origin_(std::move(origin)), vars_(std::move(vars)),
+      extents_(std::move(extents)), body_(std::move(body)), loc_(std::move(loc)) {}
+
+ParallelLoop ParallelLoop::from_for(const ForNode& loop) {
+  std::vector<Var> vars;
+  std::vector<int64_t> extents;
+  const ForNode* f = &loop;
+  Stmt body;
+  while (true) {
+    auto extent = as_const_int(f->extent);
+    auto min = as_const_int(f->min);
+    if (!extent || !min || *min != 0) {
+      user_error("T.Parallel at " + loop.loc.str() + ": the extent of loop '" +
+                 f->var.name() + "' must be a constant (a tile size) for layout inference; " +
+                 "use T.serial for a symbolic trip count");
+    }
+    vars.push_back(f->var);
+    extents.push_back(*extent);
+    const ForNode* inner = f->body.as<ForNode>();
+    if (!inner || inner->for_kind != ForKind::kParallel) {
+      body = f->body;
+      break;
+    }
+    f = inner;
+  }
+  return ParallelLoop(&loop, "T.Parallel at " + loop.loc.str(), std::move(vars),
+                      std::move(extents), std::move(body), loop.loc);
+}
+
+// ---- The free partition ----------------------------------------------------------------------
+
+Fragment default_loop_layout(const std::vector<int64_t>& extents, int64_t threads, int64_t vec) {
+  return Fragment::from_fn(extents, [&](const std::vector<Var>& v, const Var&) {
+    Expr flat = make_int(0);
+    for (size_t d = 0; d < v.size(); ++d) flat = d == 0 ? Expr(v[d]) : flat * extents[d] + v[d];
+    Expr chunk = floordiv(flat, make_int(vec));
+    Expr thread = floormod(chunk, make_int(threads));
+    Expr local = floordiv(chunk, make_int(threads)) * vec + floormod(flat, make_int(vec));
+    return std::pair<Expr, Expr>{thread, local};
+  });
+}
+
+int64_t choose_vector_width(const std::vector<int64_t>& extents, int max_bits) {
+  int64_t vec = std::max<int64_t>(1, 128 / std::max(max_bits, 8));
+  while (vec > 1 && extents.back() % vec != 0) vec /= 2;
+  return vec;
+}
+
+// ---- Accesses --------------------------------------------------------------------------------
+
+namespace {
+
+struct Access {
+  Buffer buffer;
+  std::vector<Expr> indices;
+};
+
+/// Every distinct access (buffer + indices) to a fragment buffer in `body`.
+std::vector<Access> fragment_accesses(const Stmt& body) {
+  std::vector<Access> out;
+  auto add = [&](const Buffer& b, const std::vector<Expr>& idx) {
+    if (b->scope != Scope::kFragment) return;
+    for (const Access& a : out) {
+      if (!a.buffer.same_as(b) || a.indices.size() != idx.size()) continue;
+      bool same = true;
+      for (size_t d = 0; d < idx.size(); ++d) same = same && structural_equal(a.indices[d], idx[d]);
+      if (same) return;
+    }
+    out.push_back({b, idx});
+  };
+  for_each_stmt(body, [&](const Stmt& s) {
+    if (const auto* st = s.as<StoreNode>()) add(st->buffer, st->indices);
+  });
+  for_each_expr(body, [&](const Expr& e) {
+    pre_order_visit(e, [&](const Expr& x) {
+      if (const auto* ld = x.as<BufferLoadNode>()) add(ld->buffer, ld->indices);
+    });
+  });
+  return out;
+}
+
+/// The widest element (bits) the body loads or stores.
+int max_element_bits(const Stmt& body) {
+  int bits = 8;
+  auto see = [&](const Buffer& b) { bits = std::max(bits, b->dtype.storage_bits()); };
+  for_each_stmt(body, [&](const Stmt& s) {
+    if (const auto* st = s.as<StoreNode>()) see(st->buffer);
+  });
+  for_each_expr(body, [&](const Expr& e) {
+    pre_order_visit(e, [&](const Expr& x) {
+      if (const auto* ld = x.as<BufferLoadNode>()) see(ld->buffer);
+    });
+  });
+  return bits;
+}
+
+bool is_identity(const Access& a, const std::vector<Var>& vars, const std::vector<int64_t>& ext) {
+  if (a.indices.size() != vars.size()) return false;
+  for (size_t d = 0; d < vars.size(); ++d) {
+    if (!a.indices[d].same_as(vars[d])) return false;
+    auto e = as_const_int(a.buffer->shape[d]);
+    if (!e || *e != ext[d]) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> const_shape(const Buffer& b) {
+  std::vector<int64_t> shape;
+  for (const Expr& e : b->shape) {
+    auto c = as_const_int(e);
+    if (!c) {
+      user_error("fragment '" + b->name + "' at " + b->loc.str() +
+                 " has a symbolic shape; fragments live in registers and need constant extents");
+    }
+    shape.push_back(*c);
+  }
+  return shape;
+}
+
+std::string index_text(const std::vector<int64_t>& index) {
+  std::string s = "[";
+  for (size_t d = 0; d < index.size(); ++d) s += (d ? ", " : "") + std::to_string(index[d]);
+  return s + "]";
+}
+
+void bind_point(IntEnv& env, const std::vector<Var>& vars, const std::vector<int64_t>& p) {
+  for (size_t k = 0; k < vars.size(); ++k) env[static_cast<const VarNode*>(vars[k].get())] = p[k];
+}
+
+/// Calls fn(point, rep, thread) for every point and replica of `frag`'s box.
+void for_each_thread(const Fragment& frag,
+                     const std::function<void(const std::vector<int64_t>&, int64_t, int64_t)>& fn) {
+  for_each_index(frag.input_shape(), [&](const std::vector<int64_t>& p) {
+    for (int64_t r = 0; r < frag.replicate(); ++r) fn(p, r, frag.map_fragment(p, r).first);
+  });
+}
+
+}  // namespace
+
+std::vector<int64_t> holders(const Fragment& frag, const std::vector<int64_t>& index) {
+  std::set<int64_t> threads;
+  for (int64_t r = 0; r < frag.replicate(); ++r) threads.insert(frag.map_fragment(index, r).first);
+  return {threads.begin(), threads.end()};
+}
+
+// ---- Deriving a fragment from a loop layout ----------------------------------------------------
+
+std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<Var>& loop_vars,
+                                        const std::vector<Expr>& indices,
+                                        const std::vector<int64_t>& shape, std::string* why) {
+  auto fail = [&](std::string reason) -> std::optional<Fragment> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  // Which buffer dimension determines each loop variable, and with which factor.
+  std::vector<int> dim_of(loop_vars.size(), -1);
+  std::vector<int64_t> factor(loop_vars.size(), 1);
+  for (size_t d = 0; d < indices.size(); ++d) {
+    const Expr& e = indices[d];
+    Expr var = e;
+    int64_t f = 1;
+    if (const auto* div = e.as<FloorDivNode>()) {
+      auto c = as_const_int(div->b);
+      if (c && *c > 0) var = div->a, f = *c;
+    }
+    bool matched = false;
+    for (size_t k = 0; k < loop_vars.size(); ++k) {
+      if (!var.same_as(loop_vars[k])) continue;
+      if (dim_of[k] >= 0) return fail("loop variable '" + loop_vars[k].name() + "' indexes two dimensions");
+      dim_of[k] = static_cast<int>(d), factor[k] = f, matched = true;
+    }
+    if (!matched && !(as_const_int(e) == std::optional<int64_t>(0) && shape[d] == 1)) {
+      return fail("index " + std::to_string(d) + " is neither a loop variable nor a loop variable "
+                  "divided by a constant");
+    }
+  }
+  // Numerically: the threads that need each element.
+  std::map<std::vector<int64_t>, std::set<int64_t>> needs;
+  IntEnv env;
+  for_each_thread(loop, [&](const std::vector<int64_t>& p, int64_t, int64_t t) {
+    bind_point(env, loop_vars, p);
+    std::vector<int64_t> b;
+    for (const Expr& e : indices) b.push_back(eval_int(e, env));
+    needs[b].insert(t);
+  });
+  int64_t elements = 1;
+  for (int64_t s : shape) elements *= s;
+  if (static_cast<int64_t>(needs.size()) != elements) {
+    return fail("the loop touches " + std::to_string(needs.size()) + " of its " +
+                std::to_string(elements) + " elements");
+  }
+  // The thread bits over which every element's holders form one XOR coset.
+  int64_t nbits = std::bit_width(static_cast<uint64_t>(std::max<int64_t>(loop.thread_extent() - 1, 1)));
+  int64_t group = 0;
+  for (int64_t bit = 0; bit < nbits; ++bit) {
+    bool closed = true;
+    for (const auto& [b, ts] : needs) {
+      for (int64_t t : ts) closed = closed && ts.count(t ^ (int64_t{1} << bit));
+      if (!closed) break;
+    }
+    if (closed) group |= int64_t{1} << bit;
+  }
+  const int64_t replicate = int64_t{1} << std::popcount(static_cast<uint64_t>(group));
+  for (const auto& [b, ts] : needs) {
+    if (static_cast<int64_t>(ts.size()) != replicate) {
+      return fail("element " + index_text(b) + " is needed by " + std::to_string(ts.size()) +
+                  " threads that do not form one group of thread-index bits");
+    }
+  }
+  // thread(b, rep): the representative iteration's thread with the group bits set from rep.
+  std::vector<Var> iv;
+  for (const std::string& n : default_iter_var_names(shape.size())) iv.emplace_back(n);
+  Var rep("rep");
+  std::vector<Expr> point;
+  for (size_t k = 0; k < loop_vars.size(); ++k) {
+    point.push_back(dim_of[k] < 0 ? make_int(0)
+                                  : factor[k] == 1 ? Expr(iv[dim_of[k]]) : iv[dim_of[k]] * factor[k]);
+  }
+  auto [thread0, local] = loop.forward(point, make_int(0));
+  Expr thread = thread0;
+  if (group) {
+    int64_t keep = ((int64_t{1} << nbits) - 1) ^ group;
+    Expr spread = make_int(0);
+    int g = 0;
+    for (int64_t bit = 0; bit < nbits; ++bit) {
+      if (!((group >> bit) & 1)) continue;
+      spread = spread + (((rep >> make_int(g)) & make_int(1)) << make_int(bit));
+      ++g;
+    }
+    thread = (thread0 & make_int(keep)) | spread;
+  }
+  auto frag = Fragment::try_make(iv, shape, thread, local, replicate, rep);
+  if (!frag) return fail("the derived map is not a valid fragment");
+  // Check: holders are exactly the needing threads, and registers do not collide.
+  std::set<std::pair<int64_t, int64_t>> used;
+  for (const auto& [b, ts] : needs) {
+    std::vector<int64_t> h = holders(*frag, b);
+    if (h != std::vector<int64_t>(ts.begin(), ts.end())) {
+      return fail("element " + index_text(b) + " would be held by other threads than need it");
+    }
+    int64_t reg = frag->map_fragment(b, 0).second;
+    for (int64_t t : h) {
+      if (!used.insert({t, reg}).second) {
+        return fail("two elements would share register " + std::to_string(reg) + " of thread " +
+                    std::to_string(t));
+      }
+    }
+  }
+  return frag;
+}
+
+int64_t ParallelLoop::vector_width() const {
+  return choose_vector_width(extents_, max_element_bits(body_));
+}
+
+// ---- Inference -------------------------------------------------------------------------------
+
+void ParallelLoop::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
+  if (level == InferLevel::kStrict) return;
+  std::vector<Access> accesses = fragment_accesses(body_);
+  if (!ctx.loop(key_)) {
+    for (const Access& a : accesses) {
+      const Fragment* f = ctx.fragment(a.buffer);
+      if (f && is_identity(a, vars_, extents_)) {
+        ctx.set_loop(key_, *f, origin_ + " (from " + a.buffer->name + ")");
+        break;
+      }
+    }
+    if (!ctx.loop(key_) && level == InferLevel::kFree) {
+      // Nothing decided the partition: the free one; undecided fragments follow it below.
+      int64_t vec = vector_width();
+      ctx.set_loop(key_, default_loop_layout(extents_, ctx.threads(), vec), origin_ + " (free)");
+    }
+  }
+  const Fragment* loop = ctx.loop(key_);
+  if (!loop) return;
+  for (const Access& a : accesses) {
+    if (ctx.fragment(a.buffer)) continue;
+    std::string why;
+    auto frag = derive_fragment(*loop, vars_, a.indices, const_shape(a.buffer), &why);
+    if (frag) {
+      ctx.set_fragment(a.buffer, *frag, origin_ + " (" + infer_level_name(level) + ")");
+    } else if (level == InferLevel::kFree) {
+      user_error("kernel '" + ctx.kernel()->name + "': " + origin_ + " cannot give fragment '" +
+                 a.buffer->name + "' a layout from the loop's partition " + loop->to_string() +
+                 ": " + why + "; fix: T.annotate_layout the fragment, or copy the values through "
+                 "shared memory");
+    }
+  }
+  if (level == InferLevel::kFree) check_held(ctx);
+}
+
+void ParallelLoop::check_held(LayoutInferContext& ctx) const {
+  const Fragment* loop = ctx.loop(key_);
+  if (!loop || loop->input_size() * loop->replicate() > (int64_t{1} << 20)) return;
+  for (const Access& a : fragment_accesses(body_)) {
+    const Fragment* f = ctx.fragment(a.buffer);
+    if (!f || is_identity(a, vars_, extents_)) continue;
+    IntEnv env;
+    std::map<std::vector<int64_t>, std::vector<int64_t>> cache;
+    for_each_thread(*loop, [&](const std::vector<int64_t>& p, int64_t, int64_t t) {
+      bind_point(env, vars_, p);
+      std::vector<int64_t> b;
+      for (const Expr& e : a.indices) b.push_back(eval_int(e, env));
+      for (size_t d = 0; d < b.size(); ++d) {
+        if (b[d] < 0 || b[d] >= f->input_shape()[d]) return;  // out of bounds: the simulator's job
+      }
+      auto it = cache.find(b);
+      if (it == cache.end()) it = cache.emplace(b, holders(*f, b)).first;
+      if (std::binary_search(it->second.begin(), it->second.end(), t)) return;
+      std::string point;
+      for (size_t k = 0; k < vars_.size(); ++k) {
+        point += (k ? ", " : "") + vars_[k].name() + "=" + std::to_string(p[k]);
+      }
+      user_error("kernel '" + ctx.kernel()->name + "': " + origin_ + " runs iteration (" + point +
+                 ") in thread " + std::to_string(t) + ", but element " + index_text(b) +
+                 " of fragment '" + a.buffer->name + "' lives in thread(s) " +
+                 std::to_string(it->second.front()) + (it->second.size() > 1 ? "..." : "") +
+                 "\n  loop partition: " + loop->to_string() + "\n  '" + a.buffer->name +
+                 "': " + f->to_string() + "\n  fix: T.annotate_layout the fragment so both agree, or copy it through "
+                 "shared memory");
+    });
+  }
+}
+
+}  // namespace tessel

@@ -1,0 +1,207 @@
+// Lowering of Parallel loops: each thread runs the iterations its loop layout gives it.
+#include <numeric>
+
+#include "core/buffer.h"
+#include "core/error.h"
+#include "core/expr_functor.h"
+#include "core/parallel_loop.h"
+#include "core/stmt_functor.h"
+#include "core/expr_functor.h"
+
+namespace tessel {
+
+namespace {
+
+/// Replaces the loop variables by expressions in every expression of a statement.
+class VarSubstituter : public StmtMutator {
+ public:
+  VarSubstituter(const std::vector<Var>& vars, const std::vector<Expr>& values)
+      : vars_(vars), values_(values) {}
+
+ protected:
+  Expr mutate_expr(const Expr& e) override {
+    return substitute(e, [&](const Var& v) -> Expr {
+      for (size_t k = 0; k < vars_.size(); ++k) {
+        if (v.same_as(vars_[k])) return values_[k];
+      }
+      return Expr();
+    });
+  }
+
+ private:
+  const std::vector<Var>& vars_;
+  const std::vector<Expr>& values_;
+};
+
+Stmt substitute_vars(const Stmt& body, const std::vector<Var>& vars,
+                     const std::vector<Expr>& values) {
+  return VarSubstituter(vars, values).mutate(body);
+}
+
+/// Rewrites accesses `F[vars]` of fragments laid out exactly like the loop into register
+/// accesses `F_regs[reg]`: the iteration's own register, without recomputing the layout.
+class OwnRegisters : public StmtMutator {
+ public:
+  OwnRegisters(LowerContext& ctx, const Fragment& layout, const std::vector<Var>& vars, Expr reg)
+      : ctx_(ctx), layout_(layout), vars_(vars), reg_(std::move(reg)), loads_(*this) {}
+
+  std::optional<Buffer> own(const Buffer& b, const std::vector<Expr>& idx) {
+    if (b->scope != Scope::kFragment || idx.size() != vars_.size()) return std::nullopt;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      if (!idx[d].same_as(vars_[d])) return std::nullopt;
+    }
+    const Fragment* f = ctx_.layouts().fragment(b);
+    if (!f || !(*f == layout_)) return std::nullopt;
+    return ctx_.registers(b);
+  }
+
+ protected:
+  Expr mutate_expr(const Expr& e) override { return loads_.mutate(e); }
+  Stmt visit_Store(const StoreNode* op, const Stmt& s) override {
+    Stmt m = StmtMutator::visit_Store(op, s);
+    const auto* st = m.as<StoreNode>();
+    if (auto regs = own(st->buffer, st->indices)) return StoreNode::make(*regs, {reg_}, st->value, st->loc);
+    return m;
+  }
+
+ private:
+  class Loads : public ExprMutator {
+   public:
+    explicit Loads(OwnRegisters& o) : o_(o) {}
+
+   protected:
+    Expr visit_BufferLoad(const BufferLoadNode* op, const Expr& e) override {
+      if (auto regs = o_.own(op->buffer, op->indices)) return BufferLoadNode::make(*regs, {o_.reg_});
+      return ExprMutator::visit_BufferLoad(op, e);
+    }
+
+   private:
+    OwnRegisters& o_;
+  };
+
+  LowerContext& ctx_;
+  const Fragment& layout_;
+  const std::vector<Var>& vars_;
+  Expr reg_;
+  Loads loads_;
+};
+
+/// True when the body writes memory other threads can see (shared or global).
+bool writes_shared_state(const Stmt& body) {
+  bool writes = false;
+  for_each_stmt(body, [&](const Stmt& s) {
+    if (const auto* st = s.as<StoreNode>()) {
+      writes = writes || st->buffer->scope != Scope::kLocal && st->buffer->scope != Scope::kFragment;
+    }
+    if (s.as<IntrinsicCallNode>()) writes = true;
+  });
+  return writes;
+}
+
+Stmt make_loop(const Var& v, int64_t extent, ForKind kind, Stmt body, const SourceLoc& loc) {
+  if (extent == 1) return substitute_vars(body, {v}, {make_int(0)});
+  return ForNode::make(v, make_int(0), make_int(extent), kind, std::move(body), loc);
+}
+
+/// The free partition in closed form: chunk c = lo * threads + t of `vec` elements.
+Stmt lower_default(LowerContext& ctx, const std::vector<Var>& vars,
+                   const std::vector<int64_t>& extents, const Stmt& body, int64_t vec,
+                   const SourceLoc& loc) {
+  const int64_t threads = ctx.threads();
+  const int64_t total = std::accumulate(extents.begin(), extents.end(), int64_t{1},
+                                        std::multiplies<>());
+  const int64_t chunks = total / vec, per_thread = (chunks + threads - 1) / threads;
+  Var lo = ctx.fresh_var("lo"), v = ctx.fresh_var("v");
+  Expr chunk = per_thread == 1 ? Expr(ctx.thread()) : lo * threads + ctx.thread();
+  Expr base = chunk * vec;
+  std::vector<Expr> idx(extents.size());
+  const int64_t last = extents.back();
+  Expr lane = vec > 1 ? Expr(v) : make_int(0);
+  idx.back() = (extents.size() == 1 ? base : floormod(base, make_int(last))) + lane;
+  Expr rest = floordiv(base, make_int(last));
+  for (int d = static_cast<int>(extents.size()) - 2; d >= 0; --d) {
+    idx[d] = d == 0 ? rest : floormod(rest, make_int(extents[d]));
+    rest = floordiv(rest, make_int(extents[d]));
+  }
+  for (Expr& e : idx) e = ctx.analyzer().simplify(e);
+  Expr reg = (per_thread == 1 ? make_int(0) : lo * vec) + lane;
+  Stmt own = OwnRegisters(ctx, default_loop_layout(extents, threads, vec), vars, reg).mutate(body);
+  Stmt inner = substitute_vars(own, vars, idx);
+  if (vec > 1) inner = ForNode::make(v, make_int(0), make_int(vec), ForKind::kVectorized, inner, loc);
+  if (chunks % threads != 0) inner = IfNode::make(chunk < make_int(chunks), inner, Stmt(), loc);
+  return make_loop(lo, per_thread, ForKind::kSerial, inner, loc);
+}
+
+/// A loop over the thread's registers through the layout's inverse, or nullopt.
+std::optional<Stmt> lower_by_inverse(LowerContext& ctx, const Fragment& layout,
+                                     const std::vector<Var>& vars, const Stmt& body,
+                                     const SourceLoc& loc) {
+  Layout inverse;
+  try {
+    inverse = layout.inverse();
+  } catch (const UserError&) {
+    return std::nullopt;
+  }
+  Var l = ctx.fresh_var("l");
+  std::vector<Expr> out = inverse.forward({ctx.thread(), l});
+  std::vector<Expr> idx(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(vars.size()));
+  Stmt own = OwnRegisters(ctx, layout, vars, l).mutate(body);
+  Stmt inner = substitute_vars(own, vars, idx);
+  if (layout.replicate() > 1 && writes_shared_state(body)) {
+    inner = IfNode::make(out.back() == make_int(0), inner, Stmt(), loc);
+  }
+  Stmt loop = make_loop(l, layout.local_extent(), ForKind::kSerial, inner, loc);
+  if (layout.thread_extent() < ctx.threads()) {
+    loop = IfNode::make(ctx.thread() < make_int(layout.thread_extent()), loop, Stmt(), loc);
+  }
+  return loop;
+}
+
+/// Every point of the box, guarded by "this thread holds it".
+Stmt lower_by_scan(LowerContext& ctx, const Fragment& layout, const std::vector<Var>& vars,
+                   const std::vector<int64_t>& extents, const Stmt& body, const SourceLoc& loc) {
+  std::vector<Expr> point(vars.begin(), vars.end());
+  const int64_t reps = writes_shared_state(body) ? 1 : layout.replicate();
+  if (reps > 256) {
+    user_error("a loop partition replicated " + std::to_string(reps) + " times cannot be "
+               "lowered (at most 256): " + layout.to_string());
+  }
+  Expr owns;
+  for (int64_t r = 0; r < reps; ++r) {
+    Expr mine = layout.forward(point, make_int(r)).first == ctx.thread();
+    owns = owns.defined() ? (owns || mine) : mine;
+  }
+  Stmt s = IfNode::make(owns, body, Stmt(), loc);
+  for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d) {
+    s = ForNode::make(vars[d], make_int(0), make_int(extents[d]), ForKind::kSerial, s, loc);
+  }
+  return s;
+}
+
+}  // namespace
+
+Stmt lower_over_layout(LowerContext& ctx, const Fragment& layout, const std::vector<Var>& vars,
+                       const std::vector<int64_t>& extents, const Stmt& body,
+                       const SourceLoc& loc) {
+  if (layout.thread_extent() > ctx.threads()) {
+    user_error("kernel '" + ctx.kernel()->name + "' at " + loc.str() + ": the loop "
+               "partition needs " + std::to_string(layout.thread_extent()) +
+               " threads but the block has " + std::to_string(ctx.threads()) + ": " +
+               layout.to_string() + "; fix: raise threads= in T.Kernel or shrink the tile");
+  }
+  for (int64_t vec = 16; vec >= 1; vec /= 2) {
+    if (extents.back() % vec == 0 && layout == default_loop_layout(extents, ctx.threads(), vec)) {
+      return lower_default(ctx, vars, extents, body, vec, loc);
+    }
+  }
+  if (auto s = lower_by_inverse(ctx, layout, vars, body, loc)) return *s;
+  return lower_by_scan(ctx, layout, vars, extents, body, loc);
+}
+
+Stmt ParallelLoop::lower(LowerContext& ctx) const {
+  const Fragment* layout = ctx.layouts().loop(key_);
+  if (!layout) internal_error(origin_ + " has no loop layout after inference");
+  return lower_over_layout(ctx, *layout, vars_, extents_, body_, loc_);
+}
+
+}  // namespace tessel

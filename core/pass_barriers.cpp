@@ -1,0 +1,154 @@
+// Pass insert_barriers: T.sync_threads() wherever shared memory changes hands. Walking each
+// sequence in order, the pass tracks the shared (and global) buffers written and read since the
+// last barrier; a statement that reads a buffer written since then (read after write) or writes
+// one read or written since then (write after read/write) gets a barrier before it. Every such
+// access is assumed to cross threads — lowering partitions loops differently per operator, so
+// "the same thread" cannot be assumed. Loops are walked twice: the second walk starts from the
+// state the body ends in, which finds the barrier the next iteration needs (the one before a copy
+// that overwrites a tile the previous iteration's gemm still reads). Barriers go only where every
+// thread of the block arrives: not inside a branch or loop whose condition depends on the thread.
+// The user's own T.sync_threads() are kept and reset the state.
+#include <map>
+#include <set>
+
+#include "core/expr_functor.h"
+#include "core/intrinsics.h"
+#include "core/passes.h"
+#include "core/stmt_functor.h"
+
+namespace tessel {
+
+namespace {
+
+struct Hazards {
+  std::map<const BufferNode*, const StmtNode*> written;  ///< buffer -> the statement that wrote it
+  std::set<const BufferNode*> read;
+  void clear() { written.clear(), read.clear(); }
+};
+
+struct Accesses {
+  std::set<const BufferNode*> reads, writes;
+};
+
+bool shared_state(const Buffer& b) { return b->scope != Scope::kLocal && b->scope != Scope::kFragment; }
+
+Accesses accesses_of(const Stmt& s) {
+  Accesses a;
+  auto see_expr = [&](const Expr& e) {
+    pre_order_visit(e, [&](const Expr& x) {
+      if (const auto* ld = x.as<BufferLoadNode>(); ld && shared_state(ld->buffer)) {
+        a.reads.insert(ld->buffer.get());
+      }
+    });
+  };
+  for_each_stmt(s, [&](const Stmt& x) {
+    if (const auto* st = x.as<StoreNode>(); st && shared_state(st->buffer)) {
+      a.writes.insert(st->buffer.get());
+    }
+    if (const auto* call = x.as<IntrinsicCallNode>()) {
+      const IntrinsicInfo& info = intrinsic_info(call->intrinsic);
+      for (size_t k = 0; k < call->args.size() && k < info.operands.size(); ++k) {
+        const Buffer& b = call->args[k].buffer;
+        if (!b.defined() || !shared_state(b)) continue;
+        (info.operands[k].written ? a.writes : a.reads).insert(b.get());
+      }
+    }
+  });
+  for_each_expr(s, see_expr);
+  return a;
+}
+
+/// Read after write, write after read, or write after another statement's write. (A statement
+/// rewriting its own buffer in a later loop iteration writes other elements, or races anyway.)
+bool conflicts(const Accesses& a, const Hazards& h, const StmtNode* self) {
+  for (const auto* b : a.reads) {
+    if (h.written.count(b)) return true;
+  }
+  for (const auto* b : a.writes) {
+    auto w = h.written.find(b);
+    if ((w != h.written.end() && w->second != self) || h.read.count(b)) return true;
+  }
+  return false;
+}
+
+void record(const Accesses& a, Hazards& h, const StmtNode* self) {
+  h.read.insert(a.reads.begin(), a.reads.end());
+  for (const auto* b : a.writes) h.written[b] = self;
+}
+
+class BarrierInserter {
+ public:
+  explicit BarrierInserter(const Var& thread) : thread_(thread) {}
+
+  /// Rewrites `s` given the hazards before it; updates them to those after it.
+  Stmt visit(const Stmt& s, Hazards& h) {
+    if (s.as<BarrierNode>()) {
+      h.clear();
+      return s;
+    }
+    if (const auto* seq = s.as<SeqNode>()) {
+      std::vector<Stmt> out;
+      for (const Stmt& c : seq->stmts) out.push_back(visit(c, h));
+      return SeqNode::make(std::move(out));
+    }
+    if (const auto* f = s.as<ForNode>(); f && f->for_kind != ForKind::kVectorized &&
+                                         uniform(f->min) && uniform(f->extent)) {
+      Hazards end = h;
+      visit(f->body, end);  // where iteration 1 ends
+      Hazards start = h;    // any iteration starts from before the loop or a previous one
+      merge(start, end);
+      Stmt body = visit(f->body, start);
+      merge(start, h);  // the loop may run zero times
+      h = start;
+      return ForNode::make(f->var, f->min, f->extent, f->for_kind, body, f->loc, f->pipeline);
+    }
+    if (const auto* i = s.as<IfNode>(); i && uniform(i->cond)) {
+      Hazards t = h, e = h;
+      Stmt then_case = visit(i->then_case, t);
+      Stmt else_case = i->else_case.defined() ? visit(i->else_case, e) : i->else_case;
+      merge(t, e);
+      h = t;
+      return IfNode::make(i->cond, then_case, else_case, i->loc);
+    }
+    if (const auto* let = s.as<LetNode>()) {
+      if (!uniform(let->value)) varying_.insert(let->var.get());
+      return LetNode::make(let->var, let->value, visit(let->body, h), let->loc);
+    }
+    // A leaf, or control flow that depends on the thread: a barrier before it if needed.
+    Accesses a = accesses_of(s);
+    if (conflicts(a, h, s.get())) {
+      h.clear();
+      record(a, h, s.get());
+      return SeqNode::make({BarrierNode::make(s->loc), s});
+    }
+    record(a, h, s.get());
+    return s;
+  }
+
+ private:
+  /// True when `e` has the same value in every thread (it does not mention the thread index or
+  /// a variable bound to something that does).
+  bool uniform(const Expr& e) const {
+    bool u = true;
+    pre_order_visit(e, [&](const Expr& x) {
+      if (x.same_as(thread_) || varying_.count(x.get())) u = false;
+      if (x.as<BufferLoadNode>() || x.as<CallNode>()) u = false;
+    });
+    return u;
+  }
+  static void merge(Hazards& into, const Hazards& other) {
+    for (const auto& [b, w] : other.written) into.written.emplace(b, w);
+    into.read.insert(other.read.begin(), other.read.end());
+  }
+  Var thread_;
+  std::set<const ExprNode*> varying_;  ///< Let variables whose value differs between threads
+};
+
+}  // namespace
+
+Kernel insert_barriers(const Kernel& kernel) {
+  Hazards h;
+  return with_body(kernel, BarrierInserter(kernel->thread_var).visit(kernel->body, h));
+}
+
+}  // namespace tessel

@@ -1,0 +1,162 @@
+// Pass infer_layouts: the paper's layout inference (§4.2). The inference units are the tile
+// operators and the T.Parallel nests; each infers for itself (TileOp::infer_layout,
+// ParallelLoop::infer_layout) — the pass never looks at what kind of unit it drives. A
+// Boost.Graph bipartite graph links every unit to the shared and fragment buffers it touches;
+// propagation visits units breadth-first from the buffers fixed by strict constraints, so
+// layouts spread outwards from gemm operands and annotations, and units the search does not
+// reach follow in program order.
+//
+//   1. strict: every unit once.
+//   2. common: every unit in propagation order, repeated until nothing changes.
+//   3. free: units in order until one decides something; then back to 2. Stop when a whole free
+//      sweep decides nothing.
+//   4. fragments nobody constrained (written and never read in a loop) get the free partition.
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/breadth_first_search.hpp>
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "core/expr_functor.h"
+#include "core/parallel_loop.h"
+#include "core/passes.h"
+#include "core/stmt_functor.h"
+#include "core/tile_op.h"
+
+namespace tessel {
+
+namespace {
+
+struct Unit {
+  std::function<void(LayoutInferContext&, InferLevel)> infer;
+  std::vector<Buffer> buffers;  ///< shared and fragment buffers it touches
+};
+
+void add_buffer(std::vector<Buffer>& out, const Buffer& b) {
+  if (b->scope == Scope::kGlobal || b->scope == Scope::kLocal) return;
+  for (const Buffer& x : out) {
+    if (x.same_as(b)) return;
+  }
+  out.push_back(b);
+}
+
+std::vector<Buffer> buffers_of(const Stmt& body) {
+  std::vector<Buffer> out;
+  for_each_stmt(body, [&](const Stmt& s) {
+    if (const auto* st = s.as<StoreNode>()) add_buffer(out, st->buffer);
+  });
+  for_each_expr(body, [&](const Expr& e) {
+    pre_order_visit(e, [&](const Expr& x) {
+      if (const auto* ld = x.as<BufferLoadNode>()) add_buffer(out, ld->buffer);
+    });
+  });
+  return out;
+}
+
+/// The inference units of `body`, in program order (a Parallel nest is one unit).
+void collect_units(const Stmt& s, std::vector<Unit>& units, std::deque<ParallelLoop>& loops) {
+  if (const auto* call = s.as<TileOpCallNode>()) {
+    std::shared_ptr<const TileOp> op = call->op;
+    Unit u{[op](LayoutInferContext& c, InferLevel l) { op->infer_layout(c, l); }, {}};
+    for (const auto& r : op->reads()) add_buffer(u.buffers, r.buffer);
+    for (const auto& r : op->writes()) add_buffer(u.buffers, r.buffer);
+    units.push_back(std::move(u));
+  } else if (const auto* f = s.as<ForNode>()) {
+    if (f->for_kind != ForKind::kParallel) return collect_units(f->body, units, loops);
+    const ParallelLoop* p = &loops.emplace_back(ParallelLoop::from_for(*f));
+    units.push_back({[p](LayoutInferContext& c, InferLevel l) { p->infer_layout(c, l); },
+                     buffers_of(p->body())});
+  } else if (const auto* seq = s.as<SeqNode>()) {
+    for (const Stmt& c : seq->stmts) collect_units(c, units, loops);
+  } else if (const auto* i = s.as<IfNode>()) {
+    collect_units(i->then_case, units, loops);
+    if (i->else_case.defined()) collect_units(i->else_case, units, loops);
+  } else if (const auto* let = s.as<LetNode>()) {
+    collect_units(let->body, units, loops);
+  }
+}
+
+}  // namespace
+
+LayoutMap infer_layouts(const Kernel& kernel, const Target& target) {
+  std::vector<Unit> units;
+  std::deque<ParallelLoop> loops;  // stable addresses: units point into it
+  collect_units(kernel->body, units, loops);
+
+  // The unit-buffer graph: units are vertices [0, U), buffers follow.
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
+  std::map<const BufferNode*, size_t> buffer_vertex;
+  std::vector<Buffer> buffers;
+  for (const Unit& u : units) {
+    for (const Buffer& b : u.buffers) {
+      if (buffer_vertex.emplace(b.get(), units.size() + buffers.size()).second) buffers.push_back(b);
+    }
+  }
+  Graph graph(units.size() + buffers.size());
+  for (size_t i = 0; i < units.size(); ++i) {
+    for (const Buffer& b : units[i].buffers) boost::add_edge(i, buffer_vertex.at(b.get()), graph);
+  }
+
+  LayoutMap map;
+  LayoutInferContext ctx(kernel, target, map);
+  for (Unit& u : units) u.infer(ctx, InferLevel::kStrict);
+
+  // Propagation order: breadth-first from the buffers decided so far, then the rest in order.
+  std::vector<size_t> order;
+  {
+    std::vector<boost::default_color_type> color(boost::num_vertices(graph),
+                                                 boost::white_color);
+    auto colors = boost::make_iterator_property_map(color.begin(),
+                                                    boost::get(boost::vertex_index, graph));
+    struct Recorder : boost::default_bfs_visitor {
+      std::vector<size_t>* order;
+      size_t units;
+      void discover_vertex(size_t v, const Graph&) const {
+        if (v < units) order->push_back(v);
+      }
+    } recorder;
+    recorder.order = &order;
+    recorder.units = units.size();
+    for (const Buffer& b : buffers) {
+      if (!map.fragment(b) && !map.shared_layout(b)) continue;
+      size_t v = buffer_vertex.at(b.get());
+      if (color[v] == boost::white_color) {
+        boost::breadth_first_visit(graph, v, boost::visitor(recorder).color_map(colors));
+      }
+    }
+    std::set<size_t> seen(order.begin(), order.end());
+    for (size_t i = 0; i < units.size(); ++i) {
+      if (!seen.count(i)) order.push_back(i);
+    }
+  }
+
+  auto common = [&] {
+    do {
+      for (size_t i : order) units[i].infer(ctx, InferLevel::kCommon);
+    } while (ctx.take_changed());
+  };
+  common();
+  bool decided = true;
+  while (decided) {
+    decided = false;
+    for (size_t i : order) {
+      units[i].infer(ctx, InferLevel::kFree);
+      if (ctx.take_changed()) {
+        decided = true;
+        common();
+        break;
+      }
+    }
+  }
+  for (const Buffer& b : buffers) {
+    if (b->scope != Scope::kFragment || map.fragment(b)) continue;
+    std::vector<int64_t> shape;
+    for (const Expr& e : b->shape) shape.push_back(as_const_int(e).value_or(1));
+    ctx.set_fragment(b, default_loop_layout(shape, kernel->threads, 1),
+                     "no operator constrains it (free)");
+  }
+  return map;
+}
+
+}  // namespace tessel

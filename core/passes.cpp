@@ -1,0 +1,49 @@
+// The lowering driver: the passes of core/passes.h in order.
+#include "core/passes.h"
+
+#include "core/printer.h"
+#include "core/stmt_functor.h"
+
+namespace tessel {
+
+Kernel with_body(const Kernel& kernel, Stmt body) {
+  KernelNode node = *kernel;
+  node.body = std::move(body);
+  return Kernel(std::make_shared<const KernelNode>(std::move(node)));
+}
+
+bool is_tile_level(const Kernel& kernel) {
+  bool tile = false;
+  for_each_stmt(kernel->body, [&](const Stmt& s) {
+    if (s.as<TileOpCallNode>() || s.as<UseSwizzleNode>()) tile = true;
+    if (const auto* f = s.as<ForNode>()) {
+      tile = tile || f->for_kind == ForKind::kParallel || f->for_kind == ForKind::kPipelined;
+    }
+  });
+  return tile;
+}
+
+LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
+                           const LowerOptions& options) {
+  LoweredKernel out;
+  auto snapshot = [&](const char* pass, const Kernel& k, const std::string& extra = "") {
+    if (options.print_after_all) out.snapshots.push_back({pass, extra + print_kernel(k)});
+  };
+  Kernel k = rasterize_blocks(kernel);
+  snapshot("rasterize_blocks", k);
+  LayoutMap layouts = infer_layouts(k, target);
+  snapshot("infer_layouts", k, layouts.to_string());
+  LoweringState state = lower_tile_ops(k, target, layouts);
+  snapshot("lower_tile_ops", state.kernel);
+  k = flatten_buffers(state);
+  snapshot("flatten_buffers", k);
+  k = insert_barriers(k);
+  snapshot("insert_barriers", k);
+  k = simplify_indices(k);
+  snapshot("simplify_indices", k);
+  out.kernel = k;
+  out.layouts = std::move(state.layouts);
+  return out;
+}
+
+}  // namespace tessel

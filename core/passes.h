@@ -1,0 +1,64 @@
+// The lowering pipeline from tile level to thread level, one pass per file, run in order by
+// `lower_kernel` (and printed after each pass by `tessel lower --print-after-all`):
+//
+//   rasterize_blocks   T.use_swizzle -> block indices remapped in panels (core/pass_rasterize.cpp)
+//   infer_layouts      strict -> common -> free layout inference     (pass_layout_inference.cpp)
+//   lower_tile_ops     tile operators and T.Parallel -> per-thread code (pass_lower_tile_ops.cpp)
+//   flatten_buffers    fragments -> registers, laid-out shared buffers -> 1-d (pass_flatten.cpp)
+//   insert_barriers    T.sync_threads() where shared memory changes hands (pass_barriers.cpp)
+//   simplify_indices   index arithmetic simplified over the known ranges (pass_simplify.cpp)
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/kernel.h"
+#include "core/lowering.h"
+#include "core/target.h"
+
+namespace tessel {
+
+/// A kernel on its way down: the IR, the layouts inference chose, and the register buffers
+/// that fragments became.
+struct LoweringState {
+  Kernel kernel;
+  LayoutMap layouts;
+  std::map<const BufferNode*, Buffer> registers;
+};
+
+struct PassSnapshot {
+  std::string pass;  ///< the pass's name
+  std::string text;  ///< the IR after it (and, after inference, the layouts)
+};
+
+struct LowerOptions {
+  bool print_after_all = false;  ///< keep a snapshot after every pass
+};
+
+struct LoweredKernel {
+  Kernel kernel;     ///< thread-level IR
+  LayoutMap layouts; ///< what inference chose (for reports and `tessel verify`)
+  std::vector<PassSnapshot> snapshots;
+};
+
+/// Runs every pass for `target`. User errors name the kernel, the operator and the fix.
+LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
+                           const LowerOptions& options = {});
+
+/// True when the kernel has tile operators or T.Parallel/T.Pipelined loops (it needs lowering
+/// before the thread-level interpreter or codegen can take it).
+bool is_tile_level(const Kernel& kernel);
+
+// ---- The passes, in order --------------------------------------------------------------------
+Kernel rasterize_blocks(const Kernel& kernel);
+LayoutMap infer_layouts(const Kernel& kernel, const Target& target);
+LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutMap layouts);
+Kernel flatten_buffers(const LoweringState& state);
+Kernel insert_barriers(const Kernel& kernel);
+Kernel simplify_indices(const Kernel& kernel);
+
+/// A copy of `kernel` with another body.
+Kernel with_body(const Kernel& kernel, Stmt body);
+
+}  // namespace tessel

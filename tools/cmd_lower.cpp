@@ -1,0 +1,42 @@
+// `tessel lower KERNEL [--target T] [--print-after-all]`: the thread-level IR the lowering
+// passes produce for a target (and, with --print-after-all, the IR after every pass).
+#include "core/passes.h"
+#include "core/printer.h"
+#include "tools/cli.h"
+#include "tools/kernel_source.h"
+
+namespace tessel::cli {
+
+void add_lower_command(CLI::App& app, Context& ctx) {
+  CLI::App* sub = app.add_subcommand("lower", "lower a kernel to thread-level IR for a target");
+  add_common_options(*sub, ctx);
+  static std::string kernel_name, target = "sm80";
+  static bool after_all = false;
+  sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
+      ->required();
+  sub->add_option("--target", target, "sm80, sm90, gfx90a or gfx942")
+      ->check(CLI::IsMember({"sm80", "sm90", "gfx90a", "gfx942"}))
+      ->default_val("sm80");
+  sub->add_flag("--print-after-all", after_all, "print the IR after every pass");
+  sub->callback([&ctx] {
+    ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines);
+    Kernel kernel = k.example->build(k.params);
+    LoweredKernel lowered = lower_kernel(kernel, find_target(target), {after_all});
+    if (ctx.json) {
+      nlohmann::json passes = nlohmann::json::array();
+      for (const PassSnapshot& p : lowered.snapshots) passes.push_back({{"pass", p.pass}, {"ir", p.text}});
+      emit_json(ctx, {{"kernel", kernel->name},
+                      {"target", target},
+                      {"layouts", lowered.layouts.to_string()},
+                      {"ir", print_kernel(lowered.kernel)},
+                      {"passes", passes}});
+      return;
+    }
+    for (const PassSnapshot& p : lowered.snapshots) {
+      *ctx.out << "# ---- after " << p.pass << " ----\n" << p.text << "\n";
+    }
+    if (!after_all) *ctx.out << lowered.layouts.to_string() << print_kernel(lowered.kernel);
+  });
+}
+
+}  // namespace tessel::cli
