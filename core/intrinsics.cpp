@@ -2,10 +2,12 @@
 #include "core/intrinsics.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "core/builtin_layouts.h"
 #include "core/error.h"
 #include "core/expr_printer.h"
+#include "core/op_atomic.h"
 #include "core/stmt.h"
 
 namespace tessel {
@@ -111,6 +113,30 @@ IntrinsicInfo mfma(IntrinsicId id, int m, DataType in) {
   return info;
 }
 
+/// atom.{add,max,min} on one global or shared element per thread (CUDA atomicAdd/Max/Min, HIP
+/// the same names). Element types: those some CUDA or HIP overload or a compare-and-swap loop
+/// on 16/32/64-bit words covers (see atomic_function).
+IntrinsicInfo atomic(IntrinsicId id, AtomicKind kind) {
+  std::string op = atomic_kind_name(kind);
+  IntrinsicInfo info = entry(id, "atom_" + op, IntrinsicFamily::kAtomic);
+  info.atomic = kind;
+  info.any_vendor = true;
+  std::vector<DataType> dtypes = {
+      kF32, DataType::f64(), kF16, kBF16, DataType::i32(), DataType::u32(), DataType::i64()};
+  info.operands = {{"dst", OperandKind::kMemory, true, dtypes, 0, 1, Fragment()},
+                   {"value", OperandKind::kNumber, false, {}, 0, 0, Fragment()}};
+  std::string fn = kind == AtomicKind::kAdd   ? "atomicAdd"
+                   : kind == AtomicKind::kMax ? "atomicMax"
+                                              : "atomicMin";
+  info.cuda = fn;
+  info.hip = fn;
+  std::string update = kind == AtomicKind::kAdd ? "dst + value" : op + "(dst, value)";
+  info.description = "dst = " + update +
+                     " per thread, atomically: the active lanes update dst one after another (" +
+                     fn + "; see atomic_function for the element types that need a helper)";
+  return info;
+}
+
 std::vector<IntrinsicInfo> build_table() {
   std::vector<IntrinsicInfo> t;
   t.push_back(mma(IntrinsicId::kMmaM16N8K16F16, kF16));
@@ -141,6 +167,9 @@ std::vector<IntrinsicInfo> build_table() {
   t.push_back(mfma(IntrinsicId::kMfma16x16x16BF16, 16, kBF16));
   t.push_back(mfma(IntrinsicId::kMfma32x32x8F16, 32, kF16));
   t.push_back(mfma(IntrinsicId::kMfma32x32x8BF16, 32, kBF16));
+  t.push_back(atomic(IntrinsicId::kAtomAdd, AtomicKind::kAdd));
+  t.push_back(atomic(IntrinsicId::kAtomMax, AtomicKind::kMax));
+  t.push_back(atomic(IntrinsicId::kAtomMin, AtomicKind::kMin));
   for (size_t i = 0; i < t.size(); ++i) {
     internal_check(static_cast<size_t>(t[i].id) == i, "intrinsic table out of IntrinsicId order");
   }
@@ -160,6 +189,8 @@ bool scope_fits(OperandKind kind, Scope scope) {
       return scope == Scope::kShared || scope == Scope::kSharedDyn;
     case OperandKind::kGlobal:
       return scope == Scope::kGlobal;
+    case OperandKind::kMemory:
+      return scope == Scope::kGlobal || scope == Scope::kShared || scope == Scope::kSharedDyn;
     default:
       return false;
   }
@@ -173,15 +204,33 @@ const char* kind_words(OperandKind kind) {
       return "an element of a shared buffer";
     case OperandKind::kGlobal:
       return "an element of a global tensor";
+    case OperandKind::kMemory:
+      return "an element of a global or shared buffer";
     case OperandKind::kValue:
       return "an integer value";
+    case OperandKind::kNumber:
+      return "a number";
     case OperandKind::kImmediate:
       return "an integer constant";
   }
   return "?";
 }
 
+/// "float32, float16 or int32".
+std::string dtype_list(const std::vector<DataType>& dtypes) {
+  std::string s;
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    s += (i == 0 ? "" : i + 1 == dtypes.size() ? " or " : ", ") + dtypes[i].name();
+  }
+  return s;
+}
+
 }  // namespace
+
+bool is_element_operand(OperandKind kind) {
+  return kind == OperandKind::kRegisters || kind == OperandKind::kShared ||
+         kind == OperandKind::kGlobal || kind == OperandKind::kMemory;
+}
 
 const std::vector<IntrinsicInfo>& intrinsic_table() {
   static const std::vector<IntrinsicInfo> table = build_table();
@@ -223,13 +272,18 @@ Stmt IntrinsicCallNode::make(IntrinsicId intrinsic, std::vector<IntrinsicArg> ar
     const IntrinsicOperand& o = info.operands[i];
     IntrinsicArg& a = args[i];
     std::string what = where + ", operand " + o.name;
-    bool is_access = o.kind == OperandKind::kRegisters || o.kind == OperandKind::kShared ||
-                     o.kind == OperandKind::kGlobal;
+    bool is_access = is_element_operand(o.kind);
     if (is_access != a.buffer.defined()) {
       user_error(what + " must be " + kind_words(o.kind) + ", got " + arg_to_string(a));
     }
     if (!is_access) {
       internal_check(a.value.defined(), "intrinsic argument without a value");
+      if (o.kind == OperandKind::kNumber) {
+        internal_check(i > 0 && is_element_operand(info.operands[0].kind),
+                       "a number operand converts to operand 0, which must be an element");
+        a.value = cast(args[0].buffer->dtype, a.value);
+        continue;
+      }
       if (!a.value.dtype().is_integral()) {
         user_error(what + " must be an integer, got " + to_string(a.value) + " of type " +
                    a.value.dtype().name());
@@ -251,7 +305,7 @@ Stmt IntrinsicCallNode::make(IntrinsicId intrinsic, std::vector<IntrinsicArg> ar
                                : std::find(o.dtypes.begin(), o.dtypes.end(), t) != o.dtypes.end();
     if (!ok) {
       std::string want =
-          o.dtypes.empty() ? std::to_string(o.bits) + "-bit elements" : o.dtypes[0].name();
+          o.dtypes.empty() ? std::to_string(o.bits) + "-bit elements" : dtype_list(o.dtypes);
       user_error(what + " needs " + want + ", but '" + b.name + "' holds " + t.name());
     }
     if (info.family == IntrinsicFamily::kCpAsync) {
@@ -280,6 +334,43 @@ Stmt IntrinsicCallNode::make(IntrinsicId intrinsic, std::vector<IntrinsicArg> ar
   }
   return Stmt(
       std::make_shared<const IntrinsicCallNode>(intrinsic, std::move(args), std::move(loc)));
+}
+
+IntrinsicId atomic_intrinsic(AtomicKind kind) {
+  switch (kind) {
+    case AtomicKind::kAdd:
+      return IntrinsicId::kAtomAdd;
+    case AtomicKind::kMax:
+      return IntrinsicId::kAtomMax;
+    case AtomicKind::kMin:
+      return IntrinsicId::kAtomMin;
+  }
+  internal_error("unknown atomic kind");
+}
+
+std::string atomic_function(IntrinsicId id, DataType dtype, bool hip) {
+  const IntrinsicInfo& info = intrinsic_info(id);
+  internal_check(info.family == IntrinsicFamily::kAtomic, "atomic_function of a non-atomic");
+  const IntrinsicOperand& dst = info.operands[0];
+  internal_check(std::find(dst.dtypes.begin(), dst.dtypes.end(), dtype) != dst.dtypes.end(),
+                 "atomic_function of an element type the instruction does not take");
+  const bool add = info.atomic == AtomicKind::kAdd;
+  auto any_of = [&](std::initializer_list<DataType> ts) {
+    return std::find(ts.begin(), ts.end(), dtype) != ts.end();
+  };
+  const DataType f64 = DataType::f64(), i32 = DataType::i32(), u32 = DataType::u32(),
+                 i64 = DataType::i64();
+  bool native = false;
+  if (add) {
+    // CUDA: float, double, int, unsigned, __half (sm_70), __nv_bfloat16 (sm_80); neither runtime
+    // has a signed 64-bit atomicAdd.
+    native = hip ? any_of({kF32, f64, i32, u32}) : any_of({kF32, f64, kF16, kBF16, i32, u32});
+  } else {
+    // CUDA: int, unsigned, long long; HIP: int, unsigned, float, double.
+    native = hip ? any_of({i32, u32, kF32, f64}) : any_of({i32, u32, i64});
+  }
+  if (native) return hip ? info.hip : info.cuda;
+  return std::string("tessel_atomic_") + atomic_kind_name(info.atomic);
 }
 
 std::string intrinsic_call_to_string(const IntrinsicCallNode& call) {

@@ -1,8 +1,9 @@
 // The intrinsic table: every hardware instruction thread-level IR may call (mma.sync, ldmatrix,
-// cp.async and its group operations, AMD MFMA), each defined ONCE with its operands, the fragment
-// layout of every register operand, its CUDA spelling and its HIP spelling. The thread-level
-// interpreter executes an instruction by reading these layouts, and codegen prints the spellings,
-// so the simulator and the generated code can never disagree about where an element lives.
+// cp.async and its group operations, AMD MFMA, per-thread atomics), each defined ONCE with its
+// operands, the fragment layout of every register operand, its CUDA spelling and its HIP
+// spelling. The thread-level interpreter executes an instruction by reading these layouts, and
+// codegen prints the spellings, so the simulator and the generated code can never disagree about
+// where an element lives.
 //
 // Register-operand layouts come from core/builtin_layouts (the PTX ISA "Matrix Fragments for
 // mma.m16n8k16" tables and the AMD Matrix Instruction Calculator for CDNA3, see REFERENCE.md):
@@ -17,6 +18,7 @@
 //   cp_async_wait_group      | n (immediate)                                     | per thread
 //   mfma_16x16x16_f16|bf16   | D f32 x4, A x4, B x4, C f32 x4                     | 64
 //   mfma_32x32x8_f16|bf16    | D f32 x16, A x4, B x4, C f32 x16                   | 64
+//   atom_add|max|min         | dst (global or shared element), value (per lane)  | per thread
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,7 @@
 namespace tessel {
 
 struct IntrinsicCallNode;
+enum class AtomicKind : uint8_t;  // core/op_atomic.h
 
 /// Every instruction of the table, as X(Id, name).
 #define TESSEL_INTRINSICS(X)                     \
@@ -50,7 +53,10 @@ struct IntrinsicCallNode;
   X(Mfma16x16x16F16, "mfma_16x16x16_f16")        \
   X(Mfma16x16x16BF16, "mfma_16x16x16_bf16")      \
   X(Mfma32x32x8F16, "mfma_32x32x8_f16")          \
-  X(Mfma32x32x8BF16, "mfma_32x32x8_bf16")
+  X(Mfma32x32x8BF16, "mfma_32x32x8_bf16")        \
+  X(AtomAdd, "atom_add")                         \
+  X(AtomMax, "atom_max")                         \
+  X(AtomMin, "atom_min")
 
 enum class IntrinsicId : uint8_t {
 #define TESSEL_ENUM_(id, name) k##id,
@@ -65,6 +71,7 @@ enum class IntrinsicFamily : uint8_t {
   kCpAsync,      ///< per-thread asynchronous global -> shared copy
   kCommitGroup,  ///< closes this thread's current group of cp.async copies
   kWaitGroup,    ///< waits until at most n of this thread's committed groups are pending
+  kAtomic,       ///< per-thread dst = dst (op) value, atomic: lanes update one after another
 };
 
 /// How one operand is passed.
@@ -72,9 +79,16 @@ enum class OperandKind : uint8_t {
   kRegisters,  ///< a per-thread (local/fragment) buffer element: the first of `elements` registers
   kShared,     ///< a shared-memory element (an address)
   kGlobal,     ///< a global-memory element (an address)
+  kMemory,     ///< a global- or shared-memory element (an address)
   kValue,      ///< an integer expression evaluated per lane
+  kNumber,     ///< a number (integer or float) evaluated per lane, converted to the element
+               ///< type of operand 0 when the call is made
   kImmediate,  ///< an integer constant
 };
+
+/// True for operands passed as one buffer element (kRegisters, kShared, kGlobal, kMemory);
+/// false for those passed as an expression (kValue, kNumber, kImmediate).
+bool is_element_operand(OperandKind kind);
 
 /// One operand of an instruction.
 struct IntrinsicOperand {
@@ -97,9 +111,11 @@ struct IntrinsicInfo {
   IntrinsicFamily family{};
   int warp_size = 32;       ///< lanes that execute it together (per-thread instructions: 32)
   bool nvidia = true;       ///< NVIDIA instruction (else AMD)
+  bool any_vendor = false;  ///< exists on NVIDIA and AMD alike (atomics); `nvidia` is ignored
   int m = 0, n = 0, k = 0;  ///< matrix shape (mma/MFMA: D is m x n, the reduction is k;
                             ///< ldmatrix: m = number of 8x8 matrices)
   bool trans = false;       ///< ldmatrix .trans
+  AtomicKind atomic{};      ///< kAtomic: the operation
   int bytes = 0;            ///< cp.async bytes per thread
   std::vector<IntrinsicOperand> operands;
   std::string cuda;         ///< PTX / CUDA spelling ("" when there is none)
@@ -115,6 +131,19 @@ const IntrinsicInfo& intrinsic_info(IntrinsicId id);
 std::optional<IntrinsicId> find_intrinsic(std::string_view name);
 /// The mma / MFMA instruction for an m x n x k shape and input dtype, or nullopt.
 std::optional<IntrinsicId> find_matrix_intrinsic(bool nvidia, int m, int n, int k, DataType in);
+
+/// The atomic instruction (atom_add, atom_max, atom_min) for an operation of T.atomic_*.
+IntrinsicId atomic_intrinsic(AtomicKind kind);
+/// The device function codegen calls for atomic instruction `id` on `dtype` elements: the
+/// runtime's own atomicAdd / atomicMax / atomicMin where CUDA (`hip` false) or HIP has that
+/// overload, else the helper codegen must define, "tessel_atomic_add|max|min" — a
+/// compare-and-swap loop on the element's bits (for i64 add: atomicAdd on the bits as
+/// unsigned long long, which two's complement makes exact). Without a helper:
+///   CUDA: add f32 f64 i32 u32, f16 (sm_70+), bf16 (sm_80+); max/min i32 u32 i64. CUDA has no
+///         float overload of atomicMax/atomicMin.
+///   HIP:  add f32 f64 i32 u32; max/min i32 u32 f32 f64.
+/// Requires: `id` is an atomic and `dtype` one of its dst dtypes.
+std::string atomic_function(IntrinsicId id, DataType dtype, bool hip);
 
 /// The call as the printer writes it: `T.ldmatrix_x4(A_regs[0], A_shared[tx % 16, tx // 16 * 8])`.
 std::string intrinsic_call_to_string(const IntrinsicCallNode& call);

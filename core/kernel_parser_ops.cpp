@@ -301,7 +301,7 @@ Stmt Parser::parse_intrinsic(const CallArgs& call) {
       args.push_back(IntrinsicArg{Buffer(), {}, make_int(info.bytes)});
       continue;
     }
-    if (o.kind == OperandKind::kValue || o.kind == OperandKind::kImmediate) {
+    if (!is_element_operand(o.kind)) {
       args.push_back(IntrinsicArg{Buffer(), {}, arg_expr(call, *a[i], o.name)});
       continue;
     }

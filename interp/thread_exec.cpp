@@ -167,7 +167,10 @@ void WarpExec::exec(const CStmt* s, uint64_t mask) {
       for (const CStmt* c : s->body) exec(c, mask);
       break;
     case SOp::kFor:
-      exec_for(s, mask);
+      if (s->vector > 0 && !block_.vectors().active())
+        exec_vectorized(s, mask);
+      else
+        exec_for(s, mask);
       break;
     case SOp::kIf: {
       LaneValues sc;
@@ -239,6 +242,10 @@ void WarpExec::exec_for(const CStmt* s, uint64_t mask) {
 
 Task WarpExec::exec_co(const CStmt* s, uint64_t mask) {
   if (!mask) co_return;
+  if (!s->has_barrier) {  // e.g. the body of a let: no need to be able to suspend
+    exec(s, mask);
+    co_return;
+  }
   switch (s->op) {
     case SOp::kSeq:
       for (const CStmt* c : s->body) {

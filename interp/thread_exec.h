@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <vector>
 
@@ -116,9 +117,51 @@ struct LaunchContext {
   std::vector<int64_t> grid;
   int warp_size = 32;
   Schedule schedule;
+  /// Held by a warp-wide atomic on global memory: blocks run on several CPU threads, and each
+  /// lane's read-modify-write must see the previous one.
+  std::mutex global_atomics{};
 };
 
 class WarpExec;
+
+/// The memory requests of one T.vectorized loop, held back while its iterations run and then
+/// presented to sim/ as the hardware issues them (thread_vector.cpp). A site that every
+/// iteration v executes once, with the same lanes, each lane's element being its iteration-0
+/// element + v along the last dimension, a run of 2, 4, 8 or 16 bytes aligned to its size,
+/// becomes ONE request with `vector` = V (a 16-byte f16 copy: 4 phases of 8 lanes, not 8
+/// requests of 2 bytes); any other site's requests are presented one per iteration, unchanged.
+/// Values are read and written when each iteration runs, as in a serial loop; only what the
+/// models see is grouped.
+class VectorGroup {
+ public:
+  /// Starts holding the requests of a loop of `extent` iterations.
+  void begin(int extent);
+  bool active() const { return extent_ > 0; }
+  void set_iteration(int v) { iteration_ = v; }
+  /// Keeps `req` (its index arrays are copied), its resolution and, for stores, the lanes that
+  /// wrote the value already held.
+  void hold(const sim::WarpRequest& req, const sim::Resolved& r, uint64_t same, int rank);
+  /// Presents the held requests in program order (a merged site at its iteration-0 place) and
+  /// stops holding.
+  void flush(sim::BlockSim& sim);
+
+ private:
+  struct Held {
+    sim::WarpRequest req;
+    sim::Resolved res;
+    uint64_t same = 0;
+    int iteration = 0;
+    int rank = 0;
+    std::vector<int64_t> index;  ///< [dimension * kMaxLanes + lane]
+  };
+  /// Whether the requests held[at[0]], held[at[1]], ... of one site form one vector request.
+  bool mergeable(const std::vector<int>& at, const sim::BufferDesc& desc) const;
+
+  int extent_ = 0;
+  int iteration_ = 0;
+  std::vector<Held> held_;  ///< entries [0, count_) are in use; the rest keep their storage
+  size_t count_ = 0;
+};
 
 /// Per-dimension index values of one warp-wide access (up to 8 dimensions).
 using IndexScratch = std::array<LaneValues, 8>;
@@ -155,6 +198,10 @@ class BlockExec {
   uint64_t global_cell(int buffer, int64_t flat) const;
   void set_global_cell(int buffer, int64_t flat, uint64_t cell);
   Storage& storage(int buffer) { return storage_[buffer]; }
+  /// The requests of the T.vectorized loop running now, if any.
+  VectorGroup& vectors() { return vectors_; }
+  /// The lock of atomics on global memory (shared by every block of the launch).
+  std::mutex& global_atomics() { return launch_.global_atomics; }
   /// "kernel 'k', block (1, 0), thread 5" for messages.
   std::string where(int thread) const;
 
@@ -164,6 +211,8 @@ class BlockExec {
   void allocate();
   void run_warp(WarpState& w);
   std::vector<int> warp_order(int round);
+  /// Hands a resolved load or store to the models, or to the T.vectorized loop holding them.
+  void present(const sim::WarpRequest& req, const sim::Resolved& r, uint64_t same = 0);
 
   LaunchContext& launch_;
   uint32_t block_linear_;
@@ -173,6 +222,7 @@ class BlockExec {
   std::vector<Storage> storage_;
   std::vector<WarpState> warps_;
   std::vector<std::unique_ptr<WarpExec>> execs_;  ///< live as long as the warps' coroutines
+  VectorGroup vectors_;
 };
 
 /// Executes statements and evaluates expressions for one warp.
@@ -212,11 +262,16 @@ class WarpExec {
   void exec_for(const CStmt* s, uint64_t mask);
   void exec_store(const CStmt* s, uint64_t mask);
   void exec_alloc(const CStmt* s, uint64_t mask);
+  // thread_vector.cpp
+  /// A T.vectorized loop (s->vector > 0): the iterations run as in exec_for, their memory
+  /// requests are grouped by block_.vectors().
+  void exec_vectorized(const CStmt* s, uint64_t mask);
   // thread_intrinsics.cpp
   void exec_intrinsic(const CStmt* s, uint64_t mask);
   void exec_matrix(const CStmt* s, uint64_t mask);
   void exec_ldmatrix(const CStmt* s, uint64_t mask);
   void exec_cp_async(const CStmt* s, uint64_t mask);
+  void exec_atomic(const CStmt* s, uint64_t mask);
   /// Evaluates an element operand's indices for the lanes of `mask` into `idx`.
   std::array<const int64_t*, 8> eval_indices(const std::vector<const CExpr*>& indices,
                                              uint64_t mask, IndexScratch& idx);

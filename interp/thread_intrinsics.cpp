@@ -5,10 +5,13 @@
 // Numerics of mma / MFMA: inputs are exact (f16/bf16 values), every product is exact in double,
 // the k products and C are summed in double and D is rounded to f32 once. Hardware sums with at
 // least f32 precision in an unspecified order, so it may differ in the last bits of D.
+// Atomics: each lane's update is rounded to dst's type (integers wrap), lanes in lane order.
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "core/bank_rules.h"
+#include "core/op_atomic.h"
 #include "interp/thread_exec.h"
 
 namespace tessel::thread_detail {
@@ -63,12 +66,31 @@ sim::WarpRequest request(const WarpState& w, int buffer, sim::Access access, int
   return req;
 }
 
+/// dst (op) value for one lane, as a cell of dst's kind (double bits for floats, int64 else).
+/// `value` is already of dst's type (IntrinsicCallNode::make converts it).
+uint64_t atomic_update(AtomicKind kind, DataType dtype, uint64_t old, int64_t value) {
+  if (dtype.is_float()) {
+    double a = std::bit_cast<double>(old), b = std::bit_cast<double>(value);
+    double r = kind == AtomicKind::kAdd   ? round_to(dtype, a + b)
+               : kind == AtomicKind::kMax ? std::fmax(a, b)
+                                          : std::fmin(a, b);
+    return std::bit_cast<uint64_t>(r);
+  }
+  int64_t a = static_cast<int64_t>(old);
+  int64_t r = kind == AtomicKind::kAdd
+                  ? wrap_int(dtype, static_cast<int64_t>(static_cast<uint64_t>(a) +
+                                                         static_cast<uint64_t>(value)))
+              : kind == AtomicKind::kMax ? std::max(a, value)
+                                         : std::min(a, value);
+  return static_cast<uint64_t>(r);
+}
+
 }  // namespace
 
 void WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
   const IntrinsicInfo& info = *s->intrinsic;
   const bool target_nvidia = block_.warp_size() == 32;
-  if (info.nvidia != target_nvidia) {
+  if (!info.any_vendor && info.nvidia != target_nvidia) {
     user_error("kernel '" + block_.prog().kernel->name +
                "': " + block_.prog().sites[s->site].describe() + " is " +
                (info.nvidia ? "an NVIDIA" : "an AMD") + " instruction (" +
@@ -87,6 +109,9 @@ void WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
       break;
     case IntrinsicFamily::kCpAsync:
       exec_cp_async(s, mask);
+      break;
+    case IntrinsicFamily::kAtomic:
+      exec_atomic(s, mask);
       break;
     case IntrinsicFamily::kCommitGroup:
       for_lanes(mask, [&](int l) { block_.sim().async_commit(warp_.first_thread + l); });
@@ -224,6 +249,33 @@ void WarpExec::exec_cp_async(const CStmt* s, uint64_t mask) {
     block_.sim().async_issue(warp_.first_thread + l, dst.site, dst.buffer, dst_res.flat[l],
                              std::move(cells));
   });
+}
+
+void WarpExec::exec_atomic(const CStmt* s, uint64_t mask) {
+  const IntrinsicInfo& info = *s->intrinsic;
+  const CArg& dst = s->args[0];
+  const CBuffer& buffer = block_.prog().buffers[dst.buffer];
+  const DataType dtype = buffer.buffer->dtype;
+  LaneValues sv;
+  const LaneValues& value = eval(s->args[1].value, mask, sv);
+  IndexScratch idx;
+  sim::WarpRequest req = request(warp_, dst.buffer, sim::Access::kAtomic, dst.site, mask, 1,
+                                 eval_indices(dst.indices, mask, idx));
+  sim::Resolved r = block_.sim().resolve(req);
+  if (buffer.space == sim::Space::kGlobal) {
+    std::lock_guard<std::mutex> lock(block_.global_atomics());
+    for_lanes(r.ok, [&](int l) {
+      uint64_t old = block_.global_cell(dst.buffer, r.flat[l]);
+      block_.set_global_cell(dst.buffer, r.flat[l],
+                             atomic_update(info.atomic, dtype, old, value.i[l]));
+    });
+  } else {
+    for_lanes(r.ok, [&](int l) {
+      uint64_t& c = block_.cell(dst.buffer, warp_.first_thread + l, r.flat[l]);
+      c = atomic_update(info.atomic, dtype, c, value.i[l]);
+    });
+  }
+  block_.sim().observe(req, r);
 }
 
 }  // namespace tessel::thread_detail

@@ -1,6 +1,7 @@
 // Block storage for the thread-level interpreter and the warp-wide load/store path: every access
-// is resolved (bounds) and observed (counters, detectors) by sim/, and reads or writes the cells
-// of the lanes that are in bounds.
+// is resolved (bounds) and observed (counters, detectors) by sim/ — inside a T.vectorized loop,
+// observed when the loop ends (thread_vector.cpp) — and reads or writes the cells of the lanes
+// that are in bounds.
 #include <bit>
 #include <cstring>
 
@@ -41,7 +42,7 @@ void BlockExec::load(const WarpState& w, int buffer, int site, uint64_t mask,
                                         ? global_cell(buffer, r.flat[l])
                                         : cell(buffer, w.first_thread + l, r.flat[l]));
   });
-  sim_.observe(req, r);
+  present(req, r);
 }
 
 void BlockExec::store(const WarpState& w, int buffer, int site, uint64_t mask,
@@ -69,7 +70,15 @@ void BlockExec::store(const WarpState& w, int buffer, int site, uint64_t mask,
       c = v;
     }
   });
-  sim_.observe(req, r, same);
+  present(req, r, same);
+}
+
+void BlockExec::present(const sim::WarpRequest& req, const sim::Resolved& r, uint64_t same) {
+  if (vectors_.active()) {
+    vectors_.hold(req, r, same, static_cast<int>(sim_.buffer(req.buffer).shape.size()));
+  } else {
+    sim_.observe(req, r, same);
+  }
 }
 
 std::string BlockExec::where(int thread) const {

@@ -205,6 +205,11 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
     c->b = exprs_.compile(op->extent);
     c->slot = st_.slot_of(op->var);
     add_child(c, compile(op->body));
+    std::optional<int64_t> extent = as_const_int(op->extent);
+    if (op->for_kind == ForKind::kVectorized && extent && *extent >= 2 && *extent <= kMaxVector &&
+        !c->has_barrier && !calls_intrinsic(c->body[0])) {
+      c->vector = static_cast<int>(*extent);
+    }
     return c;
   }
   const CStmt* visit_If(const IfNode* op, const Stmt& s) override {
@@ -305,6 +310,18 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
     CompileState& st_;
     bool pushed_;
   };
+
+  /// The most iterations a T.vectorized loop may have to become vector requests: 16 bytes of
+  /// 8-bit elements.
+  static constexpr int64_t kMaxVector = 16;
+
+  static bool calls_intrinsic(const CStmt* s) {
+    if (s->op == SOp::kIntrinsic) return true;
+    for (const CStmt* c : s->body) {
+      if (calls_intrinsic(c)) return true;
+    }
+    return false;
+  }
 
   static void add_child(CStmt* parent, const CStmt* child) {
     parent->body.push_back(child);

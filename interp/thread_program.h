@@ -95,6 +95,7 @@ struct CStmt {
   int site = -1;                      ///< kStore, kBarrier, kIntrinsic
   int slot = -1;                      ///< kFor, kLet: the variable
   int buffer = -1;                    ///< kStore, kAlloc
+  int vector = 0;                     ///< kFor: see ThreadProgram's note on T.vectorized
   bool is_var = false;                ///< kAlloc of T.alloc_var
   const CExpr* a = nullptr;           ///< kFor: min; kIf: cond; kStore/kLet: value; kAlloc: init
   const CExpr* b = nullptr;           ///< kFor: extent
@@ -112,6 +113,10 @@ struct CBuffer {
   int param = -1;                   ///< globals: position in the signature
 };
 
+/// T.vectorized: a loop with a constant extent of 2..16 and a body without barriers or intrinsic
+/// calls has CStmt::vector = its extent, and the executor presents each memory site of the body
+/// as one vector request where the hardware would issue one (interp/thread_exec.h, VectorGroup);
+/// other vectorized loops run as serial loops.
 struct ThreadProgram {
   Kernel kernel;
   int num_slots = 0;
