@@ -331,11 +331,11 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
   [[noreturn]] void not_thread_level(const std::string& what, const SourceLoc& loc) {
     user_error("kernel '" + st_.kernel_name() + "': " + what +
                (loc.known() ? " at " + loc.str() : "") +
-               " cannot run at thread level yet. The thread-level interpreter runs thread-level "
-               "IR (T.get_thread_binding(), indexed loads and stores, T.sync_threads(), warp "
-               "shuffles, serial loops, ifs and the instructions of the intrinsic table); tile "
-               "operators and T.Parallel/T.Pipelined loops become such code in the lowering pass "
-               "(`tessel lower`), which is not implemented yet. Run this kernel with --level tile");
+               " is tile-level IR. The thread-level interpreter runs thread-level IR "
+               "(T.get_thread_binding(), indexed loads and stores, T.sync_threads(), warp "
+               "shuffles, serial loops, ifs and the instructions of the intrinsic table); lower "
+               "the kernel first (core/passes.h lower_kernel, or `tessel lower`; `tessel run "
+               "--level thread` does it for you)");
   }
 
   CompileState& st_;

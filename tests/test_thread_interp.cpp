@@ -352,9 +352,9 @@ TEST_SUITE("thread interpreter: errors") {
       std::string m = err.what();
       // The first statement that is not thread-level IR is T.clear(C_local).
       CHECK(m.find("kernel 'gemm': T.clear (a tile operator) at gemm.cpp:") != std::string::npos);
-      CHECK(m.find("cannot run at thread level yet") != std::string::npos);
-      CHECK(m.find("lowering pass (`tessel lower`), which is not implemented yet. Run this kernel "
-                   "with --level tile") != std::string::npos);
+      CHECK(m.find("is tile-level IR") != std::string::npos);
+      CHECK(m.find("lower the kernel first (core/passes.h lower_kernel, or `tessel lower`") !=
+            std::string::npos);
     }
   }
 
