@@ -1,0 +1,92 @@
+// T.gemm operand loads for one k step, from shared memory into per-warp register temporaries.
+// mma path (PTX ISA ldmatrix and mma.m16n8k16 fragments): A tile (16 x 16) by ldmatrix.x4,
+// B by ldmatrix.x4 per pair of n8 tiles (x2 for a lone one); `.trans` when the stored tile's
+// contiguous dimension is M (A stored (K, M)) or N (B stored (K, N)). MFMA path (CDNA3
+// 16x16x16): lane l holds row/column l % 16 and k = 4 (l / 16) + [0, 4), loaded with plain loads
+// (a vectorised loop where the 4 elements are contiguous).
+#include "core/op_gemm.h"
+#include "core/op_gemm_lower.h"
+
+namespace tessel {
+
+namespace {
+
+IntrinsicId ldmatrix_id(int matrices, bool trans) {
+  if (matrices == 4) return trans ? IntrinsicId::kLdmatrixX4Trans : IntrinsicId::kLdmatrixX4;
+  return trans ? IntrinsicId::kLdmatrixX2Trans : IntrinsicId::kLdmatrixX2;
+}
+
+/// ldmatrix loads of one k step. Lane l addresses row l % 8 of 8x8 matrix l / 8. The matrices
+/// are numbered in the order of the mma registers: for A (m x k) 0 = (m lo, k lo),
+/// 1 = (m hi, k lo), 2 = (m lo, k hi), 3 = (m hi, k hi); for B (k x n) pairs of n8 tiles,
+/// 0 = (k lo, n), 1 = (k hi, n), 2, 3 the same for n + 8.
+StepOperand ldmatrix_operand(GemmLowering& g, bool is_a, const Expr& ko) {
+  const GemmPlan& p = g.plan;
+  const GemmOp& op = g.op;
+  const Buffer& src = is_a ? op.A() : op.B();
+  Expr lane = g.lane, k0 = ko * 16;
+  Expr lo8 = floormod(lane, 8);
+  Expr mat = floordiv(lane, 8);  // the matrix this lane addresses
+  if (is_a) {
+    Buffer regs = g.ctx.temporary(src->name + "_frag", {make_int(p.tiles_m() * 8)}, src->dtype,
+                                  Scope::kLocal);
+    bool stored_km = op.options().transpose_A;
+    Stmt load = g.loop("i", p.tiles_m(), ForKind::kUnrolled, [&](const Expr& i) {
+      Expr m0 = g.wm * make_int(p.partition.warp_m) + i * 16;
+      Expr m = m0 + floormod(mat, 2) * 8, k = k0 + floordiv(mat, 2) * 8;
+      // Stored (M, K): lanes give rows m + l % 8 at column k. Stored (K, M): rows k + l % 8 at
+      // column m, transposed by ldmatrix.
+      std::vector<Expr> at =
+          stored_km ? std::vector<Expr>{k + lo8, m} : std::vector<Expr>{m + lo8, k};
+      return g.call(ldmatrix_id(4, stored_km), {register_arg(regs, i * 8), element_arg(src, at)});
+    });
+    return {load, [regs](const Expr& i) { return register_arg(regs, i * 8); }};
+  }
+  Buffer regs =
+      g.ctx.temporary(src->name + "_frag", {make_int(p.tiles_n() * 4)}, src->dtype, Scope::kLocal);
+  bool stored_kn = !op.options().transpose_B;
+  bool pairs = p.tiles_n() % 2 == 0;
+  int64_t per_load = pairs ? 2 : 1;  // n8 tiles per ldmatrix
+  Stmt load = g.loop("j", p.tiles_n() / per_load, ForKind::kUnrolled, [&](const Expr& jl) {
+    Expr n0 = g.wn * make_int(p.partition.warp_n) + jl * make_int(8 * per_load);
+    // x2 reads only the addresses of lanes 0-15; lanes 16-31 repeat them.
+    Expr n = n0 + (pairs ? floordiv(mat, 2) * 8 : Expr(0)), k = k0 + floormod(mat, 2) * 8;
+    std::vector<Expr> at =
+        stored_kn ? std::vector<Expr>{k + lo8, n} : std::vector<Expr>{n + lo8, k};
+    return g.call(ldmatrix_id(pairs ? 4 : 2, stored_kn),
+                  {register_arg(regs, jl * make_int(4 * per_load)), element_arg(src, at)});
+  });
+  return {load, [regs](const Expr& j) { return register_arg(regs, j * 4); }};
+}
+
+/// MFMA 16x16x16 operands of one k step: 4 elements per lane and tile.
+StepOperand mfma_operand(GemmLowering& g, bool is_a, const Expr& ko) {
+  const GemmPlan& p = g.plan;
+  const GemmOp& op = g.op;
+  const Buffer& src = is_a ? op.A() : op.B();
+  int64_t tiles = is_a ? p.tiles_m() : p.tiles_n();
+  Expr origin = is_a ? g.wm * make_int(p.partition.warp_m) : g.wn * make_int(p.partition.warp_n);
+  // The k index is contiguous when A is stored (M, K) or B is stored (N, K).
+  bool k_inner = is_a ? !op.options().transpose_A : op.options().transpose_B;
+  Buffer regs =
+      g.ctx.temporary(src->name + "_frag", {make_int(tiles * 4)}, src->dtype, Scope::kLocal);
+  Stmt load = g.loop(is_a ? "i" : "j", tiles, ForKind::kUnrolled, [&](const Expr& t) {
+    Expr mn = origin + t * 16 + floormod(g.lane, 16);
+    Var v = g.ctx.fresh_var("v");
+    Expr k = ko * 16 + floordiv(g.lane, 16) * 4 + v;
+    // Stored (M, K) or (N, K): [m or n, k]; stored (K, M) or (K, N): [k, m or n].
+    std::vector<Expr> at = k_inner ? std::vector<Expr>{mn, k} : std::vector<Expr>{k, mn};
+    Stmt store = StoreNode::make(regs, {t * 4 + v}, BufferLoadNode::make(src, at), op.loc());
+    return ForNode::make(v, 0, 4, k_inner ? ForKind::kVectorized : ForKind::kUnrolled, store,
+                         op.loc());
+  });
+  return {load, [regs](const Expr& t) { return register_arg(regs, t * 4); }};
+}
+
+}  // namespace
+
+StepOperand load_shared_operand(GemmLowering& g, bool is_a, const Expr& ko) {
+  return g.plan.path == GemmPath::kMma ? ldmatrix_operand(g, is_a, ko) : mfma_operand(g, is_a, ko);
+}
+
+}  // namespace tessel
