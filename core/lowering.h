@@ -102,6 +102,11 @@ class LowerContext {
   /// A fresh integer variable.
   Var fresh_var(const std::string& base);
 
+  /// Set while lowering the producer copies of a software pipeline: global -> shared copies
+  /// become asynchronous (cp.async) where the target has it.
+  bool async_copies() const { return async_copies_; }
+  void set_async_copies(bool on) { async_copies_ = on; }
+
   const std::map<const BufferNode*, Buffer>& register_buffers() const { return registers_; }
   const std::vector<Buffer>& temporaries() const { return temporaries_; }
 
@@ -114,6 +119,7 @@ class LowerContext {
   std::map<const BufferNode*, Buffer> registers_;
   std::vector<Buffer> temporaries_;
   std::map<std::string, int> names_;
+  bool async_copies_ = false;
 };
 
 }  // namespace tessel

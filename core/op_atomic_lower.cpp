@@ -10,16 +10,10 @@ namespace tessel {
 
 namespace {
 
-IntrinsicId atom(AtomicKind kind) {
-  auto id = find_intrinsic(std::string("atom_") + atomic_kind_name(kind));
-  if (!id) internal_error(std::string("the intrinsic table has no atom_") + atomic_kind_name(kind));
-  return *id;
-}
-
 Stmt atomic_call(AtomicKind kind, const Buffer& dst, std::vector<Expr> idx, Expr value,
                  const SourceLoc& loc) {
   if (value.dtype() != dst->dtype) value = cast(dst->dtype, value);
-  return IntrinsicCallNode::make(atom(kind), {IntrinsicArg{dst, std::move(idx), Expr()},
+  return IntrinsicCallNode::make(atomic_intrinsic(kind), {IntrinsicArg{dst, std::move(idx), Expr()},
                                               IntrinsicArg{Buffer(), {}, value}},
                                  loc);
 }

@@ -1,6 +1,9 @@
 // T.copy at thread level: the copy is the Parallel loop `dst[...] = src[...]` over its tile, with
 // edge tests where the tile may hang over a tensor's edge (reads there give zero, writes are
-// dropped), so it is partitioned, vectorised and laid out like any Parallel loop.
+// dropped), so it is partitioned, vectorised and laid out like any Parallel loop. Inside a
+// software pipeline, global -> shared copies become cp.async of whole 4/8/16-byte chunks.
+#include "core/expr_functor.h"
+#include "core/intrinsics.h"
 #include "core/op_copy.h"
 #include "core/parallel_loop.h"
 #include "core/region_loop.h"
@@ -8,6 +11,15 @@
 namespace tessel {
 
 namespace {
+
+Expr substitute_loop(const Expr& e, const std::vector<Var>& vars, const std::vector<Expr>& values) {
+  return substitute(e, [&](const Var& v) -> Expr {
+    for (size_t k = 0; k < vars.size(); ++k) {
+      if (v.same_as(vars[k])) return values[k];
+    }
+    return Expr();
+  });
+}
 
 ParallelLoop copy_loop(const CopyOp& op, Analyzer* analyzer) {
   RegionLoop loop = region_loop(op.src(), op);
@@ -23,6 +35,45 @@ ParallelLoop copy_loop(const CopyOp& op, Analyzer* analyzer) {
   return ParallelLoop(&op, op.describe(), loop.vars, loop.extents, body, op.loc());
 }
 
+/// A copy from global to shared memory as cp.async of whole chunks (4, 8 or 16 bytes), when the
+/// target has it and every chunk is either inside the tensor or entirely past its edge (then it
+/// reads nothing and zero-fills). nullopt when the copy must stay synchronous.
+std::optional<Stmt> lower_async(const CopyOp& op, LowerContext& ctx) {
+  const Buffer& src = op.src().buffer;
+  const Buffer& dst = op.dst().buffer;
+  if (!ctx.target().cp_async || src->scope != Scope::kGlobal ||
+      (dst->scope != Scope::kShared && dst->scope != Scope::kSharedDyn) ||
+      src->dtype != dst->dtype || src->dtype.storage_bits() % 8 != 0) {
+    return std::nullopt;
+  }
+  RegionLoop loop = region_loop(op.src(), op);
+  bind_loop(loop, &ctx.analyzer());
+  const Fragment* layout = ctx.layouts().loop(&op);
+  auto vec = free_partition_width(*layout, loop.extents, ctx.threads());
+  const int64_t bytes = vec ? *vec * src->dtype.storage_bits() / 8 : 0;
+  if (bytes != 4 && bytes != 8 && bytes != 16) return std::nullopt;
+  // Chunks never straddle the edge: the tensor's last extent and the tile's origin along it are
+  // multiples of the chunk.
+  Analyzer& a = ctx.analyzer();
+  const Expr& origin = op.src().ranges.back().min;
+  if (!a.can_prove(floormod(src->shape.back(), make_int(*vec)) == make_int(0)) ||
+      !a.can_prove(floormod(origin, make_int(*vec)) == make_int(0))) {
+    return std::nullopt;
+  }
+  IntrinsicId id = bytes == 4 ? IntrinsicId::kCpAsync4
+                   : bytes == 8 ? IntrinsicId::kCpAsync8 : IntrinsicId::kCpAsync16;
+  return lower_vector_chunks(ctx, *layout, loop.extents, [&](const std::vector<Expr>& first, int64_t) {
+    std::vector<Expr> s, d;
+    // region_index substitutes the loop variables; here they take the chunk's first element.
+    for (Expr e : region_index(op.src(), loop.vars)) s.push_back(substitute_loop(e, loop.vars, first));
+    for (Expr e : region_index(op.dst(), loop.vars)) d.push_back(substitute_loop(e, loop.vars, first));
+    Expr inside = edge_test(src, s, &a);
+    Expr size = inside.defined() ? if_then_else(inside, make_int(bytes), make_int(0)) : make_int(bytes);
+    return IntrinsicCallNode::make(id, {IntrinsicArg{dst, d, Expr()}, IntrinsicArg{src, s, Expr()},
+                                        IntrinsicArg{Buffer(), {}, size}}, op.loc());
+  }, op.loc());
+}
+
 }  // namespace
 
 void CopyOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
@@ -30,6 +81,9 @@ void CopyOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
 }
 
 Stmt CopyOp::lower(LowerContext& ctx) const {
+  if (ctx.async_copies()) {
+    if (auto s = lower_async(*this, ctx)) return *s;
+  }
   return copy_loop(*this, &ctx.analyzer()).lower(ctx);
 }
 

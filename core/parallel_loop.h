@@ -4,6 +4,7 @@
 // derivation of fragment layouts from a loop layout and the vectorised lowering exist once.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,18 @@ class ParallelLoop {
 Stmt lower_over_layout(LowerContext& ctx, const Fragment& layout, const std::vector<Var>& vars,
                        const std::vector<int64_t>& extents, const Stmt& body,
                        const SourceLoc& loc);
+
+/// When `layout` is the free partition of `extents` with a vector width above 1: the calling
+/// thread's chunks, each one statement built by `chunk` from the loop variables' values at the
+/// chunk's first element and the width (a cp.async of the whole chunk). Else nullopt.
+std::optional<Stmt> lower_vector_chunks(
+    LowerContext& ctx, const Fragment& layout, const std::vector<int64_t>& extents,
+    const std::function<Stmt(const std::vector<Expr>& first, int64_t vec)>& chunk,
+    const SourceLoc& loc);
+
+/// The vector width when `layout` is default_loop_layout(extents, threads, vec), else nullopt.
+std::optional<int64_t> free_partition_width(const Fragment& layout,
+                                            const std::vector<int64_t>& extents, int64_t threads);
 
 /// The free partition of a box over `threads` threads: the box is read in row-major order in
 /// chunks of `vec` consecutive elements, chunk c goes to thread c % threads, at registers

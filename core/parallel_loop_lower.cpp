@@ -1,5 +1,7 @@
 // Lowering of Parallel loops: each thread runs the iterations its loop layout gives it.
+#include <functional>
 #include <numeric>
+#include <optional>
 
 #include "core/buffer.h"
 #include "core/error.h"
@@ -103,33 +105,47 @@ Stmt make_loop(const Var& v, int64_t extent, ForKind kind, Stmt body, const Sour
   return ForNode::make(v, make_int(0), make_int(extent), kind, std::move(body), loc);
 }
 
-/// The free partition in closed form: chunk c = lo * threads + t of `vec` elements.
-Stmt lower_default(LowerContext& ctx, const std::vector<Var>& vars,
-                   const std::vector<int64_t>& extents, const Stmt& body, int64_t vec,
+/// The free partition in closed form: chunk c = lo * threads + t of `vec` elements; `chunk`
+/// builds the statement for one chunk from the loop variables' values at its first element and
+/// the expression of its first register.
+Stmt lower_default(LowerContext& ctx, const std::vector<int64_t>& extents, int64_t vec,
+                   const std::function<Stmt(const std::vector<Expr>&, const Expr&)>& chunk,
                    const SourceLoc& loc) {
   const int64_t threads = ctx.threads();
   const int64_t total = std::accumulate(extents.begin(), extents.end(), int64_t{1},
                                         std::multiplies<>());
   const int64_t chunks = total / vec, per_thread = (chunks + threads - 1) / threads;
-  Var lo = ctx.fresh_var("lo"), v = ctx.fresh_var("v");
-  Expr chunk = per_thread == 1 ? Expr(ctx.thread()) : lo * threads + ctx.thread();
-  Expr base = chunk * vec;
+  Var lo = ctx.fresh_var("lo");
+  Expr c = per_thread == 1 ? Expr(ctx.thread()) : lo * threads + ctx.thread();
+  Expr base = c * vec;
   std::vector<Expr> idx(extents.size());
   const int64_t last = extents.back();
-  Expr lane = vec > 1 ? Expr(v) : make_int(0);
-  idx.back() = (extents.size() == 1 ? base : floormod(base, make_int(last))) + lane;
+  idx.back() = extents.size() == 1 ? base : floormod(base, make_int(last));
   Expr rest = floordiv(base, make_int(last));
   for (int d = static_cast<int>(extents.size()) - 2; d >= 0; --d) {
     idx[d] = d == 0 ? rest : floormod(rest, make_int(extents[d]));
     rest = floordiv(rest, make_int(extents[d]));
   }
   for (Expr& e : idx) e = ctx.analyzer().simplify(e);
-  Expr reg = (per_thread == 1 ? make_int(0) : lo * vec) + lane;
-  Stmt own = OwnRegisters(ctx, default_loop_layout(extents, threads, vec), vars, reg).mutate(body);
-  Stmt inner = substitute_vars(own, vars, idx);
-  if (vec > 1) inner = ForNode::make(v, make_int(0), make_int(vec), ForKind::kVectorized, inner, loc);
-  if (chunks % threads != 0) inner = IfNode::make(chunk < make_int(chunks), inner, Stmt(), loc);
+  Stmt inner = chunk(idx, per_thread == 1 ? make_int(0) : lo * vec);
+  if (chunks % threads != 0) inner = IfNode::make(c < make_int(chunks), inner, Stmt(), loc);
   return make_loop(lo, per_thread, ForKind::kSerial, inner, loc);
+}
+
+/// The free partition of a body written per element: a vectorised loop over each chunk.
+Stmt lower_default_elements(LowerContext& ctx, const std::vector<Var>& vars,
+                            const std::vector<int64_t>& extents, const Stmt& body, int64_t vec,
+                            const SourceLoc& loc) {
+  Fragment layout = default_loop_layout(extents, ctx.threads(), vec);
+  return lower_default(ctx, extents, vec, [&](std::vector<Expr> idx, const Expr& first) {
+    Var v = ctx.fresh_var("v");
+    Expr lane = vec > 1 ? Expr(v) : make_int(0);
+    idx.back() = idx.back() + lane;
+    Stmt own = OwnRegisters(ctx, layout, vars, first + lane).mutate(body);
+    Stmt inner = substitute_vars(own, vars, idx);
+    if (vec == 1) return inner;
+    return ForNode::make(v, make_int(0), make_int(vec), ForKind::kVectorized, inner, loc);
+  }, loc);
 }
 
 /// A loop over the thread's registers through the layout's inverse, or nullopt.
@@ -180,6 +196,16 @@ Stmt lower_by_scan(LowerContext& ctx, const Fragment& layout, const std::vector<
 
 }  // namespace
 
+std::optional<int64_t> free_partition_width(const Fragment& layout,
+                                            const std::vector<int64_t>& extents, int64_t threads) {
+  for (int64_t vec = 16; vec >= 1; vec /= 2) {
+    if (extents.back() % vec == 0 && layout == default_loop_layout(extents, threads, vec)) {
+      return vec;
+    }
+  }
+  return std::nullopt;
+}
+
 Stmt lower_over_layout(LowerContext& ctx, const Fragment& layout, const std::vector<Var>& vars,
                        const std::vector<int64_t>& extents, const Stmt& body,
                        const SourceLoc& loc) {
@@ -189,13 +215,22 @@ Stmt lower_over_layout(LowerContext& ctx, const Fragment& layout, const std::vec
                " threads but the block has " + std::to_string(ctx.threads()) + ": " +
                layout.to_string() + "; fix: raise threads= in T.Kernel or shrink the tile");
   }
-  for (int64_t vec = 16; vec >= 1; vec /= 2) {
-    if (extents.back() % vec == 0 && layout == default_loop_layout(extents, ctx.threads(), vec)) {
-      return lower_default(ctx, vars, extents, body, vec, loc);
-    }
+  if (auto vec = free_partition_width(layout, extents, ctx.threads())) {
+    return lower_default_elements(ctx, vars, extents, body, *vec, loc);
   }
   if (auto s = lower_by_inverse(ctx, layout, vars, body, loc)) return *s;
   return lower_by_scan(ctx, layout, vars, extents, body, loc);
+}
+
+std::optional<Stmt> lower_vector_chunks(
+    LowerContext& ctx, const Fragment& layout, const std::vector<int64_t>& extents,
+    const std::function<Stmt(const std::vector<Expr>& first, int64_t vec)>& chunk,
+    const SourceLoc& loc) {
+  auto vec = free_partition_width(layout, extents, ctx.threads());
+  if (!vec || *vec == 1) return std::nullopt;
+  return lower_default(ctx, extents, *vec,
+                       [&](const std::vector<Expr>& idx, const Expr&) { return chunk(idx, *vec); },
+                       loc);
 }
 
 Stmt ParallelLoop::lower(LowerContext& ctx) const {

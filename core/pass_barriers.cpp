@@ -80,7 +80,9 @@ class BarrierInserter {
  public:
   explicit BarrierInserter(const Var& thread) : thread_(thread) {}
 
-  /// Rewrites `s` given the hazards before it; updates them to those after it.
+  /// Rewrites `s` given the hazards before it; updates them to those after it. A barrier goes
+  /// before the outermost statement that needs it (before a loop, not inside it); statements
+  /// inside loops and branches every thread takes alike are then walked for their own hazards.
   Stmt visit(const Stmt& s, Hazards& h) {
     if (s.as<BarrierNode>()) {
       h.clear();
@@ -91,6 +93,16 @@ class BarrierInserter {
       for (const Stmt& c : seq->stmts) out.push_back(visit(c, h));
       return SeqNode::make(std::move(out));
     }
+    Accesses a = accesses_of(s);
+    bool barrier = conflicts(a, h, s.get());
+    if (barrier) h.clear();
+    Stmt m = visit_inside(s, a, h);
+    return barrier ? SeqNode::make({BarrierNode::make(s->loc), m}) : m;
+  }
+
+ private:
+  /// The statement with barriers inserted inside it where its own parts need them.
+  Stmt visit_inside(const Stmt& s, const Accesses& a, Hazards& h) {
     if (const auto* f = s.as<ForNode>(); f && f->for_kind != ForKind::kVectorized &&
                                          uniform(f->min) && uniform(f->extent)) {
       Hazards end = h;
@@ -114,18 +126,10 @@ class BarrierInserter {
       if (!uniform(let->value)) varying_.insert(let->var.get());
       return LetNode::make(let->var, let->value, visit(let->body, h), let->loc);
     }
-    // A leaf, or control flow that depends on the thread: a barrier before it if needed.
-    Accesses a = accesses_of(s);
-    if (conflicts(a, h, s.get())) {
-      h.clear();
-      record(a, h, s.get());
-      return SeqNode::make({BarrierNode::make(s->loc), s});
-    }
-    record(a, h, s.get());
+    record(a, h, s.get());  // a leaf, or control flow that depends on the thread
     return s;
   }
 
- private:
   /// True when `e` has the same value in every thread (it does not mention the thread index or
   /// a variable bound to something that does).
   bool uniform(const Expr& e) const {

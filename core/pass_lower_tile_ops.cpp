@@ -1,10 +1,12 @@
 // Pass lower_tile_ops: every tile operator becomes its `lower()` and every T.Parallel nest the
-// calling thread's iterations (ParallelLoop::lower). T.Pipelined loops run as serial loops here
-// (software pipelining is its own pass). Buffers the lowering needs (workspaces, register
+// calling thread's iterations (ParallelLoop::lower). A T.Pipelined loop with a plan
+// (plan_pipelines) has its statements lowered one by one and scheduled by inject_pipeline; with
+// num_stages <= 1 it is a serial loop. Buffers the lowering needs (workspaces, register
 // temporaries) are allocated at the top of the body. Fragment accesses stay logical; the
 // flattening pass maps them to registers.
 #include "core/parallel_loop.h"
 #include "core/passes.h"
+#include "core/pipeline_inject.h"
 #include "core/stmt_functor.h"
 #include "core/tile_op.h"
 
@@ -14,7 +16,9 @@ namespace {
 
 class TileLowerer : public StmtMutator {
  public:
-  explicit TileLowerer(LowerContext& ctx, Analyzer& analyzer) : ctx_(ctx), analyzer_(analyzer) {}
+  TileLowerer(LowerContext& ctx, Analyzer& analyzer, const LowerOptions& options)
+      : ctx_(ctx), analyzer_(analyzer), options_(options) {}
+  PipelineVersions versions;
 
  protected:
   Stmt visit_TileOpCall(const TileOpCallNode* op, const Stmt&) override {
@@ -25,6 +29,7 @@ class TileLowerer : public StmtMutator {
     auto min = as_const_int(op->min);
     auto extent = as_const_int(op->extent);
     if (min && extent && *extent > 0) analyzer_.bind(op->var, *min, *extent);
+    if (op->for_kind == ForKind::kPipelined && !op->pipeline.stage.empty()) return pipeline(*op);
     Stmt body = mutate(op->body);
     ForKind kind = op->for_kind == ForKind::kPipelined ? ForKind::kSerial : op->for_kind;
     if (body.same_as(op->body) && kind == op->for_kind) return s;
@@ -32,13 +37,29 @@ class TileLowerer : public StmtMutator {
   }
 
  private:
+  /// Each statement of the body lowered on its own (stage-0 copies asynchronous), then
+  /// scheduled by inject_pipeline.
+  Stmt pipeline(const ForNode& loop) {
+    const auto* seq = loop.body.as<SeqNode>();
+    std::vector<Stmt> body = seq ? seq->stmts : std::vector<Stmt>{loop.body};
+    std::vector<PipelineGroup> groups;
+    for (size_t i = 0; i < body.size(); ++i) {
+      ctx_.set_async_copies(loop.pipeline.stage[i] == 0);
+      groups.push_back({mutate(body[i]), loop.pipeline.stage[i], loop.pipeline.order[i]});
+      ctx_.set_async_copies(false);
+    }
+    return inject_pipeline(loop, std::move(groups), versions, options_.drop_pipeline_wait);
+  }
+
   LowerContext& ctx_;
   Analyzer& analyzer_;
+  const LowerOptions& options_;
 };
 
 }  // namespace
 
-LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutMap layouts) {
+LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutMap layouts,
+                             const LowerOptions& options) {
   LoweringState state;
   state.layouts = std::move(layouts);
   Analyzer analyzer;
@@ -52,7 +73,14 @@ LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutM
   }
   for (const Var& v : kernel->dynamic_vars) analyzer.bind(v, IntBound{0, IntBound::kPosInf});
   LowerContext ctx(kernel, target, state.layouts, analyzer);
-  Stmt body = TileLowerer(ctx, analyzer).mutate(kernel->body);
+  TileLowerer lowerer(ctx, analyzer, options);
+  Stmt body = apply_versions(lowerer.mutate(kernel->body), lowerer.versions);
+  for (const auto& [_, v] : lowerer.versions.buffers) {
+    if (const Layout* l = state.layouts.shared_layout(v.original)) {
+      state.layouts.shared.emplace(v.versioned.get(), Decided<Layout>{v.versioned,
+                                   versioned_layout(*l, v.depth), "multi-buffered " + v.original->name});
+    }
+  }
   std::vector<Stmt> top;
   for (const Buffer& b : ctx.temporaries()) top.push_back(AllocNode::make(b, Expr(), false, {}));
   top.push_back(body);

@@ -31,9 +31,11 @@ LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
   };
   Kernel k = rasterize_blocks(kernel);
   snapshot("rasterize_blocks", k);
+  k = plan_pipelines(k);
+  snapshot("plan_pipelines", k);
   LayoutMap layouts = infer_layouts(k, target);
   snapshot("infer_layouts", k, layouts.to_string());
-  LoweringState state = lower_tile_ops(k, target, layouts);
+  LoweringState state = lower_tile_ops(k, target, layouts, options);
   snapshot("lower_tile_ops", state.kernel);
   k = flatten_buffers(state);
   snapshot("flatten_buffers", k);

@@ -2,8 +2,11 @@
 // `lower_kernel` (and printed after each pass by `tessel lower --print-after-all`):
 //
 //   rasterize_blocks   T.use_swizzle -> block indices remapped in panels (core/pass_rasterize.cpp)
+//   plan_pipelines     stage and order of each statement of a T.Pipelined loop (pass_pipeline_plan)
 //   infer_layouts      strict -> common -> free layout inference     (pass_layout_inference.cpp)
-//   lower_tile_ops     tile operators and T.Parallel -> per-thread code (pass_lower_tile_ops.cpp)
+//   lower_tile_ops     tile operators and T.Parallel -> per-thread code; pipelined loops get
+//                      multi-buffered tiles and cp.async groups (pass_lower_tile_ops.cpp,
+//                      pipeline_inject.cpp)
 //   flatten_buffers    fragments -> registers, laid-out shared buffers -> 1-d (pass_flatten.cpp)
 //   insert_barriers    T.sync_threads() where shared memory changes hands (pass_barriers.cpp)
 //   simplify_indices   index arithmetic simplified over the known ranges (pass_simplify.cpp)
@@ -34,6 +37,9 @@ struct PassSnapshot {
 
 struct LowerOptions {
   bool print_after_all = false;  ///< keep a snapshot after every pass
+  /// Test-only: software pipelines without their cp.async wait, so that tests can show the
+  /// simulator catching the reads that race with the copies.
+  bool drop_pipeline_wait = false;
 };
 
 struct LoweredKernel {
@@ -52,8 +58,10 @@ bool is_tile_level(const Kernel& kernel);
 
 // ---- The passes, in order --------------------------------------------------------------------
 Kernel rasterize_blocks(const Kernel& kernel);
+Kernel plan_pipelines(const Kernel& kernel);
 LayoutMap infer_layouts(const Kernel& kernel, const Target& target);
-LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutMap layouts);
+LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutMap layouts,
+                             const LowerOptions& options = {});
 Kernel flatten_buffers(const LoweringState& state);
 Kernel insert_barriers(const Kernel& kernel);
 Kernel simplify_indices(const Kernel& kernel);

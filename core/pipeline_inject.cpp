@@ -1,0 +1,236 @@
+// Software pipelining of a lowered T.Pipelined loop (the paper's §4.4). With statements of stage
+// s in [0, S] (S = num_stages - 1), body iteration k runs stage-s statements for source iteration
+// k - s, so the loop runs n + S times and each statement is guarded by 0 <= k - s < n: the first
+// S iterations are the prologue, the last S the epilogue, and trip counts below the stage count
+// or symbolic ones need nothing special.
+//
+// Shared tiles written in one stage and read in a later one get S + 1 versions: a leading
+// dimension indexed by (source iteration) % (S + 1). Producer copies issued as cp.async are
+// closed into one group per iteration (committed even when empty, so counts stay uniform); the
+// statements of stage s >= 1 read data of iteration k - s, whose group was the (k - s)-th, and
+// (k + 1) groups exist by then, so `cp_async_wait_group(s)` before the first of them is exactly
+// the wait they need (a larger stage reads older data, already landed). Barriers are left to the
+// insert_barriers pass, which sees the cp.async writes and the readers.
+#include "core/pipeline_inject.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "core/expr_functor.h"
+#include "core/intrinsics.h"
+#include "core/stmt_functor.h"
+
+namespace tessel {
+
+namespace {
+
+/// Rewrites accesses of versioned buffers to their version `version`, and the loop variable to
+/// the source iteration.
+class Versioner : public StmtMutator {
+ public:
+  Versioner(const PipelineVersions& versions, Expr version, const Var& loop, Expr source)
+      : versions_(versions), version_(std::move(version)), loop_(loop),
+        source_(std::move(source)), loads_(*this) {}
+
+  std::optional<std::pair<Buffer, std::vector<Expr>>> map(const Buffer& b,
+                                                          const std::vector<Expr>& idx) const {
+    auto it = versions_.buffers.find(b.get());
+    if (it == versions_.buffers.end()) return std::nullopt;
+    std::vector<Expr> out{version_};
+    out.insert(out.end(), idx.begin(), idx.end());
+    return std::pair{it->second.versioned, out};
+  }
+
+ protected:
+  Expr mutate_expr(const Expr& e) override {
+    Expr s = substitute(e, [&](const Var& v) { return v.same_as(loop_) ? source_ : Expr(); });
+    return loads_.mutate(s);
+  }
+  Stmt visit_Store(const StoreNode* op, const Stmt& s) override {
+    Stmt m = StmtMutator::visit_Store(op, s);
+    const auto* st = m.as<StoreNode>();
+    if (auto mapped = map(st->buffer, st->indices)) {
+      return StoreNode::make(mapped->first, mapped->second, st->value, st->loc);
+    }
+    return m;
+  }
+  Stmt visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt& s) override {
+    std::vector<IntrinsicArg> args = op->args;
+    for (IntrinsicArg& a : args) {
+      for (Expr& i : a.indices) i = mutate_expr(i);
+      if (a.value.defined()) a.value = mutate_expr(a.value);
+      if (!a.buffer.defined()) continue;
+      if (auto mapped = map(a.buffer, a.indices)) {
+        a.buffer = mapped->first;
+        a.indices = mapped->second;
+      }
+    }
+    return IntrinsicCallNode::make(op->intrinsic, std::move(args), op->loc);
+  }
+
+ private:
+  class Loads : public ExprMutator {
+   public:
+    explicit Loads(const Versioner& v) : v_(v) {}
+
+   protected:
+    Expr visit_BufferLoad(const BufferLoadNode* op, const Expr& e) override {
+      Expr m = ExprMutator::visit_BufferLoad(op, e);
+      const auto* ld = m.as<BufferLoadNode>();
+      auto mapped = v_.map(ld->buffer, ld->indices);
+      return mapped ? BufferLoadNode::make(mapped->first, mapped->second) : m;
+    }
+
+   private:
+    const Versioner& v_;
+  };
+
+  const PipelineVersions& versions_;
+  Expr version_;
+  Var loop_;
+  Expr source_;
+  Loads loads_;
+};
+
+struct Touched {
+  std::set<const BufferNode*> reads, writes;
+  std::map<const BufferNode*, Buffer> buffers;
+};
+
+Touched touched(const Stmt& s) {
+  Touched t;
+  auto see = [&](const Buffer& b, bool write) {
+    if (b->scope != Scope::kShared && b->scope != Scope::kSharedDyn) return;
+    (write ? t.writes : t.reads).insert(b.get());
+    t.buffers.emplace(b.get(), b);
+  };
+  for_each_stmt(s, [&](const Stmt& x) {
+    if (const auto* st = x.as<StoreNode>()) see(st->buffer, true);
+    if (const auto* call = x.as<IntrinsicCallNode>()) {
+      const IntrinsicInfo& info = intrinsic_info(call->intrinsic);
+      for (size_t k = 0; k < call->args.size() && k < info.operands.size(); ++k) {
+        if (call->args[k].buffer.defined()) see(call->args[k].buffer, info.operands[k].written);
+      }
+    }
+  });
+  for_each_expr(s, [&](const Expr& e) {
+    pre_order_visit(e, [&](const Expr& x) {
+      if (const auto* ld = x.as<BufferLoadNode>()) see(ld->buffer, false);
+    });
+  });
+  return t;
+}
+
+bool issues_async(const Stmt& s) {
+  bool found = false;
+  for_each_stmt(s, [&](const Stmt& x) {
+    if (const auto* c = x.as<IntrinsicCallNode>()) {
+      found = found || intrinsic_info(c->intrinsic).family == IntrinsicFamily::kCpAsync;
+    }
+  });
+  return found;
+}
+
+Stmt intrinsic(IntrinsicId id, std::vector<IntrinsicArg> args, const SourceLoc& loc) {
+  return IntrinsicCallNode::make(id, std::move(args), loc);
+}
+
+}  // namespace
+
+Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
+                     PipelineVersions& versions, bool drop_wait) {
+  int last_stage = 0;
+  for (const PipelineGroup& g : groups) last_stage = std::max(last_stage, g.stage);
+  const int depth = last_stage + 1;
+  // Shared tiles that cross stages get `depth` versions.
+  std::vector<Touched> t;
+  for (const PipelineGroup& g : groups) t.push_back(touched(g.stmt));
+  for (size_t w = 0; w < groups.size(); ++w) {
+    for (const auto* b : t[w].writes) {
+      for (size_t r = 0; r < groups.size(); ++r) {
+        if (groups[r].stage <= groups[w].stage || !t[r].reads.count(b)) continue;
+        auto it = versions.buffers.find(b);
+        const Buffer& buf = t[w].buffers.at(b);
+        if (it == versions.buffers.end()) {
+          std::vector<Expr> shape{make_int(depth)};
+          shape.insert(shape.end(), buf->shape.begin(), buf->shape.end());
+          versions.buffers.emplace(
+              b, PipelineVersions::Entry{buf, BufferNode::make(buf->name, shape, buf->dtype,
+                                                                buf->scope, buf->loc), depth});
+        } else if (it->second.depth != depth) {
+          user_error("T.Pipelined at " + loop.loc.str() + ": shared buffer '" + buf->name +
+                     "' is multi-buffered by two pipelines with different depths (" +
+                     std::to_string(it->second.depth) + " and " + std::to_string(depth) +
+                     "); give both loops the same num_stages");
+        }
+      }
+    }
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const PipelineGroup& a, const PipelineGroup& b) { return a.order < b.order; });
+  const Var& k = loop.var;
+  const SourceLoc& loc = loop.loc;
+  bool any_async = false;
+  size_t last_async = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (issues_async(groups[i].stmt)) any_async = true, last_async = i;
+  }
+  std::vector<Stmt> body;
+  bool waited = false;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const PipelineGroup& g = groups[i];
+    if (any_async && !waited && g.stage > 0 && !drop_wait) {
+      body.push_back(intrinsic(IntrinsicId::kCpAsyncWaitGroup,
+                               {IntrinsicArg{Buffer(), {}, make_int(g.stage)}}, loc));
+      waited = true;
+    }
+    Expr source = g.stage == 0 ? Expr(k) : k - g.stage;
+    Expr version = floormod(source - loop.min, make_int(depth));
+    Stmt s = Versioner(versions, version, k, source).mutate(g.stmt);
+    if (last_stage > 0) {
+      Expr guard = source < loop.min + loop.extent;
+      if (g.stage > 0) guard = source >= loop.min && guard;
+      s = IfNode::make(guard, s, Stmt(), loc);
+    }
+    body.push_back(s);
+    if (any_async && i == last_async) {
+      body.push_back(intrinsic(IntrinsicId::kCpAsyncCommitGroup, {}, loc));
+    }
+  }
+  return ForNode::make(k, loop.min, loop.extent + last_stage, ForKind::kSerial,
+                       SeqNode::make(std::move(body)), loc);
+}
+
+Stmt apply_versions(const Stmt& body, const PipelineVersions& versions) {
+  if (versions.buffers.empty()) return body;
+  /// Allocations take the versioned buffer; accesses outside the pipelines use version 0.
+  class Apply : public Versioner {
+   public:
+    explicit Apply(const PipelineVersions& v) : Versioner(v, make_int(0), Var("_"), Expr()), v_(v) {}
+
+   protected:
+    Stmt visit_Alloc(const AllocNode* op, const Stmt& s) override {
+      auto it = v_.buffers.find(op->buffer.get());
+      if (it == v_.buffers.end()) return s;
+      return AllocNode::make(it->second.versioned, op->init, op->is_var, op->loc);
+    }
+
+   private:
+    const PipelineVersions& v_;
+  };
+  return Apply(versions).mutate(body);
+}
+
+Layout versioned_layout(const Layout& layout, int depth) {
+  std::vector<int64_t> shape{depth};
+  shape.insert(shape.end(), layout.input_shape().begin(), layout.input_shape().end());
+  return Layout::from_fn(shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> out = layout.forward(std::vector<Expr>(v.begin() + 1, v.end()));
+    Expr flat = out[0];
+    for (size_t d = 1; d < out.size(); ++d) flat = flat * layout.output_shape()[d] + out[d];
+    return std::vector<Expr>{v[0] * layout.output_size() + flat};
+  });
+}
+
+}  // namespace tessel

@@ -1,0 +1,44 @@
+// Software pipelining of a lowered T.Pipelined loop: stages shifted by iteration, shared tiles
+// multi-buffered, cp.async groups committed and waited for (core/pipeline_inject.cpp explains the
+// schedule). Called by lower_tile_ops once the body's statements are lowered one by one.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "core/layout.h"
+#include "core/stmt.h"
+
+namespace tessel {
+
+/// One lowered statement of the loop body with its place in the schedule (from plan_pipelines).
+struct PipelineGroup {
+  Stmt stmt;
+  int stage = 0;
+  int order = 0;
+};
+
+/// Shared buffers given versions, kernel-wide (their allocations change too).
+struct PipelineVersions {
+  struct Entry {
+    Buffer original;
+    Buffer versioned;  ///< shape [depth] + original shape
+    int depth = 1;
+  };
+  std::map<const BufferNode*, Entry> buffers;
+};
+
+/// The pipelined loop for `loop` (the original T.Pipelined node) from its lowered statements.
+/// Records the buffers it versions in `versions`. `drop_wait` leaves out the cp.async wait (a
+/// test-only switch: the simulator must then report the reads as async races).
+Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
+                     PipelineVersions& versions, bool drop_wait);
+
+/// Allocations of versioned buffers replaced by the versioned ones; accesses outside the
+/// pipelines use version 0.
+Stmt apply_versions(const Stmt& body, const PipelineVersions& versions);
+
+/// The layout of a versioned buffer: version v of element x at v * size + layout(x) (linearised).
+Layout versioned_layout(const Layout& layout, int depth);
+
+}  // namespace tessel
