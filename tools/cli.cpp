@@ -28,6 +28,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   add_layout_command(app, ctx);
   add_banks_command(app, ctx);
   add_lower_command(app, ctx);
+  add_emit_command(app, ctx);
+  add_verify_command(app, ctx);
   try {
     app.parse(argc, argv);
     return ctx.exit_code;

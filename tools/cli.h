@@ -43,6 +43,8 @@ void add_run_command(CLI::App& app, Context& ctx);
 void add_layout_command(CLI::App& app, Context& ctx);
 void add_banks_command(CLI::App& app, Context& ctx);
 void add_lower_command(CLI::App& app, Context& ctx);
+void add_emit_command(CLI::App& app, Context& ctx);
+void add_verify_command(CLI::App& app, Context& ctx);
 
 /// Runs the command line; returns the exit status. Catches every error and reports it: usage
 /// errors -> 2, kernel errors -> 1, internal errors -> 3 (with a request to report them).

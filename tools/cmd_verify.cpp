@@ -1,0 +1,83 @@
+// `tessel verify KERNEL [--target T]`: lowers the kernel and proves every layout, fragment, loop
+// partition and shared-memory access of it with Z3, one line per proof with its time; exit 1
+// when a proof fails or is undecided.
+#include <cstdio>
+
+#include "core/passes.h"
+#include "tools/cli.h"
+#include "tools/kernel_source.h"
+#include "verify/kernel_proofs.h"
+
+namespace tessel::cli {
+
+namespace {
+
+std::string ms_text(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%8.1f ms", ms);
+  return buf;
+}
+
+void print_report(std::ostream& out, const std::string& kernel, const std::string& target,
+                  const KernelProofs& proofs) {
+  out << "verify " << kernel << " (lowered for " << target << ")\n";
+  for (const KernelCheck& c : proofs.checks) {
+    std::string verdict = c.result == "proved" ? "proved" : c.result == "failed" ? "FAILED" : "UNDECIDED";
+    verdict.resize(9, ' ');
+    out << verdict << " " << ms_text(c.ms) << "  " << c.what << "\n";
+    if (c.counterexample) out << std::string(22, ' ') << *c.counterexample << "\n";
+  }
+  out << proofs.checks.size() << (proofs.checks.size() == 1 ? " check: " : " checks: ")
+      << proofs.count("proved") << " proved, "
+      << proofs.count("failed") << " failed, " << proofs.count("undecided") << " undecided (";
+  char total[32];
+  std::snprintf(total, sizeof total, "%.1f ms", proofs.total_ms());
+  out << total << ")\n";
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, Context& ctx) {
+  CLI::App* sub = app.add_subcommand(
+      "verify", "prove every layout, fragment and shared-memory access of the lowered kernel (Z3)");
+  add_common_options(*sub, ctx);
+  static std::string kernel_name, target = "sm80";
+  static unsigned timeout_ms = 60000;
+  sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
+      ->required();
+  sub->add_option("--target", target, "sm80, sm90, gfx90a or gfx942")
+      ->check(CLI::IsMember({"sm80", "sm90", "gfx90a", "gfx942"}))
+      ->default_val("sm80");
+  sub->add_option("--timeout-ms", timeout_ms, "limit of one Z3 query (undecided past it)")
+      ->default_val(60000)
+      ->check(CLI::PositiveNumber);
+  sub->callback([&ctx] {
+    ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines);
+    Kernel kernel = k.example->build(k.params);
+    const Target& t = find_target(target);
+    LoweredKernel lowered = lower_kernel(kernel, t);
+    KernelProofs proofs = prove_kernel(lowered, t, {timeout_ms});
+    ctx.exit_code = proofs.all_proved() ? kOk : kKernelWrong;
+    if (ctx.json) {
+      nlohmann::json checks = nlohmann::json::array();
+      for (const KernelCheck& c : proofs.checks) {
+        checks.push_back({{"what", c.what},
+                          {"result", c.result},
+                          {"counterexample", c.counterexample ? nlohmann::json(*c.counterexample)
+                                                              : nlohmann::json(nullptr)},
+                          {"ms", c.ms}});
+      }
+      emit_json(ctx, {{"kernel", kernel->name},
+                      {"target", target},
+                      {"proved", proofs.count("proved")},
+                      {"failed", proofs.count("failed")},
+                      {"undecided", proofs.count("undecided")},
+                      {"ms", proofs.total_ms()},
+                      {"checks", checks}});
+      return;
+    }
+    print_report(*ctx.out, kernel->name, target, proofs);
+  });
+}
+
+}  // namespace tessel::cli

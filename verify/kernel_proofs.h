@@ -1,0 +1,49 @@
+// Every proof `tessel verify` makes about one lowered kernel, as a list of checks with times:
+//   - each shared-memory layout inference chose: a bijection onto its allocation when it fills it
+//     (a swizzle), else injective and inside the allocation (padding);
+//   - each fragment and each loop partition: every element held by exactly `replicate` threads
+//     with no register slot shared, and every owner thread inside the block;
+//   - each warp-wide shared-memory access of the thread-level IR (verify/shared_accesses.h):
+//     free of bank conflicts for every value of its loop variables and warp index.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/passes.h"
+#include "core/target.h"
+
+namespace tessel {
+
+/// One proof about the kernel.
+struct KernelCheck {
+  std::string what;                           ///< the claim, naming the buffer and its origin
+  std::string result;                         ///< "proved", "failed" or "undecided"
+  std::optional<std::string> counterexample;  ///< failed: the witness in the user's terms;
+                                              ///< undecided: why
+  double ms = 0;                              ///< wall time of the proof
+};
+
+/// The checks of one kernel, in report order: layouts, fragments, loops, accesses.
+struct KernelProofs {
+  std::vector<KernelCheck> checks;
+
+  /// Checks whose result is `result`.
+  int count(const std::string& result) const;
+  /// Sum of the checks' times.
+  double total_ms() const;
+  /// True when every check was proved.
+  bool all_proved() const { return count("proved") == static_cast<int>(checks.size()); }
+};
+
+struct KernelProofOptions {
+  unsigned timeout_ms = 60000;  ///< per Z3 query; a query that runs out is "undecided"
+};
+
+/// Proves every layout, fragment, loop partition and shared-memory access of `lowered`
+/// (the output of lower_kernel for `target`).
+KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
+                          const KernelProofOptions& options = {});
+
+}  // namespace tessel
