@@ -1,0 +1,35 @@
+// CUDA and HIP source from thread-level IR (what core/passes.h lower_kernel produces). The same
+// IR the simulator checked becomes one `extern "C"` kernel: named variables from the IR, a comment
+// naming the source location each block of code came from, and the instructions of the intrinsic
+// table spelled from the table (inline PTX for NVIDIA, amdgcn builtins for AMD). No CUTLASS, CuTe
+// or HIP runtime headers: CUDA includes only cuda_fp16.h/cuda_bf16.h; HIP is device-only code
+// that any clang with the AMDGPU backend compiles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/kernel.h"
+#include "core/target.h"
+
+namespace tessel {
+
+enum class Language : uint8_t { kCuda, kHip };
+
+struct EmittedSource {
+  Language language = Language::kCuda;
+  std::string code;                 ///< the whole translation unit
+  std::string entry;                ///< the kernel's symbol (extern "C")
+  int threads = 0;                  ///< threads per block to launch with
+  int64_t dynamic_shared_bytes = 0; ///< CUDA: dynamic shared memory to launch with
+  /// The kernel's arguments in order: tensors (device pointers), then symbolic dimensions (int).
+  std::vector<std::string> arguments;
+};
+
+/// The source of a lowered kernel for `target` (CUDA for sm80/sm90, HIP for gfx90a/gfx942).
+/// User error naming the kernel and the construct when the IR has something codegen cannot
+/// express (a tile operator left unlowered, a 4-bit tensor).
+EmittedSource emit_source(const Kernel& lowered, const Target& target);
+
+}  // namespace tessel

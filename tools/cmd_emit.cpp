@@ -1,0 +1,50 @@
+// `tessel emit KERNEL --target cuda|hip|sm80|sm90|gfx90a|gfx942 [-o FILE]`: the kernel lowered
+// for the target and printed as CUDA (NVIDIA) or HIP (AMD) source.
+#include <fstream>
+
+#include "codegen/emit.h"
+#include "core/passes.h"
+#include "tools/cli.h"
+#include "tools/kernel_source.h"
+
+namespace tessel::cli {
+
+void add_emit_command(CLI::App& app, Context& ctx) {
+  CLI::App* sub = app.add_subcommand("emit", "print the CUDA or HIP source of a kernel");
+  add_common_options(*sub, ctx);
+  static std::string kernel_name, target = "cuda", output;
+  sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
+      ->required();
+  sub->add_option("--target", target, "cuda (= sm80), hip (= gfx942), or sm80, sm90, gfx90a, gfx942")
+      ->check(CLI::IsMember({"cuda", "hip", "sm80", "sm90", "gfx90a", "gfx942"}))
+      ->default_val("cuda");
+  sub->add_option("-o,--output", output, "write the source to FILE instead of stdout");
+  sub->callback([&ctx] {
+    ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines);
+    Kernel kernel = k.example->build(k.params);
+    std::string name = target == "cuda" ? "sm80" : target == "hip" ? "gfx942" : target;
+    const Target& t = find_target(name);
+    Kernel lowered = is_tile_level(kernel) ? lower_kernel(kernel, t).kernel : kernel;
+    EmittedSource src = emit_source(lowered, t);
+    if (!output.empty()) {
+      std::ofstream f(output);
+      if (!f) throw UsageError("-o " + output + ": cannot open the file for writing");
+      f << src.code;
+    }
+    if (ctx.json) {
+      nlohmann::json j = {{"kernel", kernel->name},
+                          {"target", name},
+                          {"language", src.language == Language::kCuda ? "cuda" : "hip"},
+                          {"entry", src.entry},
+                          {"threads", src.threads},
+                          {"dynamic_shared_bytes", src.dynamic_shared_bytes},
+                          {"arguments", src.arguments}};
+      if (output.empty()) j["source"] = src.code;
+      emit_json(ctx, j);
+    } else if (output.empty()) {
+      *ctx.out << src.code;
+    }
+  });
+}
+
+}  // namespace tessel::cli
