@@ -22,14 +22,16 @@ void print_report(std::ostream& out, const std::string& kernel, const std::strin
                   const KernelProofs& proofs) {
   out << "verify " << kernel << " (lowered for " << target << ")\n";
   for (const KernelCheck& c : proofs.checks) {
-    std::string verdict = c.result == "proved" ? "proved" : c.result == "failed" ? "FAILED" : "UNDECIDED";
+    std::string verdict = c.result == "proved"   ? "proved"
+                          : c.result == "failed" ? "FAILED"
+                                                 : "UNDECIDED";
     verdict.resize(9, ' ');
     out << verdict << " " << ms_text(c.ms) << "  " << c.what << "\n";
     if (c.counterexample) out << std::string(22, ' ') << *c.counterexample << "\n";
   }
   out << proofs.checks.size() << (proofs.checks.size() == 1 ? " check: " : " checks: ")
-      << proofs.count("proved") << " proved, "
-      << proofs.count("failed") << " failed, " << proofs.count("undecided") << " undecided (";
+      << proofs.count("proved") << " proved, " << proofs.count("failed") << " failed, "
+      << proofs.count("undecided") << " undecided (";
   char total[32];
   std::snprintf(total, sizeof total, "%.1f ms", proofs.total_ms());
   out << total << ")\n";

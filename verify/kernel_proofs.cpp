@@ -15,8 +15,8 @@
 namespace tessel {
 
 int KernelProofs::count(const std::string& result) const {
-  return static_cast<int>(
-      std::count_if(checks.begin(), checks.end(), [&](const KernelCheck& c) { return c.result == result; }));
+  return static_cast<int>(std::count_if(checks.begin(), checks.end(),
+                                        [&](const KernelCheck& c) { return c.result == result; }));
 }
 
 double KernelProofs::total_ms() const {
@@ -42,7 +42,10 @@ KernelCheck attempt(const std::string& what, Prove prove) {
 }
 
 KernelCheck check_of(std::string what, const ProofResult& r, std::string note = "") {
-  KernelCheck c{std::move(what), r.holds ? "proved" : r.decided ? "failed" : "undecided",
+  KernelCheck c{std::move(what),
+                r.holds     ? "proved"
+                : r.decided ? "failed"
+                            : "undecided",
                 std::nullopt, r.ms};
   if (!r.holds) c.counterexample = r.message + note;
   return c;
@@ -70,7 +73,8 @@ IndexMap flat_map(const Layout& layout, int64_t size) {
   for (int64_t e : layout.input_shape()) m.input_shape.push_back(make_int(e));
   const std::vector<Expr>& out = layout.forward_index();
   Expr linear = out[0];
-  for (size_t d = 1; d < out.size(); ++d) linear = linear * make_int(layout.output_shape()[d]) + out[d];
+  for (size_t d = 1; d < out.size(); ++d)
+    linear = linear * make_int(layout.output_shape()[d]) + out[d];
   m.forward_index = {linear};
   m.output_shape = {make_int(size)};
   return m;
@@ -95,11 +99,12 @@ void prove_shared_layouts(const LoweredKernel& lowered, const ProofOptions& base
       out.push_back(attempt(what, [&] { return check_of(what, prove_bijective(map, options)); }));
     } else {
       std::string injective = subject + ": injective (no two elements share a slot)";
-      out.push_back(attempt(injective,
-                            [&] { return check_of(injective, prove_injective(map, options)); }));
-      std::string in_range = subject + ": inside its " + std::to_string(size) + "-element allocation";
-      out.push_back(attempt(in_range,
-                            [&] { return check_of(in_range, prove_in_range(map, options)); }));
+      out.push_back(
+          attempt(injective, [&] { return check_of(injective, prove_injective(map, options)); }));
+      std::string in_range =
+          subject + ": inside its " + std::to_string(size) + "-element allocation";
+      out.push_back(
+          attempt(in_range, [&] { return check_of(in_range, prove_in_range(map, options)); }));
     }
   }
 }
@@ -209,7 +214,8 @@ std::string access_claim(const SharedAccess& a) {
   std::string s = a.kind + " " + a.index_text;
   if (!a.site.empty()) s += " at " + a.site;
   s += ", " + std::to_string(a.access.access_bytes()) + " B per lane";
-  if (a.vector > 0) s += " (T.vectorized(" + std::to_string(a.vector) + "), taken at its first element)";
+  if (a.vector > 0)
+    s += " (T.vectorized(" + std::to_string(a.vector) + "), taken at its first element)";
   if (!a.symbols.empty()) s += ", for every " + a.symbols;
   if (!a.guard.empty()) s += ", under `if " + a.guard + "`";
   if (a.guard_dropped) s += ", over all lanes (a condition on loaded data is not modelled)";
@@ -244,8 +250,9 @@ void prove_accesses(const LoweredKernel& lowered, const Target& target, const Pr
         note = logical_note(*layout->second, a.access.buffer, r.cex->indices);
       }
       if (a.guard_dropped && !r.holds) {
-        note += " (the access is under a condition on loaded data that the proof ignores: check "
-                "that these lanes can take part together)";
+        note +=
+            " (the access is under a condition on loaded data that the proof ignores: check "
+            "that these lanes can take part together)";
       }
       return check_of(what, r, note);
     }));

@@ -26,8 +26,8 @@ bool is_shared(const Buffer& b) {
 bool depends_on_data(const Expr& e) {
   bool found = false;
   pre_order_visit(e, [&](const Expr& x) {
-    found |= x.as<BufferLoadNode>() != nullptr || x.kind() == ExprKind::kCall ||
-             x.dtype().is_float();
+    found |=
+        x.as<BufferLoadNode>() != nullptr || x.kind() == ExprKind::kCall || x.dtype().is_float();
   });
   return found;
 }
@@ -96,7 +96,9 @@ class Collector {
     } else if (const auto* store = s.as<StoreNode>()) {
       for (const Expr& i : store->indices) scan(i, scope, s);
       scan(store->value, scope, s);
-      if (is_shared(store->buffer)) add(store->buffer, store->indices, scope, s, "store", 0, 0, true);
+      if (is_shared(store->buffer)) {
+        add(store->buffer, store->indices, scope, s, {"store", 0, 0, true, false});
+      }
     } else if (const auto* call = s.as<IntrinsicCallNode>()) {
       walk_intrinsic(*call, scope, s);
     } else if (const auto* alloc = s.as<AllocNode>()) {
@@ -156,9 +158,9 @@ class Collector {
       if (arg.value.defined()) scan(arg.value, scope, s);
       if (!arg.buffer.defined() || !is_shared(arg.buffer)) continue;
       if (info.family == IntrinsicFamily::kLdmatrix) {
-        add(arg.buffer, arg.indices, scope, s, info.name, 16, 8 * info.m, false, true);
+        add(arg.buffer, arg.indices, scope, s, {info.name, 16, 8 * info.m, false, true});
       } else if (info.family == IntrinsicFamily::kCpAsync) {
-        add(arg.buffer, arg.indices, scope, s, info.name, info.bytes, 0, true);
+        add(arg.buffer, arg.indices, scope, s, {info.name, info.bytes, 0, true, false});
       }
       // Atomics on shared memory serialise their lanes; they are not bank-conflict questions.
     }
@@ -169,7 +171,9 @@ class Collector {
     if (!e.defined()) return;
     pre_order_visit(e, [&](const Expr& x) {
       const auto* load = x.as<BufferLoadNode>();
-      if (load && is_shared(load->buffer)) add(load->buffer, load->indices, scope, s, "load", 0, 0, false);
+      if (load && is_shared(load->buffer)) {
+        add(load->buffer, load->indices, scope, s, {"load", 0, 0, false, false});
+      }
     });
   }
 
@@ -183,10 +187,10 @@ class Collector {
   /// True when lane requests over the vectorized loop are one contiguous, aligned vector:
   /// off(v) == off(0) + v and off(0) % V == 0 for every point of the domain.
   bool contiguous(const Expr& off, const Enclosing& scope, const Expr& active) const {
-    Expr off0 = substitute(off, [&](const Var& v) -> Expr {
-      return v.same_as(scope.vec_var) ? make_int(0) : Expr();
-    });
-    Expr violated = (off != off0 + scope.vec_var) || floormod(off0, make_int(scope.vec_extent)) != make_int(0);
+    Expr off0 = substitute(
+        off, [&](const Var& v) -> Expr { return v.same_as(scope.vec_var) ? make_int(0) : Expr(); });
+    Expr violated =
+        (off != off0 + scope.vec_var) || floormod(off0, make_int(scope.vec_extent)) != make_int(0);
     Expr goal = active.defined() ? (active && violated) : violated;
     VarDomain dom = scope.domain;
     dom.bound(lane_, 0, target_.warp_size - 1);
@@ -198,10 +202,21 @@ class Collector {
     }
   }
 
+  /// How one site accesses shared memory.
+  struct Request {
+    std::string kind;  ///< "load", "store", the instruction's name
+    int width;         ///< bytes per lane; 0: the element size (or the vectorized run)
+    int lanes;         ///< lanes that give addresses (ldmatrix.x1: 8); 0: all
+    bool write;
+    bool ldmatrix;
+  };
+
   void add(const Buffer& b, const std::vector<Expr>& indices, const Enclosing& scope, const Stmt& s,
-           const std::string& kind, int width, int lanes, bool write, bool ldmatrix = false) {
+           const Request& req) {
+    const int width = req.width, lanes = req.lanes;
+    const bool write = req.write, ldmatrix = req.ldmatrix;
     SharedAccess a;
-    a.kind = kind;
+    a.kind = req.kind;
     a.index_text = access_text(b, indices);
     a.site = s->loc.str();
     a.guard_dropped = scope.guard_dropped;
@@ -241,7 +256,7 @@ class Collector {
       acc.layout = Layout::row_major(shape);
       acc.index = index;
     } else {  // a symbolic extent: one dimension of offsets
-      acc.layout = Layout::row_major({int64_t{1} << 40});
+      acc.layout = Layout::row_major({int64_t{1} << 32});
       acc.index = {linear(b, index)};
     }
     a.domain = relevant(a.domain, acc);
@@ -255,7 +270,8 @@ class Collector {
 
   /// Inside `for v in T.vectorized(V)`: one request of V elements at v = 0 when contiguous,
   /// else one element per iteration (v stays a symbol).
-  void vectorize(SharedAccess& a, const Buffer& b, const std::vector<Expr>& index, const Enclosing& scope) {
+  void vectorize(SharedAccess& a, const Buffer& b, const std::vector<Expr>& index,
+                 const Enclosing& scope) {
     a.access.index = index;
     bool uses_v = false;
     for (const Expr& i : index) uses_v |= uses_var(i, scope.vec_var);
@@ -264,11 +280,11 @@ class Collector {
     int64_t vbytes = scope.vec_extent * bytes;
     bool legal = b->dtype.storage_bits() % 8 == 0 &&
                  (vbytes == 2 || vbytes == 4 || vbytes == 8 || vbytes == 16);
-    if (!legal || scope.vec_guarded || !contiguous(linear(b, index), scope, a.access.active)) return;
+    if (!legal || scope.vec_guarded || !contiguous(linear(b, index), scope, a.access.active))
+      return;
     for (Expr& i : a.access.index) {
-      i = substitute(i, [&](const Var& v) -> Expr {
-        return v.same_as(scope.vec_var) ? make_int(0) : Expr();
-      });
+      i = substitute(
+          i, [&](const Var& v) -> Expr { return v.same_as(scope.vec_var) ? make_int(0) : Expr(); });
     }
     a.access.width_bytes = static_cast<int>(vbytes);
     a.vector = static_cast<int>(scope.vec_extent);

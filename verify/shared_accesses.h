@@ -24,17 +24,17 @@ namespace tessel {
 
 /// One warp-wide shared-memory access site of a thread-level kernel.
 struct SharedAccess {
-  BankAccess access;  ///< lane, index (over `domain`'s symbols), width, active lanes
-  VarDomain domain;   ///< ranges of the loop variables, the warp and the block indices; guards
-  std::string kind;   ///< "load", "store", "ldmatrix_x4", "cp_async_16"
+  BankAccess access;       ///< lane, index (over `domain`'s symbols), width, active lanes
+  VarDomain domain;        ///< ranges of the loop variables, the warp and the block indices; guards
+  std::string kind;        ///< "load", "store", "ldmatrix_x4", "cp_async_16"
   std::string index_text;  ///< the index as the lowered IR writes it: "A_shared[tx * 8 + v]"
   std::string site;        ///< the statement's source location, "" when unknown
   std::string symbols;     ///< "k < 16, ko < 2, warp < 4" (the symbols the index uses)
   std::string guard;       ///< conditions that restrict it, in IR syntax ("" when none)
-  bool guard_dropped = false;   ///< a condition on loaded data was ignored (over-approximation)
-  std::string not_provable;     ///< non-empty when the index itself depends on loaded data
-  int vector = 0;  ///< V when a T.vectorized(V) loop makes it one V-element request per lane
-  std::string key;              ///< equal for accesses that are the same proof
+  bool guard_dropped = false;  ///< a condition on loaded data was ignored (over-approximation)
+  std::string not_provable;    ///< non-empty when the index itself depends on loaded data
+  int vector = 0;   ///< V when a T.vectorized(V) loop makes it one V-element request per lane
+  std::string key;  ///< equal for accesses that are the same proof
 };
 
 /// Every warp-wide shared-memory load, store, ldmatrix source and cp.async destination of
