@@ -336,16 +336,16 @@ class SourcePrinter {
   void intrinsic(std::ostream& o, const IntrinsicCallNode& call) {
     const IntrinsicInfo& info = intrinsic_info(call.intrinsic);
     std::vector<std::string> args;
-    DataType dst_type;
+    std::optional<DataType> dst_type;
     for (const IntrinsicArg& a : call.args) {
       if (a.buffer.defined()) {
-        if (!dst_type.bits) dst_type = a.buffer->dtype;
+        if (!dst_type) dst_type = a.buffer->dtype;
         args.push_back("&" + name(a.buffer) + "[" + flat_index(a.buffer, a.indices) + "]");
       } else {
         args.push_back(expr_text(a.value));
       }
     }
-    line(o, codegen::intrinsic_call(lang_, info, dst_type, args, used_));
+    line(o, codegen::intrinsic_call(lang_, info, dst_type.value_or(DataType::f32()), args, used_));
   }
 
   const Kernel& k_;

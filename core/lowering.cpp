@@ -58,8 +58,16 @@ namespace {
 }  // namespace
 
 void LayoutInferContext::set_shared_layout(const Buffer& b, Layout layout,
-                                           const std::string& origin) {
+                                           const std::string& origin, bool annotation) {
+  if (annotated_.count(b.get())) return;
   auto it = map_.shared.find(b.get());
+  if (annotation) {
+    annotated_.insert(b.get());
+    if (it != map_.shared.end()) map_.shared.erase(it);
+    map_.shared.emplace(b.get(), Decided<Layout>{b, std::move(layout), origin});
+    changed_ = true;
+    return;
+  }
   if (it != map_.shared.end()) {
     if (!(it->second.layout == layout) && !equal_by_evaluation(it->second.layout, layout)) {
       conflict(kernel_->name, b, it->second.layout.to_string(), it->second.origin,

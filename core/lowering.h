@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,8 +62,10 @@ class LayoutInferContext {
 
   /// Records a layout. When the buffer already has a different one, a user error names the
   /// buffer, both deciders, prints both layouts and suggests T.annotate_layout or a copy through
-  /// another buffer.
-  void set_shared_layout(const Buffer& b, Layout layout, const std::string& origin);
+  /// another buffer. A shared layout from T.annotate_layout (`annotation`) wins over every other
+  /// decision for that buffer (as in TileLang): later ones are ignored, an earlier one replaced.
+  void set_shared_layout(const Buffer& b, Layout layout, const std::string& origin,
+                         bool annotation = false);
   void set_fragment(const Buffer& b, Fragment fragment, const std::string& origin);
   void set_loop(const void* key, Fragment layout, const std::string& origin);
   /// True when something was recorded since the last call (the pass iterates to a fixed point).
@@ -73,6 +76,7 @@ class LayoutInferContext {
   const Target& target_;
   LayoutMap& map_;
   bool changed_ = false;
+  std::set<const BufferNode*> annotated_;
 };
 
 /// What `TileOp::lower` and the Parallel-loop lowering see.

@@ -61,7 +61,7 @@ void AnnotateLayoutOp::infer_layout(LayoutInferContext& ctx, InferLevel level) c
   if (level != InferLevel::kStrict) return;
   for (const auto& [buffer, layout] : entries_) {
     if (const auto* l = std::get_if<Layout>(&layout)) {
-      ctx.set_shared_layout(buffer, *l, describe() + " (strict)");
+      ctx.set_shared_layout(buffer, *l, describe() + " (strict)", /*annotation=*/true);
     } else {
       ctx.set_fragment(buffer, std::get<Fragment>(layout), describe() + " (strict)");
     }

@@ -23,11 +23,13 @@ namespace {
 struct Hazards {
   std::map<const BufferNode*, const StmtNode*> written;  ///< buffer -> the statement that wrote it
   std::set<const BufferNode*> read;
-  void clear() { written.clear(), read.clear(); }
+  std::set<const BufferNode*> atomic;  ///< updated by atomics only
+  void clear() { written.clear(), read.clear(), atomic.clear(); }
 };
 
 struct Accesses {
   std::set<const BufferNode*> reads, writes;
+  std::set<const BufferNode*> atomics;  ///< read-modify-written atomically
 };
 
 bool shared_state(const Buffer& b) { return b->scope != Scope::kLocal && b->scope != Scope::kFragment; }
@@ -47,6 +49,12 @@ Accesses accesses_of(const Stmt& s) {
     }
     if (const auto* call = x.as<IntrinsicCallNode>()) {
       const IntrinsicInfo& info = intrinsic_info(call->intrinsic);
+      if (info.family == IntrinsicFamily::kAtomic) {  // atomics commute with each other
+        for (const IntrinsicArg& arg : call->args) {
+          if (arg.buffer.defined() && shared_state(arg.buffer)) a.atomics.insert(arg.buffer.get());
+        }
+        return;
+      }
       for (size_t k = 0; k < call->args.size() && k < info.operands.size(); ++k) {
         const Buffer& b = call->args[k].buffer;
         if (!b.defined() || !shared_state(b)) continue;
@@ -62,17 +70,23 @@ Accesses accesses_of(const Stmt& s) {
 /// rewriting its own buffer in a later loop iteration writes other elements, or races anyway.)
 bool conflicts(const Accesses& a, const Hazards& h, const StmtNode* self) {
   for (const auto* b : a.reads) {
-    if (h.written.count(b)) return true;
+    if (h.written.count(b) || h.atomic.count(b)) return true;
+  }
+  for (const auto* b : a.atomics) {  // after plain accesses, not after other atomics
+    if (h.written.count(b) || h.read.count(b)) return true;
   }
   for (const auto* b : a.writes) {
     auto w = h.written.find(b);
-    if ((w != h.written.end() && w->second != self) || h.read.count(b)) return true;
+    if ((w != h.written.end() && w->second != self) || h.read.count(b) || h.atomic.count(b)) {
+      return true;
+    }
   }
   return false;
 }
 
 void record(const Accesses& a, Hazards& h, const StmtNode* self) {
   h.read.insert(a.reads.begin(), a.reads.end());
+  h.atomic.insert(a.atomics.begin(), a.atomics.end());
   for (const auto* b : a.writes) h.written[b] = self;
 }
 
@@ -142,6 +156,7 @@ class BarrierInserter {
   }
   static void merge(Hazards& into, const Hazards& other) {
     for (const auto& [b, w] : other.written) into.written.emplace(b, w);
+    into.atomic.insert(other.atomic.begin(), other.atomic.end());
     into.read.insert(other.read.begin(), other.read.end());
   }
   Var thread_;

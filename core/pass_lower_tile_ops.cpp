@@ -75,11 +75,14 @@ LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutM
   LowerContext ctx(kernel, target, state.layouts, analyzer);
   TileLowerer lowerer(ctx, analyzer, options);
   Stmt body = apply_versions(lowerer.mutate(kernel->body), lowerer.versions);
-  for (const auto& [_, v] : lowerer.versions.buffers) {
-    if (const Layout* l = state.layouts.shared_layout(v.original)) {
-      state.layouts.shared.emplace(v.versioned.get(), Decided<Layout>{v.versioned,
-                                   versioned_layout(*l, v.depth), "multi-buffered " + v.original->name});
-    }
+  for (const auto& [_, v] : lowerer.versions.buffers) {  // the originals no longer exist
+    auto it = state.layouts.shared.find(v.original.get());
+    if (it == state.layouts.shared.end()) continue;
+    state.layouts.shared.emplace(
+        v.versioned.get(), Decided<Layout>{v.versioned, versioned_layout(it->second.layout, v.depth),
+                                           it->second.origin + ", " + std::to_string(v.depth) +
+                                               " versions (T.Pipelined)"});
+    state.layouts.shared.erase(it);
   }
   std::vector<Stmt> top;
   for (const Buffer& b : ctx.temporaries()) top.push_back(AllocNode::make(b, Expr(), false, {}));

@@ -1,0 +1,168 @@
+// CUDA and HIP code generation: the printed kernel (golden), the instruction spellings taken from
+// the intrinsic table, every example compiled by every compiler this machine has (nvcc -cubin for
+// sm80 and sm90a, clang for gfx90a and gfx942; a missing one is a printed skip), and the errors.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "codegen/emit.h"
+#include "codegen/toolchain.h"
+#include "core/builder.h"
+#include "core/passes.h"
+#include "examples/registry.h"
+#include "tools/cli.h"
+
+using namespace tessel;
+
+namespace {
+
+/// The kernel function of a translation unit without its location comments.
+std::string kernel_text(const std::string& code) {
+  std::istringstream in(code.substr(code.find("extern \"C\"")));
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.find("  // ") == 0 || line.find("    // ") == 0) continue;
+    out += line + "\n";
+  }
+  return out;
+}
+
+Kernel axpy() {
+  KernelBuilder T("axpy");
+  auto A = T.tensor("A", {64}, DataType::f32());
+  auto B = T.tensor("B", {64}, DataType::f16());
+  T.kernel1(1, 64);
+  Var tx = T.get_thread_binding();
+  B(tx) = cast(DataType::f16(), A(tx) * 2.0 + 1.0);
+  return T.finish();
+}
+
+Kernel lowered_example(const std::string& name, const Target& target) {
+  const Example* e = find_example(name);
+  REQUIRE(e);
+  std::map<std::string, std::string> defines;
+  if (name == "elementwise") defines["N"] = "1000";
+  return lower_kernel(e->build(make_params(*e, defines)), target).kernel;
+}
+
+/// Tile atomics from a fragment and a scalar atomic (the helpers for atomics the runtime lacks).
+Kernel atomics() {
+  KernelBuilder T("atomics");
+  auto A = T.tensor("A", {4, 64}, DataType::f32());
+  auto C = T.tensor("C", {64}, DataType::f32());
+  auto H = T.tensor("H", {1}, DataType::f16());
+  Var b = T.kernel1(4, 128);
+  auto row = T.alloc_fragment("row", {64}, DataType::f32());
+  T.copy(A(b, 0), row);
+  T.atomic_add(C(0), row);
+  T.atomic(AtomicKind::kMax, C(0), cast(DataType::f32(), b));
+  T.atomic(AtomicKind::kMax, H(0), cast(DataType::f16(), b));
+  return T.finish();
+}
+
+void compile_every_example(const char* target_name) {
+  const Target& target = find_target(target_name);
+  std::string dir = (std::filesystem::temp_directory_path() / ("tessel_codegen_" + target.name)).string();
+  for (const char* name : {"gemm", "gemm_transpose_b", "gemm_rs", "softmax", "elementwise", "dequant_gemm"}) {
+    EmittedSource src = emit_source(lowered_example(name, target), target);
+    CompileResult r = compile_device_code(src, target, dir);
+    if (!r.skipped.empty()) {
+      MESSAGE("skipped compiling for " << target.name << ": " << r.skipped);
+      return;
+    }
+    INFO(name << " for " << target.name << ": " << r.command << "\n" << r.log.substr(0, 2000));
+    CHECK(r.compiled);
+  }
+  CompileResult r = compile_device_code(
+      emit_source(lower_kernel(atomics(), target).kernel, target), target, dir);
+  INFO("atomics for " << target.name << ": " << r.log.substr(0, 2000));
+  CHECK(r.compiled);
+}
+
+}  // namespace
+
+TEST_SUITE("codegen") {
+
+TEST_CASE("a thread-level kernel prints as one CUDA kernel line for line") {
+  EmittedSource src = emit_source(axpy(), find_target("sm80"));
+  CHECK(src.entry == "axpy");
+  CHECK(src.threads == 64);
+  CHECK(src.arguments == std::vector<std::string>{"A", "B"});
+  CHECK(kernel_text(src.code) ==
+        "extern \"C\" __global__ void __launch_bounds__(64) axpy(float* __restrict__ A, half* "
+        "__restrict__ B) {\n"
+        "  const int tx = static_cast<int>(threadIdx.x);\n"
+        "  const int bx = static_cast<int>(blockIdx.x);\n"
+        "  B[tx] = static_cast<half>(((A[tx] * 2.0f) + 1.0f));\n"
+        "}\n");
+}
+
+TEST_CASE("the same kernel in HIP uses amdgcn builtins and no runtime header") {
+  EmittedSource src = emit_source(axpy(), find_target("gfx942"));
+  CHECK(src.code.find("#include") == std::string::npos);
+  CHECK(kernel_text(src.code) ==
+        "extern \"C\" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, 64))) "
+        "void axpy(float* __restrict__ A, _Float16* __restrict__ B) {\n"
+        "  const int tx = static_cast<int>(__builtin_amdgcn_workitem_id_x());\n"
+        "  const int bx = static_cast<int>(__builtin_amdgcn_workgroup_id_x());\n"
+        "  B[tx] = static_cast<_Float16>(((A[tx] * 2.0f) + 1.0f));\n"
+        "}\n");
+}
+
+TEST_CASE("the sm80 gemm is spelled with the intrinsic table's PTX") {
+  const Target& sm80 = find_target("sm80");
+  std::string code = emit_source(lowered_example("gemm", sm80), sm80).code;
+  for (IntrinsicId id : {IntrinsicId::kMmaM16N8K16F16, IntrinsicId::kLdmatrixX4,
+                         IntrinsicId::kCpAsync16, IntrinsicId::kCpAsyncWaitGroup}) {
+    CHECK_MESSAGE(code.find(intrinsic_info(id).cuda) != std::string::npos, intrinsic_info(id).cuda);
+  }
+  // Only the instructions the kernel uses get a helper.
+  CHECK(code.find(intrinsic_info(IntrinsicId::kLdmatrixX1).cuda) == std::string::npos);
+  // The shared tiles come from one dynamic pool: 3 stages x (128x32 + 32x128) f16 = 48 KiB.
+  CHECK(emit_source(lowered_example("gemm", sm80), sm80).dynamic_shared_bytes == 3 * 2 * 128 * 32 * 2);
+}
+
+TEST_CASE("the gfx942 gemm calls the MFMA builtin of the table") {
+  const Target& gfx = find_target("gfx942");
+  std::string code = emit_source(lowered_example("gemm", gfx), gfx).code;
+  CHECK(code.find(intrinsic_info(IntrinsicId::kMfma16x16x16F16).hip + "(") != std::string::npos);
+  CHECK(code.find("cp.async") == std::string::npos);
+}
+
+TEST_CASE("every example compiles with nvcc for sm80") { compile_every_example("sm80"); }
+TEST_CASE("every example compiles with nvcc for sm90a") { compile_every_example("sm90"); }
+TEST_CASE("every example compiles with clang for gfx90a") { compile_every_example("gfx90a"); }
+TEST_CASE("every example compiles with clang for gfx942") { compile_every_example("gfx942"); }
+
+TEST_CASE("an unlowered tile operator is an error that names it") {
+  const Example* e = find_example("softmax");
+  Kernel tile = e->build(make_params(*e, {}));
+  try {
+    emit_source(tile, find_target("sm80"));
+    FAIL("expected a user error");
+  } catch (const UserError& err) {
+    std::string m = err.what();
+    CHECK(m.find("kernel 'softmax': T.copy at softmax.cpp:") != std::string::npos);
+    CHECK(m.find("was not lowered") != std::string::npos);
+  }
+}
+
+TEST_CASE("tessel emit writes the source and rejects unknown targets") {
+  auto run = [](std::vector<const char*> args, std::string& out, std::string& err) {
+    args.insert(args.begin(), "tessel");
+    std::ostringstream o, e;
+    int status = cli::run_cli(static_cast<int>(args.size()), args.data(), o, e);
+    out = o.str(), err = e.str();
+    return status;
+  };
+  std::string out, err;
+  CHECK(run({"emit", "softmax", "--target", "cuda"}, out, err) == 0);
+  CHECK(out.find("extern \"C\" __global__") != std::string::npos);
+  CHECK(out.find("__shfl_xor_sync") != std::string::npos);
+  CHECK(run({"emit", "softmax", "--target", "hip"}, out, err) == 0);
+  CHECK(out.find("tessel_shfl_xor<float>") != std::string::npos);
+  CHECK(run({"emit", "softmax", "--target", "metal"}, out, err) == 2);
+}
+
+}  // TEST_SUITE
