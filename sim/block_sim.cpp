@@ -67,7 +67,9 @@ BlockSim::BlockSim(SimRun& run, uint32_t block_linear, int threads)
       warp_size_(run.options().banks.warp_size),
       num_globals_(run.num_globals()),
       per_site_(run.sites().size()),
-      async_(threads) {}
+      async_(threads),
+      in_flight_(threads, 0),
+      peak_(threads, 0) {}
 
 int BlockSim::add_buffer(BufferDesc desc) {
   internal_check(desc.space != Space::kGlobal, "global buffers are registered with SimRun");
@@ -256,7 +258,19 @@ void BlockSim::barrier(const std::vector<Arrival>& arrivals) {
         },
         /*variant=*/1);
   }
+  max_in_flight_closed_ = std::max(max_in_flight_closed_, interval_in_flight());
+  peak_ = in_flight_;  // the next interval starts with what is still in flight
   ++epoch_;
+}
+
+int64_t BlockSim::interval_in_flight() const {
+  int64_t sum = 0;
+  for (int64_t p : peak_) sum += p;
+  return sum;
+}
+
+int64_t BlockSim::max_async_in_flight() const {
+  return std::max(max_in_flight_closed_, interval_in_flight());
 }
 
 void BlockSim::partial_warp(int warp, int site, uint64_t mask, uint64_t live, int first_thread) {

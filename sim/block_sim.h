@@ -70,6 +70,15 @@ class BlockSim {
   uint32_t block_linear() const { return block_; }
   /// Barrier intervals so far (starts at 1).
   uint32_t epoch() const { return epoch_; }
+  /// Barrier rounds executed so far (rounds in which some warp waited at a barrier).
+  int64_t barrier_rounds() const { return epoch_ - 1; }
+  /// Bytes of cp.async copies issued so far (their shared destinations).
+  int64_t async_bytes() const { return async_bytes_; }
+  /// The most cp.async bytes the block can have in flight (issued, not landed) at one instant:
+  /// between two barriers the warps run in any order, so per barrier interval it is the sum over
+  /// threads of each thread's own peak in that interval; this is the maximum over intervals,
+  /// the open one included. It does not depend on the order the simulator runs warps in.
+  int64_t max_async_in_flight() const;
 
  private:
   /// Shadow state of one shared-memory element.
@@ -95,6 +104,8 @@ class BlockSim {
   void check_global(const WarpRequest& req, const Resolved& r, const BufferDesc& desc,
                     uint64_t same);
   void shared_store(BlockBuffer& b, int64_t e, int thread, int site, bool same);
+  /// Sum over threads of their peak bytes in flight in the current barrier interval.
+  int64_t interval_in_flight() const;
   std::string thread_words(int thread) const;
   std::string site_words(int site) const;
   int lane_vector(const WarpRequest& req, int lane) const {
@@ -112,6 +123,10 @@ class BlockSim {
   std::vector<Counters> per_site_;
   FindingLog findings_;
   AsyncCopyEngine async_;
+  int64_t async_bytes_ = 0;
+  std::vector<int64_t> in_flight_;    ///< per thread: cp.async bytes issued and not landed
+  std::vector<int64_t> peak_;         ///< per thread: the most of in_flight_ in this interval
+  int64_t max_in_flight_closed_ = 0;  ///< the maximum over finished intervals
 };
 
 }  // namespace tessel::sim

@@ -278,6 +278,11 @@ void BlockSim::check_global(const WarpRequest& req, const Resolved& r, const Buf
 
 void BlockSim::async_issue(int thread, int site, int buffer, int64_t flat,
                            std::vector<uint64_t> cells) {
+  const int64_t bytes =
+      static_cast<int64_t>(cells.size()) * this->buffer(buffer).element_bits() / 8;
+  async_bytes_ += bytes;
+  in_flight_[thread] += bytes;
+  peak_[thread] = std::max(peak_[thread], in_flight_[thread]);
   if (run_.options().detectors) {
     BlockBuffer& b = buffers_[buffer - num_globals_];
     for (size_t j = 0; j < cells.size(); ++j) {
@@ -292,6 +297,10 @@ void BlockSim::async_issue(int thread, int site, int buffer, int64_t flat,
 
 std::vector<AsyncCopy> BlockSim::async_wait(int thread, int n) {
   std::vector<AsyncCopy> landed = async_.wait(thread, n);
+  for (const AsyncCopy& copy : landed) {
+    in_flight_[thread] -=
+        static_cast<int64_t>(copy.cells.size()) * buffer(copy.buffer).element_bits() / 8;
+  }
   if (!run_.options().detectors) return landed;
   for (const AsyncCopy& copy : landed) {
     BlockBuffer& b = buffers_[copy.buffer - num_globals_];

@@ -1,6 +1,7 @@
 // Launch-wide simulator state and the merged report.
 #include "sim/sim_run.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -41,6 +42,9 @@ void SimRun::absorb(const BlockSim& block) {
   for (size_t s = 0; s < counters.size(); ++s) per_site_[s] += counters[s];
   if (!block.findings().empty()) block_findings_[block.block_linear()].merge(block.findings());
   ++blocks_;
+  barriers_ += block.barrier_rounds();
+  async_bytes_ += block.async_bytes();
+  max_async_in_flight_ = std::max(max_async_in_flight_, block.max_async_in_flight());
 }
 
 SimReport SimRun::report() const {
@@ -54,6 +58,9 @@ SimReport SimRun::report() const {
   for (const auto& [block, log] : block_findings_) merged.merge(log);
   r.findings = merged.findings();
   r.blocks = blocks_;
+  r.barriers = barriers_;
+  r.async_bytes = async_bytes_;
+  r.max_async_in_flight = max_async_in_flight_;
   return r;
 }
 
@@ -99,6 +106,9 @@ std::string SimReport::text() const {
     row(site.access + " " + site.buffer + where, c);
   }
   row("total", total);
+  os << "barriers: " << barriers << (barriers == 1 ? " round" : " rounds")
+     << "; cp.async: " << async_bytes << " bytes, at most " << max_async_in_flight
+     << " in flight in one block\n";
   if (findings.empty()) {
     os << "findings: none\n";
     return os.str();

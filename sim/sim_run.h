@@ -29,13 +29,18 @@ struct SimReport {
   std::vector<Counters> per_site;  ///< indexed like `sites`
   std::vector<Finding> findings;   ///< in block order, then order of occurrence
   int64_t blocks = 0;
+  int64_t barriers = 0;             ///< barrier rounds executed, summed over blocks
+  int64_t async_bytes = 0;          ///< bytes copied by cp.async, summed over blocks
+  int64_t max_async_in_flight = 0;  ///< the most cp.async bytes one block has in flight at
+                                    ///< one instant (BlockSim::max_async_in_flight), max over
+                                    ///< blocks
 
   /// True when a finding that is not benign was made.
   bool has_errors() const;
   /// Findings of one kind.
   std::vector<const Finding*> of_kind(FindingKind kind) const;
-  /// The terminal report: a table per site (requests, wavefronts, ideal, conflicts, sectors)
-  /// and the findings.
+  /// The terminal report: a table per site (requests, wavefronts, ideal, conflicts, sectors),
+  /// a line of barrier and cp.async counts, and the findings.
   std::string text() const;
 };
 
@@ -72,6 +77,9 @@ class SimRun {
   std::vector<Counters> per_site_;
   std::map<uint32_t, FindingLog> block_findings_;
   int64_t blocks_ = 0;
+  int64_t barriers_ = 0;
+  int64_t async_bytes_ = 0;
+  int64_t max_async_in_flight_ = 0;
 };
 
 /// "(1, 0)".

@@ -112,6 +112,8 @@ json site_json(const sim::Site& s) {
 json sim_json(const sim::SimReport& r) {
   json j = counters_json(r.total);
   j["warp_size"] = r.warp_size;
+  j["barriers"] = r.barriers;
+  j["async"] = {{"bytes", r.async_bytes}, {"max_in_flight", r.max_async_in_flight}};
   json findings = json::array();
   for (const sim::Finding& f : r.findings) {
     json sites = json::array();
