@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "codegen/emit.h"
+#include "codegen/gpu_runner.h"
 #include "codegen/toolchain.h"
 #include "core/builder.h"
 #include "core/passes.h"
@@ -163,6 +165,22 @@ TEST_CASE("tessel emit writes the source and rejects unknown targets") {
   CHECK(run({"emit", "softmax", "--target", "hip"}, out, err) == 0);
   CHECK(out.find("tessel_shfl_xor<float>") != std::string::npos);
   CHECK(run({"emit", "softmax", "--target", "metal"}, out, err) == 2);
+}
+
+TEST_CASE("run --device cuda runs on the GPU, or says why it cannot") {
+  std::string why;
+  bool gpu = !cuda_device_target(&why).empty();
+  std::vector<const char*> args = {"tessel", "run", "softmax", "--device", "cuda", "--json"};
+  std::ostringstream o, e;
+  int status = cli::run_cli(static_cast<int>(args.size()), args.data(), o, e);
+  if (!gpu) {
+    MESSAGE("no GPU here: " << why);
+    CHECK(status == 2);
+    CHECK(e.str().find("cannot run on a GPU here: " + why) != std::string::npos);
+  } else {
+    CHECK(status == 0);
+    CHECK(nlohmann::json::parse(o.str())["passed"] == true);
+  }
 }
 
 }  // TEST_SUITE

@@ -12,6 +12,7 @@
 #include "interp/thread_interpreter.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
+#include "tools/run_device.h"
 
 namespace tessel::cli {
 
@@ -26,6 +27,8 @@ struct RunOptions {
   int workers = 0;
   std::string schedule = "in-order";
   std::string target = "sm80";
+  std::string device = "cpu";
+  int repeats = 5;
 };
 
 std::string format_error(double x) {
@@ -316,9 +319,18 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "thread level: the GPU whose warps and banks are simulated (sm80, sm90: warp 32; "
                   "gfx90a, gfx942: wave64)")
       ->default_val("sm80");
+  sub->add_option("--device", o.device,
+                  "cpu (the interpreters) or cuda (lowered, compiled with nvcc and run on the "
+                  "machine's GPU, compared with the tile level)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->default_val("cpu");
+  sub->add_option("--repeats", o.repeats, "--device cuda: timed runs (after one warm-up)")
+      ->default_val(5);
   sub->callback([&ctx] {
     ResolvedKernel k = resolve_kernel(o.kernel, ctx.defines);
-    if (o.level == "thread")
+    if (o.device == "cuda")
+      run_on_device(ctx, k, o.seed, o.repeats);
+    else if (o.level == "thread")
       run_thread(ctx, k, o);
     else
       run_tile(ctx, k, o);
