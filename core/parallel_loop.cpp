@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "core/analyzer.h"
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/expr_functor.h"
@@ -236,17 +237,29 @@ std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<
                                   : factor[k] == 1 ? Expr(iv[dim_of[k]]) : iv[dim_of[k]] * factor[k]);
   }
   auto [thread0, local] = loop.forward(point, make_int(0));
+  Analyzer analyzer;
+  for (size_t d = 0; d < iv.size(); ++d) analyzer.bind(iv[d], 0, shape[d]);
+  thread0 = analyzer.simplify(thread0);
+  local = analyzer.simplify(local);
   Expr thread = thread0;
   if (group) {
+    // The group bits of the thread come from rep: contiguous bits lo.. take rep << lo, others
+    // one bit of rep each.
     int64_t keep = ((int64_t{1} << nbits) - 1) ^ group;
-    Expr spread = make_int(0);
-    int g = 0;
-    for (int64_t bit = 0; bit < nbits; ++bit) {
-      if (!((group >> bit) & 1)) continue;
-      spread = spread + (((rep >> make_int(g)) & make_int(1)) << make_int(bit));
-      ++g;
+    int lo = std::countr_zero(static_cast<uint64_t>(group));
+    Expr spread;
+    if ((group >> lo & (group >> lo) + 1) == 0) {
+      spread = lo == 0 ? Expr(rep) : rep << make_int(lo);
+    } else {
+      spread = make_int(0);
+      int g = 0;
+      for (int64_t bit = 0; bit < nbits; ++bit) {
+        if (!((group >> bit) & 1)) continue;
+        spread = spread + (((rep >> make_int(g)) & make_int(1)) << make_int(bit));
+        ++g;
+      }
     }
-    thread = (thread0 & make_int(keep)) | spread;
+    thread = keep == 0 ? spread : (thread0 & make_int(keep)) | spread;
   }
   auto frag = Fragment::try_make(iv, shape, thread, local, replicate, rep);
   if (!frag) return fail("the derived map is not a valid fragment");
