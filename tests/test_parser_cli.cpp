@@ -59,6 +59,35 @@ TEST_SUITE("parser cli") {
     CHECK(j["blocks"] == 2);  // ceil(128 / 128) * ceil(256 / 128)
   }
 
+  TEST_CASE("Fig. 16 and Fig. 17 go from their files through run, verify, lower and emit") {
+    for (const char* file : {"fig16_gemm.py", "dequant_gemm.py"}) {
+      CAPTURE(file);
+      std::vector<std::string> d = {"-D", "M=256", "-D", "N=256", "-D", "K=128"};
+      auto with = [&](std::vector<std::string> head) {
+        head.insert(head.begin() + 1, example(file));
+        head.insert(head.end(), d.begin(), d.end());
+        return run(head);
+      };
+      CliResult thread = with({"run", "--level", "thread", "--json"});
+      REQUIRE(thread.status == 0);
+      auto j = nlohmann::json::parse(thread.out);
+      CHECK(j["passed"] == true);
+      CHECK(j["tile"]["matches"] == true);
+      CliResult verify = with({"verify", "--json"});
+      CHECK(verify.status == 0);
+      CHECK(nlohmann::json::parse(verify.out)["failed"] == 0);
+      CliResult lower = with({"lower"});
+      CHECK(lower.status == 0);
+      CHECK(lower.out.find("T.mma_m16n8k16_f16(") != std::string::npos);
+      CliResult emit = with({"emit", "--target", "cuda"});
+      CHECK(emit.status == 0);
+      CHECK(emit.out.find("mma.sync.aligned.m16n8k16") != std::string::npos);
+      CliResult hip = with({"emit", "--target", "hip"});
+      CHECK(hip.status == 0);
+      CHECK(hip.out.find("__builtin_amdgcn_mfma_f32_16x16x16f16") != std::string::npos);
+    }
+  }
+
   TEST_CASE("print takes a path and -D values") {
     CliResult r = run({"print", example("gemm.py"), "-D", "M=200"});
     REQUIRE(r.status == 0);
