@@ -148,6 +148,32 @@ Stmt lower_default_elements(LowerContext& ctx, const std::vector<Var>& vars,
   }, loc);
 }
 
+/// The longest run (a power of two, at most 4) such that registers r..r+run-1 of every thread,
+/// r a multiple of run, hold consecutive elements along the last dimension (checked on every
+/// point of the inverse layout (thread, register) -> index).
+int64_t register_run(const Layout& inverse, size_t rank) {
+  const int64_t threads = inverse.input_shape()[0], regs = inverse.input_shape()[1];
+  if (threads * regs > (int64_t{1} << 16)) return 1;
+  for (int64_t run = 4; run > 1; run /= 2) {
+    if (regs % run != 0) continue;
+    bool ok = true;
+    for (int64_t t = 0; t < threads && ok; ++t) {
+      for (int64_t r = 0; r < regs && ok; r += run) {
+        std::vector<int64_t> first = inverse.map({t, r});
+        for (int64_t i = 1; i < run && ok; ++i) {
+          std::vector<int64_t> next = inverse.map({t, r + i});
+          for (size_t d = 0; d < next.size(); ++d) {
+            int64_t expect = first[d] + (d + 1 == rank ? i : 0);
+            ok = ok && next[d] == expect;
+          }
+        }
+      }
+    }
+    if (ok) return run;
+  }
+  return 1;
+}
+
 /// A loop over the thread's registers through the layout's inverse, or nullopt.
 std::optional<Stmt> lower_by_inverse(LowerContext& ctx, const Fragment& layout,
                                      const std::vector<Var>& vars, const Stmt& body,
@@ -158,7 +184,11 @@ std::optional<Stmt> lower_by_inverse(LowerContext& ctx, const Fragment& layout,
   } catch (const UserError&) {
     return std::nullopt;
   }
-  Var l = ctx.fresh_var("l");
+  // Registers that hold runs of consecutive elements (the two columns of an mma accumulator
+  // pair) are walked as one vectorised access.
+  const int64_t vec = register_run(inverse, vars.size());
+  Var lo = ctx.fresh_var("l"), v = ctx.fresh_var("v");
+  Expr l = vec > 1 ? lo * vec + v : Expr(lo);
   std::vector<Expr> out = inverse.forward({ctx.thread(), l});
   std::vector<Expr> idx(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(vars.size()));
   Stmt own = OwnRegisters(ctx, layout, vars, l).mutate(body);
@@ -166,7 +196,8 @@ std::optional<Stmt> lower_by_inverse(LowerContext& ctx, const Fragment& layout,
   if (layout.replicate() > 1 && writes_shared_state(body)) {
     inner = IfNode::make(out.back() == make_int(0), inner, Stmt(), loc);
   }
-  Stmt loop = make_loop(l, layout.local_extent(), ForKind::kSerial, inner, loc);
+  if (vec > 1) inner = ForNode::make(v, make_int(0), make_int(vec), ForKind::kVectorized, inner, loc);
+  Stmt loop = make_loop(lo, layout.local_extent() / vec, ForKind::kSerial, inner, loc);
   if (layout.thread_extent() < ctx.threads()) {
     loop = IfNode::make(ctx.thread() < make_int(layout.thread_extent()), loop, Stmt(), loc);
   }
