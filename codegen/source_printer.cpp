@@ -9,6 +9,7 @@
 #include "codegen/emit.h"
 #include "core/analyzer.h"
 #include "core/error.h"
+#include "core/expr_functor.h"
 #include "core/intrinsics.h"
 #include "core/stmt_functor.h"
 
@@ -242,6 +243,7 @@ class SourcePrinter {
         } else if (min && *min >= 0) {
           analyzer_.bind(f->var, IntBound{*min, IntBound::kPosInf});
         }
+        if (f->for_kind == ForKind::kVectorized && vector_copy(o, *f)) return;
         if (f->for_kind == ForKind::kUnrolled || f->for_kind == ForKind::kVectorized) {
           line(o, "#pragma unroll");
         }
@@ -294,6 +296,42 @@ class SourcePrinter {
         user_error("kernel '" + k_->name + "': T.use_swizzle was not lowered");
       case StmtKind::kSeq: return;
     }
+  }
+
+  /// `for v in T.vectorized(V): dst[a + v] = src[b + v]` (same type, 4/8/16 bytes, both runs
+  /// contiguous and aligned — proved by the analyzer) as one vector load and store. False when the
+  /// loop is anything else (printed as an unrolled loop instead).
+  bool vector_copy(std::ostream& o, const ForNode& f) {
+    auto extent = as_const_int(f.extent);
+    const auto* st = f.body.as<StoreNode>();
+    const auto* ld = st ? st->value.as<BufferLoadNode>() : nullptr;
+    if (!extent || !ld || ld->buffer->dtype != st->buffer->dtype) return false;
+    const int64_t bytes = *extent * st->buffer->dtype.storage_bits() / 8;
+    if (st->buffer->dtype.storage_bits() % 8 != 0 || (bytes != 4 && bytes != 8 && bytes != 16)) {
+      return false;
+    }
+    auto flat = [&](const Buffer& b, const std::vector<Expr>& idx) {
+      Expr e = idx[0];
+      for (size_t d = 1; d < idx.size(); ++d) e = e * b->shape[d] + idx[d];
+      return e;
+    };
+    auto at = [&](const Expr& e, int64_t v) {
+      return analyzer_.simplify(substitute(e, [&](const Var& x) {
+        return x.same_as(f.var) ? make_int(v) : Expr();
+      }));
+    };
+    Expr dst = flat(st->buffer, st->indices), src = flat(ld->buffer, ld->indices);
+    for (const Expr& e : {dst, src}) {
+      Expr first = at(e, 0);
+      if (!analyzer_.can_prove_equal(analyzer_.simplify(e - first), f.var)) return false;
+      if (!analyzer_.can_prove(floormod(first, make_int(*extent)) == make_int(0))) return false;
+    }
+    std::string type = bytes == 4 ? "unsigned" : bytes == 8 ? "tessel_u32x2" : "tessel_u32x4";
+    used_.insert("vector_types");
+    line(o, "*reinterpret_cast<" + type + "*>(&" + name(st->buffer) + "[" + expr_text(at(dst, 0)) +
+                "]) = *reinterpret_cast<const " + type + "*>(&" + name(ld->buffer) + "[" +
+                expr_text(at(src, 0)) + "]);");
+    return true;
   }
 
   static bool is_empty(const Stmt& s) {

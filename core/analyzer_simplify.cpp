@@ -5,6 +5,7 @@
 // a sum into canonical form is always exact. Rules that need the true, unwrapped value (division,
 // modulo, comparisons) are applied only when the bound of the true sum fits the dtype, for then
 // the wrapped value and the true value are the same number.
+#include <numeric>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -332,6 +333,33 @@ class Simplifier : public ExprMutator {
       }
     }
     Affine f = flatten(x);
+    // x = g*y + r with g dividing c and 0 <= r < g (r: the terms g does not divide, and the
+    // constant's remainder): then x // c = y // (c/g) and x % c = g * (y % (c/g)) + r. g is
+    // the gcd of c and the coefficients other than +-1. `((t * 8) % 32 + v) // 8` with v < 8 is
+    // `t % 4`; `(t * 8) % 32` is `t % 4 * 8`. Only where x is computed without wrapping.
+    if (!f.terms.empty() && fitting_bound(analyzer_, f)) {
+      int64_t g = c;
+      for (const auto& [atom, coef] : f.terms) {
+        if (coef != 1 && coef != -1) g = std::gcd(g, coef);
+      }
+      Affine y(t), r(t);
+      for (const auto& [atom, coef] : f.terms) {
+        if (coef % g == 0) {
+          y.add(atom, coef / g);
+        } else {
+          r.add(atom, coef);
+        }
+      }
+      y.add_const(floor_div(f.constant, g));
+      r.add_const(floor_mod(f.constant, g));
+      auto rb = fitting_bound(analyzer_, r);
+      if (g > 1 && !y.terms.empty() && rb && rb->min >= 0 && rb->max < g) {
+        Expr inner = div_or_mod_const(to_expr(y), c / g, mod);
+        if (!mod) return inner;
+        r.add(inner, g);
+        return to_expr(r);
+      }
+    }
     // Decided by bounds: every value of x lies in one block [k*c, k*c + c).
     IntBound xb = analyzer_.const_int_bound(x);
     if (auto fb = fitting_bound(analyzer_, f)) xb = intersect(xb, *fb);

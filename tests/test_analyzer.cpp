@@ -265,6 +265,18 @@ TEST_SUITE("analyzer simplify") {
     CHECK(simplified(an, (i + j) * 4 - j * 4) == to_string(i * 4));
   }
 
+  TEST_CASE("a factor common to every term and the divisor comes out of // and %") {
+    Analyzer an;
+    Var t("t"), v("v");
+    an.bind(t, 0, 128);
+    an.bind(v, 0, 8);
+    // t * 8 == 8 * t, so (8 t) % 32 == 8 (t % 4) and (8 t) // 32 == t // 4.
+    CHECK(simplified(an, (t * 8) % 32) == to_string(t % 4 * 8));
+    CHECK(simplified(an, (t * 8) / 32) == to_string(t / 4));
+    // A vector lane v < 8 added to a multiple of 8 does not reach the next multiple of 8.
+    CHECK(simplified(an, ((t * 8) % 32 + v) / 8) == to_string(t % 4));
+  }
+
   TEST_CASE("constants fold into one trailing term") {
     Analyzer an;
     Var i("i");
