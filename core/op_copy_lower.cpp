@@ -1,10 +1,13 @@
 // T.copy at thread level: the copy is the Parallel loop `dst[...] = src[...]` over its tile, with
 // edge tests where the tile may hang over a tensor's edge (reads there give zero, writes are
 // dropped), so it is partitioned, vectorised and laid out like any Parallel loop. Inside a
-// software pipeline, global -> shared copies become cp.async of whole 4/8/16-byte chunks.
+// software pipeline, global -> shared copies become cp.async of whole 4/8/16-byte chunks;
+// shared -> fragment copies of mma operands become ldmatrix (core/op_copy_ldmatrix.cpp).
+#include "core/builtin_layouts.h"
 #include "core/expr_functor.h"
 #include "core/intrinsics.h"
 #include "core/op_copy.h"
+#include "core/op_copy_ldmatrix.h"
 #include "core/parallel_loop.h"
 #include "core/region_loop.h"
 
@@ -78,9 +81,26 @@ std::optional<Stmt> lower_async(const CopyOp& op, LowerContext& ctx) {
 
 void CopyOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
   copy_loop(*this, nullptr).infer_layout(ctx, level);
+  // A shared tile that ldmatrix will read into an mma operand fragment gets the gemm swizzle,
+  // so the ldmatrix phases are conflict-free (as the gemm's own operands are).
+  const Buffer& src = src_.buffer;
+  const Fragment* frag = ctx.fragment(dst_.buffer);
+  if (level != InferLevel::kCommon || !frag || !ctx.target().ldmatrix ||
+      (src->scope != Scope::kShared && src->scope != Scope::kSharedDyn) || ctx.shared_layout(src) ||
+      !src_.is_full() || src->ndim() != 2 || src->dtype.storage_bits() != 16) {
+    return;
+  }
+  if (auto trans = ldmatrix_pattern(*frag, ctx.threads())) {
+    auto rows = as_const_int(src->shape[0]), cols = as_const_int(src->shape[1]);
+    if (rows && cols) {
+      ctx.set_shared_layout(src, gemm_operand_layout(*rows, *cols, src->dtype, !*trans),
+                            describe() + " (common: ldmatrix source)");
+    }
+  }
 }
 
 Stmt CopyOp::lower(LowerContext& ctx) const {
+  if (auto s = lower_ldmatrix_copy(*this, ctx)) return *s;
   if (ctx.async_copies()) {
     if (auto s = lower_async(*this, ctx)) return *s;
   }

@@ -284,6 +284,29 @@ TEST_CASE("the gemm swizzle makes ldmatrix conflict-free; row-major tiles confli
   CHECK(b.wavefronts == 8 * b.ideal_wavefronts);
 }
 
+TEST_CASE("a shared -> register copy of an mma operand is ldmatrix on a swizzled tile") {
+  // gemm_rs copies A_shared into A_local, the gemm's A operand fragment: every lane's block of 8
+  // registers is what ldmatrix.x4 delivers, and the copy gives A_shared the gemm swizzle.
+  CliResult r = run_cli_args({"run", "gemm_rs", "--level", "thread", "--json", "-D", "M=128",
+                              "-D", "N=128", "-D", "K=64"});
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  bool found = false;
+  for (const auto& op : j["sim"]["per_op"]) {
+    if (op["site"]["access"].get<std::string>().rfind("ldmatrix_x4", 0) != 0 ||
+        op["site"]["buffer"] != "A_shared") {
+      continue;
+    }
+    found = true;
+    CHECK(op["shared"]["bank_conflicts"] == 0);
+    // 128 threads = 4 warps in a 2 x 2 grid (square policy, 128 x 128 tile): each warp holds
+    // 64 rows x 32 k of A = 2048 elements = 64 registers per lane = 8 ldmatrix.x4 per k-tile;
+    // 2 k-tiles, 1 block: 4 x 2 x 8 = 64 requests.
+    CHECK(op["shared"]["requests"] == 64);
+  }
+  CHECK(found);
+}
+
 TEST_CASE("an unknown target lists the known ones") {
   std::string msg = user_error_of([] { find_target("sm75"); });
   CHECK(msg == "unknown target 'sm75'; the targets are sm80, sm90, gfx90a, gfx942");
