@@ -52,6 +52,11 @@ struct Driver {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void**, void**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  CUresult (*cuEventCreate)(CUevent*, unsigned);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
+  CUresult (*cuEventDestroy)(CUevent);
 
   template <typename F>
   bool get(F& fn, const char* name) {
@@ -83,7 +88,13 @@ Driver& driver() {
               d.get(d.cuMemAlloc, "cuMemAlloc_v2") && d.get(d.cuMemFree, "cuMemFree_v2") &&
               d.get(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2") && d.get(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2") &&
               d.get(d.cuMemsetD8, "cuMemsetD8_v2") && d.get(d.cuLaunchKernel, "cuLaunchKernel") &&
-              d.get(d.cuGetErrorString, "cuGetErrorString");
+              d.get(d.cuGetErrorString, "cuGetErrorString") &&
+              d.get(d.cuEventCreate, "cuEventCreate") && d.get(d.cuEventRecord, "cuEventRecord") &&
+              d.get(d.cuEventSynchronize, "cuEventSynchronize") &&
+              d.get(d.cuEventDestroy, "cuEventDestroy_v2") &&
+              (d.get(d.cuEventElapsedTime, "cuEventElapsedTime_v2") ||
+               d.get(d.cuEventElapsedTime, "cuEventElapsedTime"));
+    if (ok) d.error.clear();
     if (!ok) return;
     if (CUresult r = d.cuInit(0); r != 0) {
       d.error = "the CUDA driver does not start (cuInit error " + std::to_string(r) + ")";
@@ -134,80 +145,179 @@ std::string cuda_device_target(std::string* why) {
   return dev.major >= 9 ? "sm90" : "sm80";
 }
 
-GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
-                         std::vector<LaunchArg>& args) {
-  GpuRunResult out;
+std::unique_ptr<CudaSession> CudaSession::open(std::string* why) {
   Device dev;
-  if (!first_device(dev, &out.unavailable)) return out;
+  if (!first_device(dev, why)) return nullptr;
+  std::string target = cuda_device_target(why);
+  if (target.empty()) return nullptr;
+  std::unique_ptr<CudaSession> s(new CudaSession());
+  s->dev_ = dev.dev;
+  s->target_ = target;
+  s->device_ = dev.name + " (sm_" + std::to_string(dev.major) + std::to_string(dev.minor) + ")";
   Driver& d = driver();
-  std::string target = cuda_device_target(&out.unavailable);
-  if (target.empty()) return out;
-  out.arch = target == "sm90" ? "sm_90a" : "sm_80";
-  out.device = dev.name + " (sm_" + std::to_string(dev.major) + std::to_string(dev.minor) + ")";
+  CUcontext ctx = nullptr;
+  if (CUresult r = d.cuDevicePrimaryCtxRetain(&ctx, dev.dev); r) {
+    if (why) *why = "cannot create a context: " + message(r);
+    return nullptr;
+  }
+  d.cuCtxSetCurrent(ctx);
+  return s;
+}
 
+CudaSession::~CudaSession() {
+  for (void* m : modules_) driver().cuModuleUnload(m);
+}
+
+uint64_t CudaSession::alloc(size_t bytes) {
+  CUdeviceptr p = 0;
+  if (CUresult r = driver().cuMemAlloc(&p, std::max<size_t>(bytes, 1)); r) {
+    error_ = "cuMemAlloc of " + std::to_string(bytes) + " bytes: " + message(r);
+    return 0;
+  }
+  return p;
+}
+
+void CudaSession::free(uint64_t ptr) {
+  if (ptr) driver().cuMemFree(ptr);
+}
+
+bool CudaSession::upload(uint64_t dst, const void* src, size_t bytes) {
+  CUresult r = driver().cuMemcpyHtoD(dst, src, bytes);
+  if (r) error_ = "copy to the device: " + message(r);
+  return r == 0;
+}
+
+bool CudaSession::download(void* dst, uint64_t src, size_t bytes) {
+  CUresult r = driver().cuMemcpyDtoH(dst, src, bytes);
+  if (r) error_ = "copy from the device: " + message(r);
+  return r == 0;
+}
+
+bool CudaSession::fill(uint64_t dst, uint8_t byte, size_t bytes) {
+  CUresult r = driver().cuMemsetD8(dst, byte, bytes);
+  if (r) error_ = "memset: " + message(r);
+  return r == 0;
+}
+
+void* CudaSession::load(const EmittedSource& source, double* compile_seconds) {
   std::string dir = (std::filesystem::temp_directory_path() / "tessel_gpu").string();
-  CompileResult c = compile_device_code(source, find_target(target), dir);
-  out.compile_seconds = c.seconds;
+  CompileResult c = compile_device_code(source, find_target(target_), dir);
+  if (compile_seconds) *compile_seconds = c.seconds;
   if (!c.compiled) {
-    out.unavailable = c.skipped.empty() ? "nvcc failed:\n" + c.log : c.skipped;
-    return out;
+    error_ = c.skipped.empty() ? "nvcc failed:\n" + c.log : c.skipped;
+    return nullptr;
   }
   std::ifstream f(c.output, std::ios::binary);
   std::vector<char> cubin((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-
-  CUcontext ctx = nullptr;
-  d.cuDevicePrimaryCtxRetain(&ctx, dev.dev);
-  d.cuCtxSetCurrent(ctx);
+  Driver& d = driver();
   CUmodule module = nullptr;
   CUfunction fn = nullptr;
-  auto fail = [&](const std::string& what, CUresult r) {
-    out.unavailable = what + ": " + message(r);
-    return out;
-  };
-  if (CUresult r = d.cuModuleLoadData(&module, cubin.data()); r) return fail("loading the cubin", r);
+  if (CUresult r = d.cuModuleLoadData(&module, cubin.data()); r) {
+    error_ = "loading the cubin: " + message(r);
+    return nullptr;
+  }
+  modules_.push_back(module);
   if (CUresult r = d.cuModuleGetFunction(&fn, module, source.entry.c_str()); r) {
-    return fail("finding " + source.entry, r);
+    error_ = "finding " + source.entry + ": " + message(r);
+    return nullptr;
   }
   if (source.dynamic_shared_bytes > 48 * 1024) {
-    if (CUresult r = d.cuFuncSetAttribute(fn, kMaxDynamicShared, static_cast<int>(source.dynamic_shared_bytes)); r) {
-      return fail("allowing " + std::to_string(source.dynamic_shared_bytes) + " bytes of shared memory", r);
+    CUresult r = d.cuFuncSetAttribute(fn, kMaxDynamicShared, static_cast<int>(source.dynamic_shared_bytes));
+    if (r) {
+      error_ = "allowing " + std::to_string(source.dynamic_shared_bytes) +
+               " bytes of shared memory: " + message(r);
+      return nullptr;
     }
   }
-  std::vector<CUdeviceptr> ptrs(args.size(), 0);
+  return fn;
+}
+
+double CudaSession::time(const std::function<void()>& fn) {
+  Driver& d = driver();
+  CUevent start = nullptr, stop = nullptr;
+  d.cuEventCreate(&start, 0);
+  d.cuEventCreate(&stop, 0);
+  d.cuEventRecord(start, nullptr);
+  fn();
+  d.cuEventRecord(stop, nullptr);
+  d.cuEventSynchronize(stop);
+  float ms = -1;
+  d.cuEventElapsedTime(&ms, start, stop);
+  d.cuEventDestroy(start);
+  d.cuEventDestroy(stop);
+  return ms;
+}
+
+double CudaSession::launch(void* kernel, const EmittedSource& source,
+                           const std::vector<int64_t>& grid, std::vector<void*>& params) {
+  std::vector<int64_t> g = grid;
+  g.resize(3, 1);
+  Driver& d = driver();
+  CUresult launched = 0;
+  double ms = time([&] {
+    launched = d.cuLaunchKernel(kernel, static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]),
+                                static_cast<unsigned>(g[2]), source.threads, 1, 1,
+                                static_cast<unsigned>(source.dynamic_shared_bytes), nullptr,
+                                params.data(), nullptr);
+  });
+  if (launched) {
+    error_ = "launching " + source.entry + ": " + message(launched);
+    return -1;
+  }
+  if (CUresult r = d.cuCtxSynchronize(); r) {
+    error_ = "running " + source.entry + ": " + message(r);
+    return -1;
+  }
+  return ms;
+}
+
+GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
+                         std::vector<LaunchArg>& args) {
+  GpuRunResult out;
+  std::unique_ptr<CudaSession> s = CudaSession::open(&out.unavailable);
+  if (!s) return out;
+  out.device = s->device();
+  out.arch = s->target() == "sm90" ? "sm_90a" : "sm_80";
+  void* fn = s->load(source, &out.compile_seconds);
+  if (!fn) {
+    out.unavailable = s->last_error();
+    return out;
+  }
+  std::vector<uint64_t> ptrs(args.size(), 0);
   std::vector<void*> params;
+  auto release = [&] {
+    for (uint64_t p : ptrs) s->free(p);
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].is_scalar) {
       params.push_back(&args[i].scalar);
       continue;
     }
-    if (CUresult r = d.cuMemAlloc(&ptrs[i], std::max<size_t>(args[i].bytes, 1)); r) return fail("cuMemAlloc", r);
-    d.cuMemcpyHtoD(ptrs[i], args[i].data, args[i].bytes);
+    ptrs[i] = s->alloc(args[i].bytes);
+    if (!ptrs[i] || !s->upload(ptrs[i], args[i].data, args[i].bytes)) {
+      out.unavailable = s->last_error();
+      release();
+      return out;
+    }
     params.push_back(&ptrs[i]);
   }
-  CUdeviceptr flush = 0;
   const size_t flush_bytes = size_t{256} << 20;  // larger than any L2 (H100: 50 MB)
-  if (launch.flush_l2) d.cuMemAlloc(&flush, flush_bytes);
-  std::vector<int64_t> g = launch.grid;
-  g.resize(3, 1);
+  uint64_t flush = launch.flush_l2 ? s->alloc(flush_bytes) : 0;
   for (int run = 0; run < launch.warmup + launch.repeats; ++run) {
-    if (flush) d.cuMemsetD8(flush, static_cast<unsigned char>(run), flush_bytes);
-    d.cuCtxSynchronize();
-    auto start = std::chrono::steady_clock::now();
-    CUresult r = d.cuLaunchKernel(fn, g[0], g[1], g[2], source.threads, 1, 1,
-                                  static_cast<unsigned>(source.dynamic_shared_bytes), nullptr,
-                                  params.data(), nullptr);
-    if (r) return fail("launching " + source.entry, r);
-    if (CUresult s = d.cuCtxSynchronize(); s) return fail("running " + source.entry, s);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (flush) s->fill(flush, static_cast<uint8_t>(run), flush_bytes);
+    double ms = s->launch(fn, source, launch.grid, params);
+    if (ms < 0) {
+      out.unavailable = s->last_error();
+      release();
+      return out;
+    }
     if (run >= launch.warmup) out.kernel_ms.push_back(ms);
   }
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].is_scalar) continue;
-    d.cuMemcpyDtoH(args[i].data, ptrs[i], args[i].bytes);
-    d.cuMemFree(ptrs[i]);
+    if (!args[i].is_scalar) s->download(args[i].data, ptrs[i], args[i].bytes);
   }
-  if (flush) d.cuMemFree(flush);
-  d.cuModuleUnload(module);
+  release();
+  s->free(flush);
   out.ran = true;
   return out;
 }

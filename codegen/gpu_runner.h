@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,41 @@ struct GpuRunResult {
 
 /// The target to lower for on the first CUDA device ("sm80" or "sm90"), or "" with `why` set.
 std::string cuda_device_target(std::string* why);
+
+/// The first CUDA device, for programs that keep data on it (benchmarks): device memory, a
+/// compiled kernel, launches timed with CUDA events. Every call that can fail returns false and
+/// sets `error` (last_error()).
+class CudaSession {
+ public:
+  /// nullptr with `why` set when there is no driver or device (or it is older than sm_80).
+  static std::unique_ptr<CudaSession> open(std::string* why);
+  ~CudaSession();
+
+  const std::string& device() const { return device_; }
+  const std::string& target() const { return target_; }  ///< "sm80" or "sm90"
+  const std::string& last_error() const { return error_; }
+
+  uint64_t alloc(size_t bytes);  ///< 0 on failure
+  void free(uint64_t ptr);
+  bool upload(uint64_t dst, const void* src, size_t bytes);
+  bool download(void* dst, uint64_t src, size_t bytes);
+  bool fill(uint64_t dst, uint8_t byte, size_t bytes);
+
+  /// Compiles (nvcc) and loads `source`; returns a handle (nullptr on failure).
+  void* load(const EmittedSource& source, double* compile_seconds);
+  /// Launches a loaded kernel and waits for it; returns its time in ms (CUDA events), or a
+  /// negative value on failure.
+  double launch(void* kernel, const EmittedSource& source, const std::vector<int64_t>& grid,
+                std::vector<void*>& params);
+  /// Times `fn` (which launches work on the default stream) with CUDA events, in ms.
+  double time(const std::function<void()>& fn);
+
+ private:
+  CudaSession() = default;
+  std::string device_, target_, error_;
+  int dev_ = 0;
+  std::vector<void*> modules_;
+};
 
 /// Compiles `source` (CUDA) for the first device, runs it `warmup + repeats` times with `args`,
 /// and copies every tensor argument back into its host bytes after the last run.
