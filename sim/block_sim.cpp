@@ -260,6 +260,7 @@ void BlockSim::barrier(const std::vector<Arrival>& arrivals) {
   }
   max_in_flight_closed_ = std::max(max_in_flight_closed_, interval_in_flight());
   peak_ = in_flight_;  // the next interval starts with what is still in flight
+  block_global_.barrier();
   ++epoch_;
 }
 

@@ -1,7 +1,8 @@
 // The hardware models of one thread block: its shared memory (bank wavefronts, races between
 // barriers, uninitialised reads, cp.async destinations in flight), its threads' registers
-// (uninitialised reads), its view of global memory (sectors, cross-block races), its barriers
-// and its asynchronous copies. The interpreter presents one warp-wide request per instruction:
+// (uninitialised reads), its view of global memory (sectors, races between its threads and
+// across blocks), its barriers and its asynchronous copies. The interpreter presents one
+// warp-wide request per instruction:
 //
 //   Resolved r = sim.resolve(req);   // bounds at the logical shape -> flat element per lane
 //   ... read or write the elements of the lanes in r.ok ...
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "sim/async_copies.h"
+#include "sim/block_global_shadow.h"
 #include "sim/findings.h"
 #include "sim/sim_run.h"
 #include "sim/sim_types.h"
@@ -103,6 +105,10 @@ class BlockSim {
   void check_local(const WarpRequest& req, const Resolved& r, BlockBuffer& b);
   void check_global(const WarpRequest& req, const Resolved& r, const BufferDesc& desc,
                     uint64_t same);
+  void global_race_in_block(const WarpRequest& req, const BufferDesc& d, int64_t e, int t,
+                            const BlockConflict& c);
+  void global_race_across_blocks(const WarpRequest& req, const BufferDesc& d, int64_t e, int t,
+                                 const GlobalConflict& c);
   void shared_store(BlockBuffer& b, int64_t e, int thread, int site, bool same);
   /// Sum over threads of their peak bytes in flight in the current barrier interval.
   int64_t interval_in_flight() const;
@@ -120,6 +126,7 @@ class BlockSim {
   int num_globals_;
   uint32_t epoch_ = 1;
   std::vector<BlockBuffer> buffers_;
+  BlockGlobalShadow block_global_;  ///< global elements touched since the last barrier
   std::vector<Counters> per_site_;
   FindingLog findings_;
   AsyncCopyEngine async_;

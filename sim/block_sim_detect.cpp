@@ -1,6 +1,6 @@
 // The detectors of one block: races between barriers and uninitialised reads in shared memory,
-// async races on cp.async destinations, uninitialised registers, and cross-block races in
-// global memory.
+// async races on cp.async destinations and uninitialised registers. Global memory's are in
+// block_sim_global.cpp.
 //
 // Shared memory keeps, per element, the barrier interval (epoch) and thread of the last write
 // and of the first two distinct readers. Within one interval:
@@ -212,64 +212,6 @@ void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffe
                     " before this thread wrote it "
                     "(registers start undefined). Initialise it (an init value, or a store "
                     "before the loop) before reading it";
-        return f;
-      });
-    }
-  }
-}
-
-void BlockSim::check_global(const WarpRequest& req, const Resolved& r, const BufferDesc& d,
-                            uint64_t same) {
-  GlobalShadow& shadow = run_.shadow();
-  for (uint64_t m = r.ok; m; m &= m - 1) {
-    int lane = std::countr_zero(m);
-    int t = req.first_thread + lane;
-    int n = lane_vector(req, lane);
-    for (int j = 0; j < n; ++j) {
-      int64_t e = r.flat[lane] + j;
-      std::optional<GlobalConflict> c =
-          req.access == Access::kLoad
-              ? shadow.read(req.buffer, e, block_, t, req.site)
-              : shadow.write(req.buffer, e, block_, t, req.site, (same >> lane) & 1);
-      if (!c) continue;
-      const Toucher& o = c->other;
-      findings_.add(c->kind, c->benign, d.name, o.site, req.site, [&] {
-        Finding f;
-        f.element = d.index_string(e);
-        std::string other_block =
-            o.several ? "several other blocks" : "block " + block_string(run_.block_index(o.block));
-        f.threads = {o.several ? -1 : o.thread, t};
-        f.blocks = {o.several ? std::vector<int64_t>{} : run_.block_index(o.block), block_index_};
-        std::string me = "thread " + std::to_string(t) + " of block " + block_string(block_index_);
-        std::string them =
-            o.several ? other_block : "thread " + std::to_string(o.thread) + " of " + other_block;
-        std::string their_site = o.site >= 0 ? " by " + site_words(o.site) : "";
-        if (c->kind == FindingKind::kWriteConflict) {
-          f.message = "write conflict on global " + d.name + f.element + ": " + me +
-                      " writes it by " + site_words(req.site) + " and " + them +
-                      " wrote a "
-                      "different value" +
-                      their_site +
-                      "; blocks run in no fixed order, so the "
-                      "result depends on scheduling. Give each block its own output elements, or "
-                      "combine them with an atomic";
-        } else if (c->benign) {
-          f.message = "benign race on global " + d.name + f.element + ": " + me + " (by " +
-                      site_words(req.site) + ") and " + them + their_site +
-                      " write it with the same value";
-        } else if (req.access == Access::kLoad) {
-          f.message = "race on global " + d.name + f.element + ": " + me + " reads it by " +
-                      site_words(req.site) + " while " + them + " writes it" + their_site +
-                      "; blocks of one launch run in no fixed order, so the read may see "
-                      "either value. Do not read what another block writes in the same launch";
-        } else {
-          f.message = "race on global " + d.name + f.element + ": " + me + " writes it by " +
-                      site_words(req.site) + " while " + them + " read" + (o.several ? "" : "s") +
-                      " it" + their_site +
-                      "; blocks of one launch "
-                      "run in no fixed order, so the read may see either value. Do not write "
-                      "what another block reads in the same launch";
-        }
         return f;
       });
     }

@@ -176,9 +176,47 @@ TEST_SUITE("bug corpus: exact findings") {
     CHECK_FALSE(r.matches_reference);
   }
 
+  TEST_CASE("bug_global_race: the threads of a block race on one global element") {
+    // Per block, after the barrier behind thread 0's `out[bx] = 0`: warp 0's 32 lanes load
+    // out[bx] (readers 0 and 1 remembered), then store in lane order. Lane 0's store follows
+    // thread 1's read (1 write-after-read race, threads 1 and 0); lane l = 1..31 writes l + 1
+    // over lane l - 1's l (31 write conflicts). Warp 1's 32 loads see thread 31's store (32
+    // read-after-write races, threads 31 and 32) and its 32 stores each overwrite the lane
+    // before with a different value (32 write conflicts). Two blocks: 2, 126 and 64. The last
+    // lane of each warp wins: out[bx] ends at 32 + 64 = 96, not 1 + ... + 64 = 2080.
+    BugRun r = run_bug("bug_global_race");
+    REQUIRE(r.findings().size() == 3);
+    const sim::Finding& war = r.findings()[0];
+    CHECK(war.kind == FindingKind::kRace);
+    CHECK(war.buffer == "out");
+    CHECK(war.element == "[0]");
+    CHECK(war.count == 2);
+    CHECK(war.threads == std::vector<int>{1, 0});
+    CHECK(war.blocks == std::vector<std::vector<int64_t>>{{0}});
+    CHECK(r.site(war, 0).access == "load");
+    CHECK(r.site(war, 1).access == "store");
+    CHECK(r.site(war, 1).statement == "out[bx] = out[bx] + T.cast(tx + 1, \"float32\")");
+    const sim::Finding& conflict = r.findings()[1];
+    CHECK(conflict.kind == FindingKind::kWriteConflict);
+    CHECK(conflict.buffer == "out");
+    CHECK(conflict.element == "[0]");
+    CHECK(conflict.count == 126);
+    CHECK(conflict.threads == std::vector<int>{0, 1});
+    CHECK(conflict.message.find("T.atom_add") != std::string::npos);
+    const sim::Finding& raw = r.findings()[2];
+    CHECK(raw.kind == FindingKind::kRace);
+    CHECK(raw.element == "[0]");
+    CHECK(raw.count == 64);
+    CHECK(raw.threads == std::vector<int>{31, 32});
+    CHECK(r.site(raw, 0).access == "store");
+    CHECK(r.site(raw, 1).access == "load");
+    CHECK(r.result.report.has_errors());
+    CHECK_FALSE(r.matches_reference);
+  }
+
   TEST_CASE("the fixed variants are clean and correct") {
     for (const char* name : {"bug_missing_barrier", "bug_reduction_missing_barrier",
-                             "bug_unmasked_tail", "bug_cp_async_no_wait"}) {
+                             "bug_unmasked_tail", "bug_cp_async_no_wait", "bug_global_race"}) {
       INFO(name);
       BugRun r = run_bug(name, {{"fixed", "true"}});
       CHECK(r.findings().empty());

@@ -1,6 +1,7 @@
 // Deliberately broken thread-level kernels about memory: an unmasked tail (out-of-bounds loads
-// and stores past the end of the tensors) and a read of a cp.async destination before the copy
-// was waited for.
+// and stores past the end of the tensors), a read of a cp.async destination before the copy
+// was waited for, and a plain read-modify-write of one global element by every thread of a
+// block.
 #include "core/builder.h"
 #include "examples/bugs/thread_examples.h"
 
@@ -47,6 +48,28 @@ Kernel build_cp_async_no_wait(const Params& p) {
   return T.finish();
 }
 
+// bug_global_race: each block sums 1 + 2 + ... + 64 into out[bx]. Thread 0 zeroes the element
+// and, after a barrier, every thread adds tx + 1 with a plain load and store: the threads of
+// the block race on one global element. The fix is an atomic add (T.atom_add).
+Kernel build_global_race(const Params& p) {
+  int64_t blocks = p.integer("blocks");
+  const DataType f32 = DataType::f32();
+  KernelBuilder T("bug_global_race");
+  auto out = T.tensor("out", {blocks}, f32);
+  Var bx = T.kernel1(blocks, 64);
+  Var tx = T.get_thread_binding();
+  T.if_then(tx == 0, [&] { out(bx) = make_const(f32, 0); });
+  T.sync_threads();
+  Expr x = cast(f32, tx + 1);
+  if (p.boolean("fixed")) {
+    T.intrinsic(IntrinsicId::kAtomAdd,
+                {IntrinsicArg{out(bx).region().buffer, {bx}, Expr()}, IntrinsicArg{{}, {}, x}});
+  } else {
+    out(bx) = out(bx) + x;  // every thread reads, adds and writes out[bx]
+  }
+  return T.finish();
+}
+
 }  // namespace
 
 Example bug_unmasked_tail_example() {
@@ -85,6 +108,24 @@ Example bug_cp_async_no_wait_example() {
     const HostTensor& a = t.at("A");
     HostTensor& b = t.at("B");
     for (int64_t i = 0; i < b.size(); ++i) b.set(i, 2 * a.at(i));
+  };
+  return e;
+}
+
+Example bug_global_race_example() {
+  Example e;
+  e.name = "bug_global_race";
+  e.description =
+      "BUG: each block sums tx + 1 over its 64 threads into out[bx] with a plain load and "
+      "store: the threads of a block race on one global element (-D fixed=true uses "
+      "T.atom_add)";
+  e.params = {{"blocks", "2", "blocks (one output element each)"},
+              {"fixed", "false", "add with an atomic"}};
+  e.outputs = {"out"};
+  e.build = build_global_race;
+  e.reference = [](const Params&, TensorMap& t) {
+    HostTensor& out = t.at("out");
+    for (int64_t b = 0; b < out.size(); ++b) out.set(b, 64 * 65 / 2);
   };
   return e;
 }

@@ -16,6 +16,7 @@ Example bug_reduction_missing_barrier_example();
 Example bug_divergent_barrier_example();
 Example bug_unmasked_tail_example();
 Example bug_cp_async_no_wait_example();
+Example bug_global_race_example();
 // Correct, with bank conflicts (row_sum_bank_conflicts) and without (row_sum_padded).
 Example row_sum_bank_conflicts_example();
 Example row_sum_padded_example();
