@@ -3,6 +3,7 @@
 #include <numeric>
 #include <optional>
 
+#include "core/access_rewriter.h"
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/expr_functor.h"
@@ -42,50 +43,26 @@ Stmt substitute_vars(const Stmt& body, const std::vector<Var>& vars,
 
 /// Rewrites accesses `F[vars]` of fragments laid out exactly like the loop into register
 /// accesses `F_regs[reg]`: the iteration's own register, without recomputing the layout.
-class OwnRegisters : public StmtMutator {
+class OwnRegisters : public AccessRewriter {
  public:
   OwnRegisters(LowerContext& ctx, const Fragment& layout, const std::vector<Var>& vars, Expr reg)
-      : ctx_(ctx), layout_(layout), vars_(vars), reg_(std::move(reg)), loads_(*this) {}
+      : ctx_(ctx), layout_(layout), vars_(vars), reg_(std::move(reg)) {}
 
-  std::optional<Buffer> own(const Buffer& b, const std::vector<Expr>& idx) {
+  std::optional<Access> rewrite(const Buffer& b, const std::vector<Expr>& idx) override {
     if (b->scope != Scope::kFragment || idx.size() != vars_.size()) return std::nullopt;
     for (size_t d = 0; d < idx.size(); ++d) {
       if (!idx[d].same_as(vars_[d])) return std::nullopt;
     }
     const Fragment* f = ctx_.layouts().fragment(b);
     if (!f || !(*f == layout_)) return std::nullopt;
-    return ctx_.registers(b);
-  }
-
- protected:
-  Expr mutate_expr(const Expr& e) override { return loads_.mutate(e); }
-  Stmt visit_Store(const StoreNode* op, const Stmt& s) override {
-    Stmt m = StmtMutator::visit_Store(op, s);
-    const auto* st = m.as<StoreNode>();
-    if (auto regs = own(st->buffer, st->indices)) return StoreNode::make(*regs, {reg_}, st->value, st->loc);
-    return m;
+    return Access{ctx_.registers(b), {reg_}};
   }
 
  private:
-  class Loads : public ExprMutator {
-   public:
-    explicit Loads(OwnRegisters& o) : o_(o) {}
-
-   protected:
-    Expr visit_BufferLoad(const BufferLoadNode* op, const Expr& e) override {
-      if (auto regs = o_.own(op->buffer, op->indices)) return BufferLoadNode::make(*regs, {o_.reg_});
-      return ExprMutator::visit_BufferLoad(op, e);
-    }
-
-   private:
-    OwnRegisters& o_;
-  };
-
   LowerContext& ctx_;
   const Fragment& layout_;
   const std::vector<Var>& vars_;
   Expr reg_;
-  Loads loads_;
 };
 
 /// True when the body writes memory other threads can see (shared or global).

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/access_rewriter.h"
 #include "core/error.h"
 #include "core/expr_functor.h"
 #include "core/intrinsics.h"
@@ -27,70 +28,30 @@ namespace {
 
 /// Rewrites accesses of versioned buffers to their version `version`, and the loop variable to
 /// the source iteration.
-class Versioner : public StmtMutator {
+class Versioner : public AccessRewriter {
  public:
   Versioner(const PipelineVersions& versions, Expr version, const Var& loop, Expr source)
-      : versions_(versions), version_(std::move(version)), loop_(loop),
-        source_(std::move(source)), loads_(*this) {}
+      : versions_(versions), version_(std::move(version)), loop_(loop), source_(std::move(source)) {}
 
-  std::optional<std::pair<Buffer, std::vector<Expr>>> map(const Buffer& b,
-                                                          const std::vector<Expr>& idx) const {
+  std::optional<Access> rewrite(const Buffer& b, const std::vector<Expr>& idx) override {
     auto it = versions_.buffers.find(b.get());
     if (it == versions_.buffers.end()) return std::nullopt;
     std::vector<Expr> out{version_};
     out.insert(out.end(), idx.begin(), idx.end());
-    return std::pair{it->second.versioned, out};
+    return Access{it->second.versioned, out};
   }
 
  protected:
   Expr mutate_expr(const Expr& e) override {
-    Expr s = substitute(e, [&](const Var& v) { return v.same_as(loop_) ? source_ : Expr(); });
-    return loads_.mutate(s);
-  }
-  Stmt visit_Store(const StoreNode* op, const Stmt& s) override {
-    Stmt m = StmtMutator::visit_Store(op, s);
-    const auto* st = m.as<StoreNode>();
-    if (auto mapped = map(st->buffer, st->indices)) {
-      return StoreNode::make(mapped->first, mapped->second, st->value, st->loc);
-    }
-    return m;
-  }
-  Stmt visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt& s) override {
-    std::vector<IntrinsicArg> args = op->args;
-    for (IntrinsicArg& a : args) {
-      for (Expr& i : a.indices) i = mutate_expr(i);
-      if (a.value.defined()) a.value = mutate_expr(a.value);
-      if (!a.buffer.defined()) continue;
-      if (auto mapped = map(a.buffer, a.indices)) {
-        a.buffer = mapped->first;
-        a.indices = mapped->second;
-      }
-    }
-    return IntrinsicCallNode::make(op->intrinsic, std::move(args), op->loc);
+    return AccessRewriter::mutate_expr(
+        substitute(e, [&](const Var& v) { return v.same_as(loop_) ? source_ : Expr(); }));
   }
 
  private:
-  class Loads : public ExprMutator {
-   public:
-    explicit Loads(const Versioner& v) : v_(v) {}
-
-   protected:
-    Expr visit_BufferLoad(const BufferLoadNode* op, const Expr& e) override {
-      Expr m = ExprMutator::visit_BufferLoad(op, e);
-      const auto* ld = m.as<BufferLoadNode>();
-      auto mapped = v_.map(ld->buffer, ld->indices);
-      return mapped ? BufferLoadNode::make(mapped->first, mapped->second) : m;
-    }
-
-   private:
-    const Versioner& v_;
-  };
-
   const PipelineVersions& versions_;
   Expr version_;
   Var loop_;
   Expr source_;
-  Loads loads_;
 };
 
 struct Touched {
