@@ -3,6 +3,7 @@
 
 #include "core/buffer.h"
 #include "core/error.h"
+#include "core/stmt_functor.h"
 
 namespace tessel {
 
@@ -103,6 +104,17 @@ bool LayoutInferContext::take_changed() {
   bool c = changed_;
   changed_ = false;
   return c;
+}
+
+LowerContext::LowerContext(const Kernel& kernel, const Target& target, const LayoutMap& map,
+                           Analyzer& analyzer)
+    : kernel_(kernel), target_(target), map_(map), analyzer_(analyzer) {
+  for (const Buffer& p : kernel->params) names_[p->name] = 1;
+  for_each_stmt(kernel->body, [&](const Stmt& s) {
+    if (const auto* a = s.as<AllocNode>()) names_[a->buffer->name] = 1;
+    if (const auto* f = s.as<ForNode>()) names_[f->var.name()] = 1;
+    if (const auto* l = s.as<LetNode>()) names_[l->var.name()] = 1;
+  });
 }
 
 std::string LowerContext::fresh_name(const std::string& base) {

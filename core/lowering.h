@@ -82,9 +82,9 @@ class LayoutInferContext {
 /// What `TileOp::lower` and the Parallel-loop lowering see.
 class LowerContext {
  public:
+  /// Fresh names avoid the kernel's own buffer and variable names.
   LowerContext(const Kernel& kernel, const Target& target, const LayoutMap& map,
-               Analyzer& analyzer)
-      : kernel_(kernel), target_(target), map_(map), analyzer_(analyzer) {}
+               Analyzer& analyzer);
   const Target& target() const { return target_; }
   const Kernel& kernel() const { return kernel_; }
   const LayoutMap& layouts() const { return map_; }
