@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "core/analyzer.h"
@@ -260,6 +261,17 @@ std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<
       }
     }
     thread = keep == 0 ? spread : (thread0 & make_int(keep)) | spread;
+  }
+  // Registers taken from a coarser loop leave gaps (every other one for `j // 2`, every fourth
+  // for a row of a 4-wide partition): divide by the gcd of the registers used.
+  {
+    IntEnv at;
+    int64_t g = 0;
+    for_each_index(shape, [&](const std::vector<int64_t>& b) {
+      bind_point(at, iv, b);
+      g = std::gcd(g, eval_int(local, at));
+    });
+    if (g > 1) local = analyzer.simplify(floordiv(local, make_int(g)));
   }
   auto frag = Fragment::try_make(iv, shape, thread, local, replicate, rep);
   if (!frag) return fail("the derived map is not a valid fragment");

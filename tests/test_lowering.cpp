@@ -97,6 +97,8 @@ TEST_CASE("a row of a free partition is held by the 32 threads that run it, repl
   for (int64_t t = 32; t < 64; ++t) expect.push_back(t);
   CHECK(holders(*row, {5}) == expect);
   CHECK(row->replicate() == 32);
+  // 4 rows per pass of 128 threads: each thread holds 32 / 4 = 8 rows, in registers 0..7.
+  CHECK(row->local_extent() == 8);
 }
 
 TEST_CASE("a fragment indexed by j // 2 goes to the thread of its two iterations") {
@@ -107,6 +109,8 @@ TEST_CASE("a fragment indexed by j // 2 goes to the thread of its two iterations
   REQUIRE_MESSAGE(half, why);
   // (3, 5) is needed by iterations (3, 10) and (3, 11): flat 58 and 59, chunk 29 -> thread 29.
   CHECK(holders(*half, {3, 5}) == std::vector<int64_t>{29});
+  // 64 elements over 32 threads: two per thread, registers 0 and 1 (no gaps).
+  CHECK(half->local_extent() == 2);
 }
 
 TEST_CASE("an index that is not a loop variable cannot derive a fragment") {
