@@ -152,11 +152,10 @@ class SourcePrinter {
       }
       default: break;
     }
-    const auto* b = static_cast<const BinaryNode*>(e.get());
     switch (e.kind()) {
 #define TESSEL_CASE_(n, sym) \
   case ExprKind::k##n:       \
-    return binary(b, sym);
+    return binary(static_cast<const BinaryNode*>(e.get()), sym);
       TESSEL_CASE_(Add, "+") TESSEL_CASE_(Sub, "-") TESSEL_CASE_(Mul, "*") TESSEL_CASE_(Div, "/")
       TESSEL_CASE_(BitAnd, "&") TESSEL_CASE_(BitOr, "|") TESSEL_CASE_(BitXor, "^")
       TESSEL_CASE_(Shl, "<<") TESSEL_CASE_(Shr, ">>")
