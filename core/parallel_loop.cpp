@@ -10,6 +10,7 @@
 
 #include "core/analyzer.h"
 #include "core/buffer.h"
+#include "core/buffer_accesses.h"
 #include "core/error.h"
 #include "core/expr_functor.h"
 #include "core/int_eval.h"
@@ -79,39 +80,24 @@ struct Access {
 /// Every distinct access (buffer + indices) to a fragment buffer in `body`.
 std::vector<Access> fragment_accesses(const Stmt& body) {
   std::vector<Access> out;
-  auto add = [&](const Buffer& b, const std::vector<Expr>& idx) {
-    if (b->scope != Scope::kFragment) return;
-    for (const Access& a : out) {
-      if (!a.buffer.same_as(b) || a.indices.size() != idx.size()) continue;
+  for (const BufferAccess& a : buffer_accesses(body)) {
+    if (a.buffer->scope != Scope::kFragment || a.indices.empty()) continue;
+    bool seen = false;
+    for (const Access& o : out) {
+      if (!o.buffer.same_as(a.buffer) || o.indices.size() != a.indices.size()) continue;
       bool same = true;
-      for (size_t d = 0; d < idx.size(); ++d) same = same && structural_equal(a.indices[d], idx[d]);
-      if (same) return;
+      for (size_t d = 0; d < a.indices.size(); ++d) same = same && structural_equal(o.indices[d], a.indices[d]);
+      seen = seen || same;
     }
-    out.push_back({b, idx});
-  };
-  for_each_stmt(body, [&](const Stmt& s) {
-    if (const auto* st = s.as<StoreNode>()) add(st->buffer, st->indices);
-  });
-  for_each_expr(body, [&](const Expr& e) {
-    pre_order_visit(e, [&](const Expr& x) {
-      if (const auto* ld = x.as<BufferLoadNode>()) add(ld->buffer, ld->indices);
-    });
-  });
+    if (!seen) out.push_back({a.buffer, a.indices});
+  }
   return out;
 }
 
 /// The widest element (bits) the body loads or stores.
 int max_element_bits(const Stmt& body) {
   int bits = 8;
-  auto see = [&](const Buffer& b) { bits = std::max(bits, b->dtype.storage_bits()); };
-  for_each_stmt(body, [&](const Stmt& s) {
-    if (const auto* st = s.as<StoreNode>()) see(st->buffer);
-  });
-  for_each_expr(body, [&](const Expr& e) {
-    pre_order_visit(e, [&](const Expr& x) {
-      if (const auto* ld = x.as<BufferLoadNode>()) see(ld->buffer);
-    });
-  });
+  for (const BufferAccess& a : buffer_accesses(body)) bits = std::max(bits, a.buffer->dtype.storage_bits());
   return bits;
 }
 

@@ -37,8 +37,6 @@ class ParallelLoop {
   /// The vector width of the free partition: 16 bytes of the widest element, dividing the last
   /// extent.
   int64_t vector_width() const;
-  const std::vector<Var>& vars() const { return vars_; }
-  const std::vector<int64_t>& extents() const { return extents_; }
   const Stmt& body() const { return body_; }
 
  private:

@@ -11,8 +11,8 @@
 #include <map>
 #include <set>
 
+#include "core/buffer_accesses.h"
 #include "core/expr_functor.h"
-#include "core/intrinsics.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
 
@@ -36,33 +36,10 @@ bool shared_state(const Buffer& b) { return b->scope != Scope::kLocal && b->scop
 
 Accesses accesses_of(const Stmt& s) {
   Accesses a;
-  auto see_expr = [&](const Expr& e) {
-    pre_order_visit(e, [&](const Expr& x) {
-      if (const auto* ld = x.as<BufferLoadNode>(); ld && shared_state(ld->buffer)) {
-        a.reads.insert(ld->buffer.get());
-      }
-    });
-  };
-  for_each_stmt(s, [&](const Stmt& x) {
-    if (const auto* st = x.as<StoreNode>(); st && shared_state(st->buffer)) {
-      a.writes.insert(st->buffer.get());
-    }
-    if (const auto* call = x.as<IntrinsicCallNode>()) {
-      const IntrinsicInfo& info = intrinsic_info(call->intrinsic);
-      if (info.family == IntrinsicFamily::kAtomic) {  // atomics commute with each other
-        for (const IntrinsicArg& arg : call->args) {
-          if (arg.buffer.defined() && shared_state(arg.buffer)) a.atomics.insert(arg.buffer.get());
-        }
-        return;
-      }
-      for (size_t k = 0; k < call->args.size() && k < info.operands.size(); ++k) {
-        const Buffer& b = call->args[k].buffer;
-        if (!b.defined() || !shared_state(b)) continue;
-        (info.operands[k].written ? a.writes : a.reads).insert(b.get());
-      }
-    }
-  });
-  for_each_expr(s, see_expr);
+  for (const BufferAccess& x : buffer_accesses(s)) {
+    if (!shared_state(x.buffer)) continue;
+    (x.atomic ? a.atomics : x.write ? a.writes : a.reads).insert(x.buffer.get());
+  }
   return a;
 }
 

@@ -18,7 +18,7 @@
 #include <map>
 #include <set>
 
-#include "core/expr_functor.h"
+#include "core/buffer_accesses.h"
 #include "core/parallel_loop.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
@@ -43,14 +43,7 @@ void add_buffer(std::vector<Buffer>& out, const Buffer& b) {
 
 std::vector<Buffer> buffers_of(const Stmt& body) {
   std::vector<Buffer> out;
-  for_each_stmt(body, [&](const Stmt& s) {
-    if (const auto* st = s.as<StoreNode>()) add_buffer(out, st->buffer);
-  });
-  for_each_expr(body, [&](const Expr& e) {
-    pre_order_visit(e, [&](const Expr& x) {
-      if (const auto* ld = x.as<BufferLoadNode>()) add_buffer(out, ld->buffer);
-    });
-  });
+  for (const BufferAccess& a : buffer_accesses(body)) add_buffer(out, a.buffer);
   return out;
 }
 

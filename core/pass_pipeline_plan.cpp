@@ -14,7 +14,7 @@
 #include <numeric>
 #include <set>
 
-#include "core/expr_functor.h"
+#include "core/buffer_accesses.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
 #include "core/tile_op.h"
@@ -30,22 +30,10 @@ struct Touches {
 
 Touches touches(const Stmt& s) {
   Touches t;
-  auto see = [&](const Buffer& b, bool write) {
-    (write ? t.writes : t.reads).insert(b.get());
-    t.buffers.emplace(b.get(), b);
-  };
-  for_each_stmt(s, [&](const Stmt& x) {
-    if (const auto* call = x.as<TileOpCallNode>()) {
-      for (const BufferRegion& r : call->op->reads()) see(r.buffer, false);
-      for (const BufferRegion& r : call->op->writes()) see(r.buffer, true);
-    }
-    if (const auto* st = x.as<StoreNode>()) see(st->buffer, true);
-  });
-  for_each_expr(s, [&](const Expr& e) {
-    pre_order_visit(e, [&](const Expr& x) {
-      if (const auto* ld = x.as<BufferLoadNode>()) see(ld->buffer, false);
-    });
-  });
+  for (const BufferAccess& a : buffer_accesses(s)) {
+    (a.write ? t.writes : t.reads).insert(a.buffer.get());
+    t.buffers.emplace(a.buffer.get(), a.buffer);
+  }
   return t;
 }
 

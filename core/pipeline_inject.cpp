@@ -17,6 +17,7 @@
 #include <set>
 
 #include "core/access_rewriter.h"
+#include "core/buffer_accesses.h"
 #include "core/error.h"
 #include "core/expr_functor.h"
 #include "core/intrinsics.h"
@@ -59,27 +60,14 @@ struct Touched {
   std::map<const BufferNode*, Buffer> buffers;
 };
 
+/// The shared buffers `s` reads and writes.
 Touched touched(const Stmt& s) {
   Touched t;
-  auto see = [&](const Buffer& b, bool write) {
-    if (b->scope != Scope::kShared && b->scope != Scope::kSharedDyn) return;
-    (write ? t.writes : t.reads).insert(b.get());
-    t.buffers.emplace(b.get(), b);
-  };
-  for_each_stmt(s, [&](const Stmt& x) {
-    if (const auto* st = x.as<StoreNode>()) see(st->buffer, true);
-    if (const auto* call = x.as<IntrinsicCallNode>()) {
-      const IntrinsicInfo& info = intrinsic_info(call->intrinsic);
-      for (size_t k = 0; k < call->args.size() && k < info.operands.size(); ++k) {
-        if (call->args[k].buffer.defined()) see(call->args[k].buffer, info.operands[k].written);
-      }
-    }
-  });
-  for_each_expr(s, [&](const Expr& e) {
-    pre_order_visit(e, [&](const Expr& x) {
-      if (const auto* ld = x.as<BufferLoadNode>()) see(ld->buffer, false);
-    });
-  });
+  for (const BufferAccess& a : buffer_accesses(s)) {
+    if (a.buffer->scope != Scope::kShared && a.buffer->scope != Scope::kSharedDyn) continue;
+    (a.write ? t.writes : t.reads).insert(a.buffer.get());
+    t.buffers.emplace(a.buffer.get(), a.buffer);
+  }
   return t;
 }
 
