@@ -8,7 +8,7 @@
 
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
-#include "tools/cli.h"
+#include "tests/cli_runner.h"
 
 using namespace tessel;
 using sim::FindingKind;
@@ -46,19 +46,6 @@ BugRun run_bug(const std::string& name, std::map<std::string, std::string> defin
         compare(t.at(out), expected.at(out), Tolerance::for_dtype(t.at(out).dtype())).passed;
   }
   return run;
-}
-
-struct CliResult {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-CliResult run_cli_args(std::vector<const char*> args) {
-  args.insert(args.begin(), "tessel");
-  std::ostringstream out, err;
-  int status = tessel::cli::run_cli(static_cast<int>(args.size()), args.data(), out, err);
-  return {status, out.str(), err.str()};
 }
 
 }  // namespace
@@ -255,7 +242,7 @@ TEST_SUITE("bug corpus: exact findings") {
 
 TEST_SUITE("bug corpus: tessel run --level thread") {
   TEST_CASE("a race makes the run fail with exit status 1 and the JSON keys of DESIGN.md") {
-    CliResult r = run_cli_args(
+    CliResult r = run_tessel(
         {"run", "bug_missing_barrier", "--level", "thread", "--json", "--workers", "1"});
     CHECK(r.status == 1);
     auto j = nlohmann::json::parse(r.out);
@@ -287,7 +274,7 @@ TEST_SUITE("bug corpus: tessel run --level thread") {
   }
 
   TEST_CASE("a clean kernel passes with exit status 0 and prints the report") {
-    CliResult r = run_cli_args({"run", "row_sum_bank_conflicts", "--level", "thread"});
+    CliResult r = run_tessel({"run", "row_sum_bank_conflicts", "--level", "thread"});
     CHECK(r.status == 0);
     CHECK(r.out.find("at thread level (target sm80, warp 32, schedule in-order)") !=
           std::string::npos);
@@ -299,7 +286,7 @@ TEST_SUITE("bug corpus: tessel run --level thread") {
   }
 
   TEST_CASE("bank conflicts alone do not fail a run") {
-    CliResult r = run_cli_args({"run", "gemm_mma", "--level", "thread", "-D", "M=64", "-D", "N=64",
+    CliResult r = run_tessel({"run", "gemm_mma", "--level", "thread", "-D", "M=64", "-D", "N=64",
                                 "-D", "K=32", "-D", "swizzle=false", "--json"});
     CHECK(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
@@ -308,7 +295,7 @@ TEST_SUITE("bug corpus: tessel run --level thread") {
   }
 
   TEST_CASE("out-of-bounds findings fail the run even when the results are right") {
-    CliResult r = run_cli_args({"run", "bug_unmasked_tail", "--level", "thread", "--json"});
+    CliResult r = run_tessel({"run", "bug_unmasked_tail", "--level", "thread", "--json"});
     CHECK(r.status == 1);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["outputs"][0]["passed"] == true);
@@ -318,12 +305,12 @@ TEST_SUITE("bug corpus: tessel run --level thread") {
   }
 
   TEST_CASE("--schedule and --target are checked") {
-    CHECK(run_cli_args({"run", "transpose_shared", "--level", "thread", "--schedule", "sideways"})
+    CHECK(run_tessel({"run", "transpose_shared", "--level", "thread", "--schedule", "sideways"})
               .status == 2);
     CHECK(
-        run_cli_args({"run", "transpose_shared", "--level", "thread", "--target", "sm12"}).status ==
+        run_tessel({"run", "transpose_shared", "--level", "thread", "--target", "sm12"}).status ==
         2);
-    CliResult amd = run_cli_args({"run", "transpose_shared", "--level", "thread", "--target",
+    CliResult amd = run_tessel({"run", "transpose_shared", "--level", "thread", "--target",
                                   "gfx942", "--schedule", "random:3", "--json"});
     CHECK(amd.status == 0);
     auto j = nlohmann::json::parse(amd.out);
@@ -332,11 +319,11 @@ TEST_SUITE("bug corpus: tessel run --level thread") {
   }
 
   TEST_CASE("a tile-level kernel at thread level is lowered for the target first") {
-    CliResult r = run_cli_args({"run", "softmax", "--level", "thread"});
+    CliResult r = run_tessel({"run", "softmax", "--level", "thread"});
     CHECK(r.status == 0);
     CHECK(r.out.find("tile level: same results") != std::string::npos);
     // Lowering needs a real target; the bank-model aliases are not enough.
-    CliResult alias = run_cli_args({"run", "softmax", "--level", "thread", "--target", "cuda"});
+    CliResult alias = run_tessel({"run", "softmax", "--level", "thread", "--target", "cuda"});
     CHECK(alias.status == 2);
     CHECK(alias.err.find("sm80, sm90, gfx90a, gfx942") != std::string::npos);
   }

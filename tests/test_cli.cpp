@@ -5,29 +5,16 @@
 #include <sstream>
 #include <vector>
 
-#include "tools/cli.h"
+#include "tests/cli_runner.h"
 
 namespace {
-
-struct CliResult {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-CliResult run(std::vector<const char*> args) {
-  args.insert(args.begin(), "tessel");
-  std::ostringstream out, err;
-  int status = tessel::cli::run_cli(static_cast<int>(args.size()), args.data(), out, err);
-  return {status, out.str(), err.str()};
-}
 
 }  // namespace
 
 TEST_SUITE("cli") {
 
 TEST_CASE("run gemm with ragged edges at tile level passes with JSON keys of DESIGN.md") {
-  CliResult r = run({"run", "gemm", "-D", "M=200", "-D", "N=136", "-D", "K=72", "--level", "tile", "--json"});
+  CliResult r = run_tessel({"run", "gemm", "-D", "M=200", "-D", "N=136", "-D", "K=72", "--level", "tile", "--json"});
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["passed"] == true);
@@ -37,54 +24,54 @@ TEST_CASE("run gemm with ragged edges at tile level passes with JSON keys of DES
 }
 
 TEST_CASE("run prints a human report by default") {
-  CliResult r = run({"run", "softmax", "-D", "M=64"});
+  CliResult r = run_tessel({"run", "softmax", "-D", "M=64"});
   CHECK(r.status == 0);
   CHECK(r.out.find("Y: matches the reference") != std::string::npos);
   CHECK(r.out.find("PASSED") != std::string::npos);
 }
 
 TEST_CASE("an unknown -D name is a usage error listing the parameters") {
-  CliResult r = run({"run", "gemm", "-D", "Q=3"});
+  CliResult r = run_tessel({"run", "gemm", "-D", "Q=3"});
   CHECK(r.status == 2);
   CHECK(r.err.find("kernel 'gemm' has no parameter 'Q'; its parameters are M, N, K") != std::string::npos);
 }
 
 TEST_CASE("a -D without '=' is a usage error") {
-  CliResult r = run({"run", "gemm", "-D", "M"});
+  CliResult r = run_tessel({"run", "gemm", "-D", "M"});
   CHECK(r.status == 2);
   CHECK(r.err.find("expected NAME=VALUE") != std::string::npos);
 }
 
 TEST_CASE("a parameter value that makes the kernel invalid is a kernel error naming it") {
-  CliResult r = run({"run", "gemm", "-D", "threads=100"});
+  CliResult r = run_tessel({"run", "gemm", "-D", "threads=100"});
   CHECK(r.status == 1);
   CHECK(r.err.find("threads=100 is not a positive multiple of the warp size 32") != std::string::npos);
 }
 
 TEST_CASE("a non-numeric parameter value is a kernel error naming the parameter") {
-  CliResult r = run({"run", "gemm", "-D", "M=big"});
+  CliResult r = run_tessel({"run", "gemm", "-D", "M=big"});
   CHECK(r.status == 1);
   CHECK(r.err.find("parameter M=big is not an integer") != std::string::npos);
 }
 
 TEST_CASE("an unknown kernel name is a usage error listing the built-ins") {
-  CliResult r = run({"print", "nosuch"});
+  CliResult r = run_tessel({"print", "nosuch"});
   CHECK(r.status == 2);
   CHECK(r.err.find("no built-in kernel named 'nosuch'") != std::string::npos);
 }
 
 TEST_CASE("an unknown flag is a usage error") {
-  CliResult r = run({"run", "gemm", "--frobnicate"});
+  CliResult r = run_tessel({"run", "gemm", "--frobnicate"});
   CHECK(r.status == 2);
 }
 
 TEST_CASE("an unsupported level is a usage error") {
-  CliResult r = run({"run", "gemm", "--level", "warp"});
+  CliResult r = run_tessel({"run", "gemm", "--level", "warp"});
   CHECK(r.status == 2);
 }
 
 TEST_CASE("list names every example with its parameters") {
-  CliResult r = run({"list", "--json"});
+  CliResult r = run_tessel({"list", "--json"});
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
   std::vector<std::string> names;
@@ -95,7 +82,7 @@ TEST_CASE("list names every example with its parameters") {
 }
 
 TEST_CASE("print shows the tile-level IR with -D applied") {
-  CliResult r = run({"print", "gemm", "-D", "block_K=64"});
+  CliResult r = run_tessel({"print", "gemm", "-D", "block_K=64"});
   CHECK(r.status == 0);
   CHECK(r.out.find("A_shared = T.alloc_shared((128, 64), \"float16\")") != std::string::npos);
 }
@@ -106,7 +93,7 @@ TEST_SUITE("cli limits") {
 
 TEST_CASE("sizes too large for host memory are a kernel error naming the tensor") {
   // 2^20 x 2^20 fp16 elements = 2 TiB for A alone, far beyond any test machine.
-  CliResult r = run({"run", "gemm", "-D", "M=1048576", "-D", "K=1048576"});
+  CliResult r = run_tessel({"run", "gemm", "-D", "M=1048576", "-D", "K=1048576"});
   CHECK(r.status == 1);
   CHECK(r.err.find("its tensors would need") != std::string::npos);
   CHECK(r.err.find("by 'A'") != std::string::npos);
@@ -115,14 +102,14 @@ TEST_CASE("sizes too large for host memory are a kernel error naming the tensor"
 }  // TEST_SUITE
 
 TEST_CASE("a kernel of hardware instructions at tile level asks for the thread level") {
-  CliResult r = run({"run", "gemm_mma", "--level", "tile"});
+  CliResult r = run_tessel({"run", "gemm_mma", "--level", "tile"});
   CHECK(r.status == 1);
   CHECK(r.err.find("is warp-level code that the tile level does not model; run this kernel with "
                    "--level thread") != std::string::npos);
 }
 
 TEST_CASE("a zero tile size is a kernel error naming the parameter") {
-  CliResult r = run({"run", "gemm", "-D", "block_M=0"});
+  CliResult r = run_tessel({"run", "gemm", "-D", "block_M=0"});
   CHECK(r.status == 1);
   CHECK(r.err.find("kernel 'gemm': parameter block_M=0 must be at least 1") != std::string::npos);
 }

@@ -8,22 +8,9 @@
 #include <sstream>
 #include <vector>
 
-#include "tools/cli.h"
+#include "tests/cli_runner.h"
 
 namespace {
-
-struct CliResult {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-CliResult run_tessel(std::vector<const char*> args) {
-  args.insert(args.begin(), "tessel");
-  std::ostringstream out, err;
-  int status = tessel::cli::run_cli(static_cast<int>(args.size()), args.data(), out, err);
-  return {status, out.str(), err.str()};
-}
 
 nlohmann::json json_of(const CliResult& r) {
   INFO("stdout: " << r.out << "\nstderr: " << r.err);

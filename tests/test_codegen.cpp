@@ -13,7 +13,7 @@
 #include "core/builder.h"
 #include "core/passes.h"
 #include "examples/registry.h"
-#include "tools/cli.h"
+#include "tests/cli_runner.h"
 
 using namespace tessel;
 
@@ -151,35 +151,27 @@ TEST_CASE("an unlowered tile operator is an error that names it") {
 }
 
 TEST_CASE("tessel emit writes the source and rejects unknown targets") {
-  auto run = [](std::vector<const char*> args, std::string& out, std::string& err) {
-    args.insert(args.begin(), "tessel");
-    std::ostringstream o, e;
-    int status = cli::run_cli(static_cast<int>(args.size()), args.data(), o, e);
-    out = o.str(), err = e.str();
-    return status;
-  };
-  std::string out, err;
-  CHECK(run({"emit", "softmax", "--target", "cuda"}, out, err) == 0);
-  CHECK(out.find("extern \"C\" __global__") != std::string::npos);
-  CHECK(out.find("__shfl_xor_sync") != std::string::npos);
-  CHECK(run({"emit", "softmax", "--target", "hip"}, out, err) == 0);
-  CHECK(out.find("tessel_shfl_xor<float>") != std::string::npos);
-  CHECK(run({"emit", "softmax", "--target", "metal"}, out, err) == 2);
+  CliResult cuda = run_tessel({"emit", "softmax", "--target", "cuda"});
+  CHECK(cuda.status == 0);
+  CHECK(cuda.out.find("extern \"C\" __global__") != std::string::npos);
+  CHECK(cuda.out.find("__shfl_xor_sync") != std::string::npos);
+  CliResult hip = run_tessel({"emit", "softmax", "--target", "hip"});
+  CHECK(hip.status == 0);
+  CHECK(hip.out.find("tessel_shfl_xor<float>") != std::string::npos);
+  CHECK(run_tessel({"emit", "softmax", "--target", "metal"}).status == 2);
 }
 
 TEST_CASE("run --device cuda runs on the GPU, or says why it cannot") {
   std::string why;
   bool gpu = !cuda_device_target(&why).empty();
-  std::vector<const char*> args = {"tessel", "run", "softmax", "--device", "cuda", "--json"};
-  std::ostringstream o, e;
-  int status = cli::run_cli(static_cast<int>(args.size()), args.data(), o, e);
+  CliResult r = run_tessel({"run", "softmax", "--device", "cuda", "--json"});
   if (!gpu) {
     MESSAGE("no GPU here: " << why);
-    CHECK(status == 2);
-    CHECK(e.str().find("cannot run on a GPU here: " + why) != std::string::npos);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("cannot run on a GPU here: " + why) != std::string::npos);
   } else {
-    CHECK(status == 0);
-    CHECK(nlohmann::json::parse(o.str())["passed"] == true);
+    CHECK(r.status == 0);
+    CHECK(nlohmann::json::parse(r.out)["passed"] == true);
   }
 }
 

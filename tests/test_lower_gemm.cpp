@@ -18,7 +18,7 @@
 #include "core/target.h"
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
-#include "tools/cli.h"
+#include "tests/cli_runner.h"
 
 using namespace tessel;
 
@@ -128,19 +128,6 @@ BothLevels run_both(const GemmCase& gc) {
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-struct CliResult {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-CliResult run_cli(std::vector<const char*> args) {
-  args.insert(args.begin(), "tessel");
-  std::ostringstream out, err;
-  int status = tessel::cli::run_cli(static_cast<int>(args.size()), args.data(), out, err);
-  return {status, out.str(), err.str()};
 }
 
 }  // namespace
@@ -355,7 +342,7 @@ TEST_SUITE("gemm fragments") {
 
 TEST_SUITE("gemm examples at thread level") {
   TEST_CASE("gemm on sm80 equals the tile level with conflict-free ldmatrix reads") {
-    CliResult r = run_cli({"run", "gemm", "-D", "M=256", "-D", "N=256", "-D", "K=128", "--level",
+    CliResult r = run_tessel({"run", "gemm", "-D", "M=256", "-D", "N=256", "-D", "K=128", "--level",
                            "thread", "--target", "sm80", "--json"});
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
@@ -379,7 +366,7 @@ TEST_SUITE("gemm examples at thread level") {
 
   TEST_CASE("gemm lowered for sm80 uses ldmatrix (trans for B stored K x N) and mma.sync") {
     CliResult r =
-        run_cli({"lower", "gemm", "-D", "M=128", "-D", "N=128", "-D", "K=64", "--target", "sm80"});
+        run_tessel({"lower", "gemm", "-D", "M=128", "-D", "N=128", "-D", "K=64", "--target", "sm80"});
     REQUIRE(r.status == 0);
     CHECK(has(r.out, "T.ldmatrix_x4(A_shared_frag"));
     CHECK(has(r.out, "T.ldmatrix_x4_trans(B_shared_frag"));
@@ -387,14 +374,14 @@ TEST_SUITE("gemm examples at thread level") {
   }
 
   TEST_CASE("gemm on gfx942 equals the tile level and uses MFMA") {
-    CliResult r = run_cli({"run", "gemm", "-D", "M=256", "-D", "N=256", "-D", "K=128", "--level",
+    CliResult r = run_tessel({"run", "gemm", "-D", "M=256", "-D", "N=256", "-D", "K=128", "--level",
                            "thread", "--target", "gfx942", "--json"});
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["passed"] == true);
     CHECK(j["tile"]["matches"] == true);
     CHECK(j["sim"]["findings"].empty());
-    CliResult low = run_cli(
+    CliResult low = run_tessel(
         {"lower", "gemm", "-D", "M=128", "-D", "N=128", "-D", "K=64", "--target", "gfx942"});
     CHECK(has(low.out, "T.mfma_16x16x16_f16(C_local["));
   }
@@ -402,7 +389,7 @@ TEST_SUITE("gemm examples at thread level") {
   TEST_CASE("gemm_transpose_b equals the tile level on sm80 and gfx942") {
     for (const char* target : {"sm80", "gfx942"}) {
       CAPTURE(target);
-      CliResult r = run_cli({"run", "gemm_transpose_b", "-D", "M=128", "-D", "N=256", "-D", "K=128",
+      CliResult r = run_tessel({"run", "gemm_transpose_b", "-D", "M=128", "-D", "N=256", "-D", "K=128",
                              "--level", "thread", "--target", target, "--json"});
       REQUIRE(r.status == 0);
       auto j = nlohmann::json::parse(r.out);
@@ -413,11 +400,11 @@ TEST_SUITE("gemm examples at thread level") {
   }
 
   TEST_CASE("gemm_transpose_b on sm80 reads B stored (N, K) with plain ldmatrix, conflict-free") {
-    CliResult low = run_cli({"lower", "gemm_transpose_b", "-D", "M=128", "-D", "N=128", "-D",
+    CliResult low = run_tessel({"lower", "gemm_transpose_b", "-D", "M=128", "-D", "N=128", "-D",
                              "K=64", "--target", "sm80"});
     CHECK(has(low.out, "T.ldmatrix_x4(B_shared_frag"));
     CHECK(!has(low.out, "ldmatrix_x4_trans"));
-    CliResult r = run_cli({"run", "gemm_transpose_b", "-D", "M=128", "-D", "N=128", "-D", "K=64",
+    CliResult r = run_tessel({"run", "gemm_transpose_b", "-D", "M=128", "-D", "N=128", "-D", "K=64",
                            "--level", "thread", "--target", "sm80", "--json"});
     auto j = nlohmann::json::parse(r.out);
     for (const auto& op : j["sim"]["per_op"]) {
@@ -429,7 +416,7 @@ TEST_SUITE("gemm examples at thread level") {
   TEST_CASE("gemm_rs (A in registers) equals the tile level on sm80 and gfx942") {
     for (const char* target : {"sm80", "gfx942"}) {
       CAPTURE(target);
-      CliResult r = run_cli({"run", "gemm_rs", "-D", "M=128", "-D", "N=128", "-D", "K=128",
+      CliResult r = run_tessel({"run", "gemm_rs", "-D", "M=128", "-D", "N=128", "-D", "K=128",
                              "--level", "thread", "--target", target, "--json"});
       REQUIRE(r.status == 0);
       auto j = nlohmann::json::parse(r.out);
@@ -438,7 +425,7 @@ TEST_SUITE("gemm examples at thread level") {
       CHECK(j["sim"]["findings"].empty());
     }
     // The mma reads A straight from A_local's registers: no ldmatrix of A.
-    CliResult low = run_cli(
+    CliResult low = run_tessel(
         {"lower", "gemm_rs", "-D", "M=128", "-D", "N=128", "-D", "K=64", "--target", "sm80"});
     CHECK(has(low.out, "T.mma_m16n8k16_f16(C_local["));
     CHECK(has(low.out, ", A_local["));
@@ -446,11 +433,11 @@ TEST_SUITE("gemm examples at thread level") {
   }
 
   TEST_CASE("bfloat16 inputs use the bf16 mma") {
-    CliResult r = run_cli({"run", "gemm", "-D", "M=128", "-D", "N=128", "-D", "K=64", "-D",
+    CliResult r = run_tessel({"run", "gemm", "-D", "M=128", "-D", "N=128", "-D", "K=64", "-D",
                            "dtype=bfloat16", "--level", "thread", "--target", "sm80", "--json"});
     REQUIRE(r.status == 0);
     CHECK(nlohmann::json::parse(r.out)["tile"]["matches"] == true);
-    CliResult low = run_cli({"lower", "gemm", "-D", "M=128", "-D", "N=128", "-D", "K=64", "-D",
+    CliResult low = run_tessel({"lower", "gemm", "-D", "M=128", "-D", "N=128", "-D", "K=64", "-D",
                              "dtype=bfloat16", "--target", "sm80"});
     CHECK(has(low.out, "T.mma_m16n8k16_bf16("));
   }

@@ -14,7 +14,7 @@
 #include "core/stmt_functor.h"
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
-#include "tools/cli.h"
+#include "tests/cli_runner.h"
 
 using namespace tessel;
 
@@ -51,18 +51,6 @@ sim::SimReport run_both(const Kernel& kernel, const std::string& target,
     CHECK_MESSAGE(c.passed, name << " differs from the tile level");
   }
   return r.report;
-}
-
-struct CliResult {
-  int status;
-  std::string out, err;
-};
-
-CliResult run_cli_args(std::vector<const char*> args) {
-  args.insert(args.begin(), "tessel");
-  std::ostringstream out, err;
-  int status = cli::run_cli(static_cast<int>(args.size()), args.data(), out, err);
-  return {status, out.str(), err.str()};
 }
 
 }  // namespace
@@ -291,7 +279,7 @@ TEST_CASE("the gemm swizzle makes ldmatrix conflict-free; row-major tiles confli
 TEST_CASE("a shared -> register copy of an mma operand is ldmatrix on a swizzled tile") {
   // gemm_rs copies A_shared into A_local, the gemm's A operand fragment: every lane's block of 8
   // registers is what ldmatrix.x4 delivers, and the copy gives A_shared the gemm swizzle.
-  CliResult r = run_cli_args({"run", "gemm_rs", "--level", "thread", "--json", "-D", "M=128",
+  CliResult r = run_tessel({"run", "gemm_rs", "--level", "thread", "--json", "-D", "M=128",
                               "-D", "N=128", "-D", "K=64"});
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
@@ -328,11 +316,11 @@ TEST_CASE("every example runs at thread level with the tile level's results, on 
   };
   for (const char* target : {"sm80", "gfx942"}) {
     for (const auto& c : cases) {
-      std::vector<const char*> args = {"run"};
+      std::vector<std::string> args = {"run"};
       args.insert(args.end(), c.begin(), c.end());
       for (const char* a : {"--level", "thread", "--json", "--target"}) args.push_back(a);
       args.push_back(target);
-      CliResult r = run_cli_args(args);
+      CliResult r = run_tessel(args);
       INFO(c[0] << " on " << target << ": " << r.err << r.out.substr(0, 400));
       REQUIRE(r.status == 0);
       auto j = nlohmann::json::parse(r.out);
@@ -344,13 +332,13 @@ TEST_CASE("every example runs at thread level with the tile level's results, on 
 }
 
 TEST_CASE("tessel lower prints the thread-level IR and, with --print-after-all, every pass") {
-  CliResult r = run_cli_args({"lower", "softmax"});
+  CliResult r = run_tessel({"lower", "softmax"});
   CHECK(r.status == 0);
   std::string ir = r.out.substr(r.out.find("@T.prim_func"));
   CHECK(ir.find("T.shfl_xor") != std::string::npos);
   CHECK(ir.find("T.reduce_max") == std::string::npos);  // only in the layout origins above
   CHECK(r.out.find("# fragment row_max: ") != std::string::npos);
-  CliResult all = run_cli_args({"lower", "softmax", "--print-after-all"});
+  CliResult all = run_tessel({"lower", "softmax", "--print-after-all"});
   size_t last = 0;
   for (const char* pass : {"rasterize_blocks", "infer_layouts", "lower_tile_ops", "flatten_buffers",
                            "insert_barriers", "simplify_indices"}) {
@@ -359,7 +347,7 @@ TEST_CASE("tessel lower prints the thread-level IR and, with --print-after-all, 
     CHECK(at >= last);
     last = at;
   }
-  CliResult bad = run_cli_args({"lower", "softmax", "--target", "sm75"});
+  CliResult bad = run_tessel({"lower", "softmax", "--target", "sm75"});
   CHECK(bad.status == 2);
 }
 

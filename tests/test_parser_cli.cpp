@@ -7,23 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tools/cli.h"
+#include "tests/cli_runner.h"
 
 namespace {
-
-struct CliResult {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-CliResult run(std::vector<std::string> args) {
-  std::vector<const char*> argv{"tessel"};
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  int status = tessel::cli::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {status, out.str(), err.str()};
-}
 
 std::string example(const std::string& name) {
   return std::string(TESSEL_SOURCE_DIR) + "/examples/kernels/" + name;
@@ -43,7 +29,7 @@ std::string write_file(const std::string& name, const std::string& text) {
 
 TEST_SUITE("parser cli") {
   TEST_CASE("the paper's Fig. 16 runs from its file and matches the gemm reference") {
-    CliResult r = run({"run", example("fig16_gemm.py"), "--json"});
+    CliResult r = run_tessel({"run", example("fig16_gemm.py"), "--json"});
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["kernel"] == "Matmul");
@@ -52,7 +38,7 @@ TEST_SUITE("parser cli") {
   }
 
   TEST_CASE("the paper's Fig. 17 runs from its file and matches the dequant_gemm reference") {
-    CliResult r = run({"run", example("dequant_gemm.py"), "-D", "M=256", "-D", "N=128", "--json"});
+    CliResult r = run_tessel({"run", example("dequant_gemm.py"), "-D", "M=256", "-D", "N=128", "--json"});
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["passed"] == true);
@@ -66,7 +52,7 @@ TEST_SUITE("parser cli") {
       auto with = [&](std::vector<std::string> head) {
         head.insert(head.begin() + 1, example(file));
         head.insert(head.end(), d.begin(), d.end());
-        return run(head);
+        return run_tessel(head);
       };
       CliResult thread = with({"run", "--level", "thread", "--json"});
       REQUIRE(thread.status == 0);
@@ -89,7 +75,7 @@ TEST_SUITE("parser cli") {
   }
 
   TEST_CASE("print takes a path and -D values") {
-    CliResult r = run({"print", example("gemm.py"), "-D", "M=200"});
+    CliResult r = run_tessel({"print", example("gemm.py"), "-D", "M=200"});
     REQUIRE(r.status == 0);
     // ceil(512 / 128) = 4 column blocks, ceil(200 / 128) = 2 row blocks.
     CHECK(
@@ -100,7 +86,7 @@ TEST_SUITE("parser cli") {
   }
 
   TEST_CASE("a symbolic dimension of a file is sized with -D") {
-    CliResult r = run({"run", example("elementwise.py"), "-D", "N=77", "--json"});
+    CliResult r = run_tessel({"run", example("elementwise.py"), "-D", "N=77", "--json"});
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["passed"] == true);
@@ -109,7 +95,7 @@ TEST_SUITE("parser cli") {
 
   TEST_CASE("an unknown -D name is a usage error listing the file's parameters") {
     std::string path = example("gemm.py");
-    CliResult r = run({"run", path, "-D", "Q=3"});
+    CliResult r = run_tessel({"run", path, "-D", "Q=3"});
     CHECK(r.status == 2);
     CHECK(r.err.find("kernel file '" + path +
                      "' has no parameter 'Q'; its parameters are M, N, K, "
@@ -123,7 +109,7 @@ TEST_SUITE("parser cli") {
                                   "def k(A: T.Tensor((64,), \"float32\")):\n"
                                   "    with T.Kernel(1, threads=32) as bx:\n"
                                   "        A[0] = = 1.0\n");
-    CliResult r = run({"print", path});
+    CliResult r = run_tessel({"print", path});
     CHECK(r.status == 2);
     CHECK(r.err.find(path + ":4:16: expected an expression, found '='") != std::string::npos);
   }
@@ -134,7 +120,7 @@ TEST_SUITE("parser cli") {
                                   "def k(A: T.Tensor((64,), \"float32\")):\n"
                                   "    with T.Kernel(1, threads=48) as bx:\n"
                                   "        T.clear(A)\n");
-    CliResult r = run({"run", path});
+    CliResult r = run_tessel({"run", path});
     CHECK(r.status == 1);
     CHECK(r.err.find(path + ":3:10: kernel 'k': threads=48 is not a positive multiple of the warp "
                             "size 32; use e.g. 64") != std::string::npos);
@@ -146,7 +132,7 @@ TEST_SUITE("parser cli") {
                                 "def k(A: T.Tensor((64,), \"float32\")):\n"
                                 "    with T.Kernel(1, threads=32) as bx:\n"
                                 "        T.fill(A, 1.0)\n");
-    CHECK(run({"run", ok}).status == 0);
+    CHECK(run_tessel({"run", ok}).status == 0);
     std::string bad = write_file("divergent.py",
                                  "@T.prim_func\n"
                                  "def k(A: T.Tensor((64,), \"float32\")):\n"
@@ -154,7 +140,7 @@ TEST_SUITE("parser cli") {
                                  "        tx = T.get_thread_binding()\n"
                                  "        if tx < 16:\n"
                                  "            T.sync_threads()\n");
-    CliResult r = run({"run", bad});
+    CliResult r = run_tessel({"run", bad});
     CHECK(r.status == 1);
     CHECK(
         r.err.find("(at " + bad + ":6:13): T.sync_threads() is reached by only 16 of 64 threads") !=
@@ -170,7 +156,7 @@ TEST_SUITE("parser cli") {
                                   "        s = T.alloc_shared((64,), \"float32\")\n"
                                   "        s[tx] = A[tx]\n"
                                   "        A[tx] = s[63 - tx]\n");
-    CliResult r = run({"run", path, "--level", "thread"});
+    CliResult r = run_tessel({"run", path, "--level", "thread"});
     CHECK(r.status == 1);  // a race: no barrier between the store to s and the load of s
     CHECK(r.out.find(path + ":6:9") != std::string::npos);
     CHECK(r.out.find(path + ":7:9") != std::string::npos);
@@ -183,7 +169,7 @@ TEST_SUITE("parser cli") {
                                      "def k(A: T.Tensor((64,), \"float32\")):\n"
                                      "    with T.Kernel(1, threads=32) as bx:\n"
                                      "        T.clear(A)\n");
-    CliResult r = run({"run", unknown});
+    CliResult r = run_tessel({"run", unknown});
     CHECK(r.status == 2);
     CHECK(r.err.find(unknown + ":1:11: `# tessel: reference=gemmm` names no built-in kernel; the "
                                "built-in kernels are gemm, ") != std::string::npos);
@@ -199,7 +185,7 @@ TEST_SUITE("parser cli") {
                                         "        with T.Kernel(1, threads=128) as bx:\n"
                                         "            T.clear(C)\n"
                                         "    return main\n");
-    r = run({"run", transposed});
+    r = run_tessel({"run", transposed});
     CHECK(r.status == 2);
     CHECK(
         r.err.find(transposed +
@@ -209,7 +195,7 @@ TEST_SUITE("parser cli") {
   }
 
   TEST_CASE("a path that cannot be read is a usage error") {
-    CliResult r = run({"run", "no/such/kernel.py"});
+    CliResult r = run_tessel({"run", "no/such/kernel.py"});
     CHECK(r.status == 2);
     CHECK(r.err.find("cannot read the kernel file 'no/such/kernel.py'") != std::string::npos);
   }

@@ -9,24 +9,12 @@
 
 #include "core/builder.h"
 #include "core/passes.h"
-#include "tools/cli.h"
+#include "tests/cli_runner.h"
 #include "verify/kernel_proofs.h"
 
 using namespace tessel;
 
 namespace {
-
-struct CliResult {
-  int status;
-  std::string out, err;
-};
-
-CliResult run_cli_args(std::vector<const char*> args) {
-  args.insert(args.begin(), "tessel");
-  std::ostringstream out, err;
-  int status = cli::run_cli(static_cast<int>(args.size()), args.data(), out, err);
-  return {status, out.str(), err.str()};
-}
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -88,7 +76,7 @@ TEST_SUITE("verify kernel") {
   //     mod 8 = (c0 ^ (r >> 1)) + 4 (r % 2): r >> 1 picks one of 4 distinct low values, r % 2 the
   //     half, so again eight distinct values.
   TEST_CASE("verify gemm proves every layout, fragment and access, ldmatrix included") {
-    CliResult r = run_cli_args({"verify", "gemm", "--json"});
+    CliResult r = run_tessel({"verify", "gemm", "--json"});
     INFO(r.out, r.err);
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
@@ -114,7 +102,7 @@ TEST_SUITE("verify kernel") {
   }
 
   TEST_CASE("verify softmax proves its fragments, the reduced rows replicated over 32 threads") {
-    CliResult r = run_cli_args({"verify", "softmax", "--json"});
+    CliResult r = run_tessel({"verify", "softmax", "--json"});
     INFO(r.out, r.err);
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
@@ -134,7 +122,7 @@ TEST_SUITE("verify kernel") {
   // in bank i % 32, 32 distinct words: one 32-way conflict whichever i.
   TEST_CASE(
       "a column read of a 32 x 32 f32 tile fails with the lanes of a 32-way conflict, exit 1") {
-    CliResult r = run_cli_args({"verify", "row_sum_bank_conflicts"});
+    CliResult r = run_tessel({"verify", "row_sum_bank_conflicts"});
     CHECK(r.status == 1);
     CHECK(contains(r.out, "FAILED"));
     CHECK(contains(r.out, "lanes 0, 1, 2, 3, ... (32 lanes)"));
@@ -143,7 +131,7 @@ TEST_SUITE("verify kernel") {
 
   TEST_CASE(
       "verify --json gives proved, failed and each check's what, result, counterexample, ms") {
-    CliResult r = run_cli_args({"verify", "row_sum_bank_conflicts", "--json"});
+    CliResult r = run_tessel({"verify", "row_sum_bank_conflicts", "--json"});
     CHECK(r.status == 1);
     auto j = nlohmann::json::parse(r.out);
     // The two accesses: the row store tile[i, tx] (lane l -> bank l: conflict-free) and the
@@ -205,14 +193,14 @@ TEST_SUITE("verify kernel") {
   }
 
   TEST_CASE("an unknown --target is a usage error") {
-    CliResult r = run_cli_args({"verify", "gemm", "--target", "sm70"});
+    CliResult r = run_tessel({"verify", "gemm", "--target", "sm70"});
     CHECK(r.status == 2);
     CHECK(contains(r.err, "sm70"));
   }
 
   TEST_CASE("verify takes a kernel file and -D parameters") {
     std::string path = std::string(TESSEL_SOURCE_DIR) + "/examples/kernels/softmax.py";
-    CliResult r = run_cli_args({"verify", path.c_str(), "-D", "block_M=16"});
+    CliResult r = run_tessel({"verify", path.c_str(), "-D", "block_M=16"});
     INFO(r.out, r.err);
     CHECK(r.status == 0);
     CHECK(contains(r.out, "fragment X_local"));
