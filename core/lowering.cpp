@@ -3,6 +3,7 @@
 
 #include "core/buffer.h"
 #include "core/error.h"
+#include "core/expr_functor.h"
 #include "core/stmt_functor.h"
 
 namespace tessel {
@@ -56,6 +57,16 @@ namespace {
              "into a second buffer between the two operators (a hop through shared memory)");
 }
 
+/// A fragment without replication whose thread expression still mentions its (single-valued)
+/// replicate variable: the same map without it, so that it can be inverted.
+Fragment without_unused_rep(const Fragment& f) {
+  if (f.replicate() != 1 || !uses_var(f.forward_thread(), f.replicate_var())) return f;
+  Expr thread = substitute(f.forward_thread(), [&](const Var& v) {
+    return v.same_as(f.replicate_var()) ? make_int(0) : Expr();
+  });
+  return Fragment::make(f.iter_vars(), f.input_shape(), thread, f.local_index());
+}
+
 }  // namespace
 
 void LayoutInferContext::set_shared_layout(const Buffer& b, Layout layout,
@@ -82,6 +93,7 @@ void LayoutInferContext::set_shared_layout(const Buffer& b, Layout layout,
 
 void LayoutInferContext::set_fragment(const Buffer& b, Fragment fragment,
                                       const std::string& origin) {
+  fragment = without_unused_rep(fragment);
   auto it = map_.fragments.find(b.get());
   if (it != map_.fragments.end()) {
     if (!(it->second.layout == fragment) && !equal_by_evaluation(it->second.layout, fragment)) {
@@ -96,6 +108,7 @@ void LayoutInferContext::set_fragment(const Buffer& b, Fragment fragment,
 
 void LayoutInferContext::set_loop(const void* key, Fragment layout, const std::string& origin) {
   if (map_.loops.count(key)) return;
+  layout = without_unused_rep(layout);
   map_.loops.emplace(key, Decided<Fragment>{Buffer(), std::move(layout), origin});
   changed_ = true;
 }

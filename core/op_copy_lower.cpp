@@ -35,7 +35,38 @@ ParallelLoop copy_loop(const CopyOp& op, Analyzer* analyzer) {
                     StoreNode::make(dst, d, value, op.loc()),
                     StoreNode::make(dst, d, make_const(dst->dtype, 0), op.loc()), op.loc());
   body = guard(edge_test(dst, d, analyzer), body, Stmt(), op.loc());
-  return ParallelLoop(&op, op.describe(), loop.vars, loop.extents, body, op.loc());
+  ParallelLoop l(&op, op.describe(), loop.vars, loop.extents, body, op.loc());
+  l.set_converts_layouts(op.src().buffer->scope == Scope::kFragment && dst->scope == Scope::kFragment);
+  return l;
+}
+
+/// A copy between two fragments whose layouts differ (an mma accumulator into an MFMA operand:
+/// other lanes hold the element): each thread writes its source elements to a shared scratch
+/// tile, and after the barrier the pass inserts, reads its destination elements from it.
+std::optional<Stmt> lower_conversion(const CopyOp& op, LowerContext& ctx) {
+  const Buffer& src = op.src().buffer;
+  const Buffer& dst = op.dst().buffer;
+  if (src->scope != Scope::kFragment || dst->scope != Scope::kFragment) return std::nullopt;
+  const Fragment* fs = ctx.layouts().fragment(src);
+  const Fragment* fd = ctx.layouts().fragment(dst);
+  if (!fs || !fd || *fs == *fd || (fs->input_shape() == fd->input_shape() &&
+                                   fs->input_size() <= (int64_t{1} << 20) &&
+                                   equal_by_evaluation(*fs, *fd))) {
+    return std::nullopt;
+  }
+  RegionLoop loop = region_loop(op.src(), op);
+  std::vector<Expr> s = region_index(op.src(), loop.vars), d = region_index(op.dst(), loop.vars);
+  std::vector<Expr> shape;
+  for (int64_t e : loop.extents) shape.push_back(make_int(e));
+  Buffer scratch = ctx.temporary(src->name + "_to_" + dst->name, shape, src->dtype, Scope::kShared);
+  std::vector<Expr> at(loop.vars.begin(), loop.vars.end());
+  Stmt write = StoreNode::make(scratch, at, BufferLoadNode::make(src, s), op.loc());
+  Expr value = BufferLoadNode::make(scratch, at);
+  if (value.dtype() != dst->dtype) value = cast(dst->dtype, value);
+  Stmt read = StoreNode::make(dst, d, value, op.loc());
+  // The loops run over the fragments' own boxes (equal to the tile once unit dimensions go).
+  return SeqNode::make({lower_over_layout(ctx, *fs, loop.vars, loop.extents, write, op.loc()),
+                        lower_over_layout(ctx, *fd, loop.vars, loop.extents, read, op.loc())});
 }
 
 /// A copy from global to shared memory as cp.async of whole chunks (4, 8 or 16 bytes), when the
@@ -101,6 +132,7 @@ void CopyOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
 
 Stmt CopyOp::lower(LowerContext& ctx) const {
   if (auto s = lower_ldmatrix_copy(*this, ctx)) return *s;
+  if (auto s = lower_conversion(*this, ctx)) return *s;
   if (ctx.async_copies()) {
     if (auto s = lower_async(*this, ctx)) return *s;
   }

@@ -246,7 +246,15 @@ std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<
         ++g;
       }
     }
-    thread = keep == 0 ? spread : (thread0 & make_int(keep)) | spread;
+    // When the representative thread has the group bits clear everywhere (a row's first
+    // column is in its group's first lane), the OR is a sum: an affine, invertible map.
+    bool clear = true;
+    IntEnv at;
+    for_each_index(shape, [&](const std::vector<int64_t>& b) {
+      bind_point(at, iv, b);
+      clear = clear && (eval_int(thread0, at) & group) == 0;
+    });
+    thread = keep == 0 ? spread : clear ? thread0 + spread : (thread0 & make_int(keep)) | spread;
   }
   // Registers taken from a coarser loop leave gaps (every other one for `j // 2`, every fourth
   // for a row of a 4-wide partition): divide by the gcd of the registers used.
@@ -317,7 +325,7 @@ void ParallelLoop::infer_layout(LayoutInferContext& ctx, InferLevel level) const
                  "shared memory");
     }
   }
-  if (level == InferLevel::kFree) check_held(ctx);
+  if (level == InferLevel::kFree && !converts_layouts_) check_held(ctx);
 }
 
 void ParallelLoop::check_held(LayoutInferContext& ctx) const {
@@ -325,7 +333,8 @@ void ParallelLoop::check_held(LayoutInferContext& ctx) const {
   if (!loop || loop->input_size() * loop->replicate() > (int64_t{1} << 20)) return;
   for (const Access& a : fragment_accesses(body_)) {
     const Fragment* f = ctx.fragment(a.buffer);
-    if (!f || is_identity(a, vars_, extents_)) continue;
+    // Fragments laid out exactly like the loop are held by construction.
+    if (!f || (is_identity(a, vars_, extents_) && *f == *loop)) continue;
     IntEnv env;
     std::map<std::vector<int64_t>, std::vector<int64_t>> cache;
     for_each_thread(*loop, [&](const std::vector<int64_t>& p, int64_t, int64_t t) {

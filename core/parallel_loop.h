@@ -34,6 +34,10 @@ class ParallelLoop {
   /// or, when the layout has no inverse, a scan of the box guarded by ownership.
   Stmt lower(LowerContext& ctx) const;
 
+  /// A copy between two fragments: their layouts may differ (the lowering converts through
+  /// shared memory), so inference does not require the loop's threads to hold both.
+  void set_converts_layouts(bool on) { converts_layouts_ = on; }
+
   /// The vector width of the free partition: 16 bytes of the widest element, dividing the last
   /// extent.
   int64_t vector_width() const;
@@ -50,6 +54,7 @@ class ParallelLoop {
   std::vector<int64_t> extents_;
   Stmt body_;
   SourceLoc loc_;
+  bool converts_layouts_ = false;
 };
 
 /// The calling thread's iterations of `body` over the box `extents` (variables `vars`)

@@ -56,7 +56,7 @@ const std::vector<Example>& examples() {
   static const std::vector<Example> all = [] {
     std::vector<Example> list = {gemm_example(), gemm_transpose_b_example(), gemm_rs_example(),
                                  softmax_example(), elementwise_example(),
-                                 dequant_gemm_example()};
+                                 dequant_gemm_example(), flash_attention_example()};
     for (Example& e : thread_level_examples()) list.push_back(std::move(e));
     return list;
   }();

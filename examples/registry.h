@@ -67,5 +67,6 @@ Example gemm_rs_example();
 Example softmax_example();
 Example elementwise_example();
 Example dequant_gemm_example();
+Example flash_attention_example();
 
 }  // namespace tessel

@@ -66,7 +66,8 @@ Kernel atomics() {
 void compile_every_example(const char* target_name) {
   const Target& target = find_target(target_name);
   std::string dir = (std::filesystem::temp_directory_path() / ("tessel_codegen_" + target.name)).string();
-  for (const char* name : {"gemm", "gemm_transpose_b", "gemm_rs", "softmax", "elementwise", "dequant_gemm"}) {
+  for (const char* name : {"gemm", "gemm_transpose_b", "gemm_rs", "softmax", "elementwise",
+                           "dequant_gemm", "flash_attention"}) {
     EmittedSource src = emit_source(lowered_example(name, target), target);
     CompileResult r = compile_device_code(src, target, dir);
     if (!r.skipped.empty()) {

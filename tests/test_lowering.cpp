@@ -299,6 +299,19 @@ TEST_CASE("a shared -> register copy of an mma operand is ldmatrix on a swizzled
   CHECK(found);
 }
 
+TEST_CASE("a copy between fragments laid out differently goes through shared memory") {
+  // On gfx942 the MFMA accumulator holds D[4 (l / 16) + r][l % 16] in lane l and the A operand
+  // holds A[l % 16][4 (l / 16) + e]: other lanes, so flash attention's T.copy(acc_s, acc_s_cast)
+  // needs a shared scratch tile (on sm80 the mma C and A lane maps agree and it stays in
+  // registers).
+  auto scratch = [](const char* target) {
+    std::string ir = run_tessel({"lower", "flash_attention", "--target", target}).out;
+    return ir.find("acc_s_to_acc_s_cast = T.alloc_shared") != std::string::npos;
+  };
+  CHECK(scratch("gfx942"));
+  CHECK_FALSE(scratch("sm80"));
+}
+
 TEST_CASE("an unknown target lists the known ones") {
   std::string msg = user_error_of([] { find_target("sm75"); });
   CHECK(msg == "unknown target 'sm75'; the targets are sm80, sm90, gfx90a, gfx942");
@@ -313,6 +326,7 @@ TEST_CASE("every example runs at thread level with the tile level's results, on 
       {"softmax", "-D", "M=72", "-D", "N=64"},
       {"elementwise", "-D", "N=1000"},
       {"dequant_gemm", "-D", "M=128", "-D", "N=128", "-D", "K=64"},
+      {"flash_attention", "-D", "seq_len=136", "-D", "is_causal=1"},
   };
   for (const char* target : {"sm80", "gfx942"}) {
     for (const auto& c : cases) {
