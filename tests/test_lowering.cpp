@@ -312,6 +312,23 @@ TEST_CASE("a copy between fragments laid out differently goes through shared mem
   CHECK_FALSE(scratch("sm80"));
 }
 
+TEST_CASE("the thread-level report sums traffic per tile operator") {
+  CliResult r = run_tessel({"run", "gemm", "--level", "thread", "--json", "-D", "M=256", "-D",
+                            "N=256", "-D", "K=256"});
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : j["per_tile_op"]) rows[row["op"].get<std::string>().substr(0, 6)] = row;
+  REQUIRE(rows.count("T.gemm"));
+  // 4 blocks x 4 warps x 8 k-tiles x 2 k-steps x (4 ldmatrix for A + 4 for B) = 2048 requests,
+  // 4 wavefronts each (one per 8-lane phase), no conflicts.
+  CHECK(rows["T.gemm"]["shared"]["requests"] == 2048);
+  CHECK(rows["T.gemm"]["shared"]["wavefronts"] == 4 * 2048);
+  CHECK(rows["T.gemm"]["shared"]["bank_conflicts"] == 0);
+  REQUIRE(rows.count("T.copy"));
+  CHECK(rows["T.copy"]["op"].get<std::string>().find("T.copy at gemm.cpp:") == 0);
+}
+
 TEST_CASE("an unknown target lists the known ones") {
   std::string msg = user_error_of([] { find_target("sm75"); });
   CHECK(msg == "unknown target 'sm75'; the targets are sm80, sm90, gfx90a, gfx942");

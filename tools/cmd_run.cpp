@@ -12,6 +12,7 @@
 #include "interp/thread_interpreter.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
+#include "tools/op_traffic.h"
 #include "tools/run_device.h"
 
 namespace tessel::cli {
@@ -149,6 +150,18 @@ json sim_json(const sim::SimReport& r) {
   return j;
 }
 
+/// Traffic per tile operator of a lowered kernel (empty for thread-level kernels).
+json per_tile_op_json(const Kernel& kernel, const sim::SimReport& report, bool lowered) {
+  json rows = json::array();
+  if (!lowered) return rows;
+  for (const OperatorTraffic& r : traffic_per_operator(kernel, report)) {
+    json row = counters_json(r.counters);
+    row["op"] = r.op;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 bool uses_intrinsics(const Kernel& kernel) {
   bool found = false;
   for_each_stmt(kernel->body,
@@ -193,7 +206,8 @@ void run_thread(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
   options.workers = o.workers;
   // Tile-level kernels are lowered for the target first; thread-level ones run as written.
   Kernel thread_kernel = kernel;
-  if (is_tile_level(kernel)) {
+  const bool lowered = is_tile_level(kernel);
+  if (lowered) {
     const Target* target = nullptr;
     for (const Target& t : all_targets()) {
       if (t.name == o.target) target = &t;
@@ -266,7 +280,8 @@ void run_thread(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
                     {"lane_ops_per_second", rate},
                     {"outputs", outputs_json(vs_reference)},
                     {"tile", tile},
-                    {"sim", sim_json(report)}});
+                    {"sim", sim_json(report)},
+                    {"per_tile_op", per_tile_op_json(kernel, report, lowered)}});
     return;
   }
   std::ostream& out = *ctx.out;
@@ -291,6 +306,7 @@ void run_thread(Context& ctx, const ResolvedKernel& k, const RunOptions& o) {
   } else {
     out << "  tile level: " << tile_note << "\n";
   }
+  if (lowered) out << traffic_table(traffic_per_operator(kernel, report));
   out << report.text();
   out << (passed ? "PASSED" : "FAILED") << "\n";
 }
