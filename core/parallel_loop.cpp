@@ -257,15 +257,41 @@ std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<
     thread = keep == 0 ? spread : clear ? thread0 + spread : (thread0 & make_int(keep)) | spread;
   }
   // Registers taken from a coarser loop leave gaps (every other one for `j // 2`, every fourth
-  // for a row of a 4-wide partition): divide by the gcd of the registers used.
+  // for a row of a 4-wide partition): divide by the gcd of the registers used; then close
+  // periodic gaps (registers 0-3 and 16-19 used: v % 16 + v // 16 * 4).
   {
     IntEnv at;
-    int64_t g = 0;
+    std::set<int64_t> used;
     for_each_index(shape, [&](const std::vector<int64_t>& b) {
       bind_point(at, iv, b);
-      g = std::gcd(g, eval_int(local, at));
+      used.insert(eval_int(local, at));
     });
-    if (g > 1) local = analyzer.simplify(floordiv(local, make_int(g)));
+    int64_t g = 0;
+    for (int64_t v : used) g = std::gcd(g, v);
+    if (g > 1) {
+      local = analyzer.simplify(floordiv(local, make_int(g)));
+      std::set<int64_t> scaled;
+      for (int64_t v : used) scaled.insert(v / g);
+      used = scaled;
+    }
+    // The period P (a power of two) whose window [0, W) holds every register modulo P, with the
+    // smallest resulting extent; only when that is denser and keeps registers distinct.
+    const int64_t top = used.empty() ? 0 : *used.rbegin();
+    int64_t best_p = 0, best_w = 0, best_extent = top + 1;
+    for (int64_t period = 2; period <= top; period *= 2) {
+      int64_t width = 0;
+      for (int64_t v : used) width = std::max(width, v % period + 1);
+      int64_t extent = (top / period) * width + width;
+      std::set<int64_t> packed;
+      for (int64_t v : used) packed.insert(v % period + v / period * width);
+      if (width < period && extent < best_extent && packed.size() == used.size()) {
+        best_p = period, best_w = width, best_extent = extent;
+      }
+    }
+    if (best_p) {
+      local = analyzer.simplify(floormod(local, make_int(best_p)) +
+                                floordiv(local, make_int(best_p)) * best_w);
+    }
   }
   auto frag = Fragment::try_make(iv, shape, thread, local, replicate, rep);
   if (!frag) return fail("the derived map is not a valid fragment");

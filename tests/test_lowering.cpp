@@ -101,6 +101,21 @@ TEST_CASE("a fragment indexed by j // 2 goes to the thread of its two iterations
   CHECK(half->local_extent() == 2);
 }
 
+TEST_CASE("derived registers close periodic gaps") {
+  // A loop layout that puts rows 0-3 in registers 0-3 and rows 4-7 in registers 16-19 (as an
+  // MFMA accumulator's rows do): the derived fragment packs them as v % 16 + v // 16 * 4.
+  Fragment loop = Fragment::from_fn({8, 2}, [](const std::vector<Var>& v, const Var&) {
+    return std::pair<Expr, Expr>{v[1], v[0] % 4 + v[0] / 4 * 16};
+  });
+  Var i("i"), j("j");
+  std::string why;
+  auto f = derive_fragment(loop, {i, j}, {i, j}, {8, 2}, &why);
+  REQUIRE_MESSAGE(f, why);
+  CHECK(f->local_extent() == 8);
+  // Row 5 was register 1 + 16 = 17; packed: 17 % 16 + 17 // 16 * 4 = 5.
+  CHECK(f->map_fragment({5, 1}) == std::pair<int64_t, int64_t>{1, 5});
+}
+
 TEST_CASE("an index that is not a loop variable cannot derive a fragment") {
   Fragment loop = default_loop_layout({64}, 64, 1);
   Var i("i");
