@@ -183,12 +183,15 @@ template <typename T> TESSEL_DEVICE T tessel_shfl_up(T v, int d) {
   int src = tessel_lane() - d;
   return tessel_shfl_from(v, src >= 0 ? src : tessel_lane());
 }
-// Atomics as compare-and-swap loops on the element's bits.
+// Atomics as compare-and-swap loops on the element's bits (a 16-bit element through the aligned
+// 32-bit word that contains it).
+template <int Bytes> struct tessel_word;
+template <> struct tessel_word<4> { typedef unsigned type; };
+template <> struct tessel_word<8> { typedef unsigned long long type; };
 template <typename T, typename F> TESSEL_DEVICE T tessel_atomic_rmw(T* p, T v, F op) {
-  using Bits = __attribute__((ext_vector_type(1))) unsigned;
   static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "atomic element size");
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-    using W = __typeof__(sizeof(T) == 4 ? 0u : 0ull);
+    typedef typename tessel_word<sizeof(T)>::type W;
     W* word = reinterpret_cast<W*>(p);
     W old = __atomic_load_n(word, __ATOMIC_RELAXED);
     while (true) {
@@ -199,7 +202,7 @@ template <typename T, typename F> TESSEL_DEVICE T tessel_atomic_rmw(T* p, T v, F
       __builtin_memcpy(&want, &next, sizeof(T));
       if (__atomic_compare_exchange_n(word, &old, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return cur;
     }
-  } else {  // 16-bit: the aligned 32-bit word that contains it
+  } else {
     unsigned long addr = reinterpret_cast<unsigned long>(p);
     unsigned* word = reinterpret_cast<unsigned*>(addr & ~3ul);
     int shift = (addr & 2) * 8;
