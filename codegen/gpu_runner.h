@@ -26,7 +26,7 @@ struct GpuLaunch {
   std::vector<int64_t> grid;  ///< blocks along x, y, z
   int warmup = 0;             ///< untimed runs before the timed ones
   int repeats = 1;            ///< timed runs (each one a full launch)
-  /// Called before every timed run (e.g. to flush the L2 cache); may be empty.
+  /// Write 256 MB before every run, so the run starts with a cold L2 cache.
   bool flush_l2 = false;
 };
 

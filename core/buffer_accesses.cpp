@@ -33,4 +33,14 @@ std::vector<BufferAccess> buffer_accesses(const Stmt& s) {
   return out;
 }
 
+ReadsWrites reads_writes(const Stmt& s, const std::function<bool(const Buffer&)>& keep) {
+  ReadsWrites rw;
+  for (const BufferAccess& a : buffer_accesses(s)) {
+    if (keep && !keep(a.buffer)) continue;
+    (a.write ? rw.writes : rw.reads).insert(a.buffer.get());
+    rw.buffers.emplace(a.buffer.get(), a.buffer);
+  }
+  return rw;
+}
+
 }  // namespace tessel

@@ -4,6 +4,9 @@
 // (layout inference, barriers, pipelining) filter this list instead of walking the IR themselves.
 #pragma once
 
+#include <functional>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "core/stmt.h"
@@ -19,5 +22,14 @@ struct BufferAccess {
 
 /// The accesses of `s` and everything inside it, in no particular order.
 std::vector<BufferAccess> buffer_accesses(const Stmt& s);
+
+/// The buffers a statement reads and writes, by node, with their handles.
+struct ReadsWrites {
+  std::set<const BufferNode*> reads, writes;
+  std::map<const BufferNode*, Buffer> buffers;
+};
+
+/// reads/writes of `s`, keeping the buffers `keep` accepts (every buffer when empty).
+ReadsWrites reads_writes(const Stmt& s, const std::function<bool(const Buffer&)>& keep = {});
 
 }  // namespace tessel

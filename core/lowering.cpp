@@ -1,6 +1,8 @@
 // The layout map and the inference and lowering contexts.
 #include "core/lowering.h"
 
+#include <algorithm>
+
 #include "core/buffer.h"
 #include "core/error.h"
 #include "core/expr_functor.h"
@@ -32,17 +34,26 @@ const Fragment* LayoutMap::fragment(const Buffer& b) const { return find_layout(
 const Fragment* LayoutMap::loop(const void* key) const { return find_layout(loops, key); }
 
 std::string LayoutMap::to_string() const {
-  std::string out;
+  // The maps are keyed by node address; sort each section's lines so the text is stable.
+  auto section = [](std::vector<std::string> lines) {
+    std::sort(lines.begin(), lines.end());
+    std::string out;
+    for (const std::string& l : lines) out += l;
+    return out;
+  };
+  std::vector<std::string> shared_lines, fragment_lines, loop_lines;
   for (const auto& [_, d] : shared) {
-    out += "# layout " + d.buffer->name + ": " + d.layout.to_string() + "  <- " + d.origin + "\n";
+    shared_lines.push_back("# layout " + d.buffer->name + ": " + d.layout.to_string() + "  <- " +
+                           d.origin + "\n");
   }
   for (const auto& [_, d] : fragments) {
-    out += "# fragment " + d.buffer->name + ": " + d.layout.to_string() + "  <- " + d.origin + "\n";
+    fragment_lines.push_back("# fragment " + d.buffer->name + ": " + d.layout.to_string() +
+                             "  <- " + d.origin + "\n");
   }
   for (const auto& [_, d] : loops) {
-    out += "# loop " + d.origin + ": " + d.layout.to_string() + "\n";
+    loop_lines.push_back("# loop " + d.origin + ": " + d.layout.to_string() + "\n");
   }
-  return out;
+  return section(shared_lines) + section(fragment_lines) + section(loop_lines);
 }
 
 namespace {

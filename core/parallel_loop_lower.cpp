@@ -110,10 +110,9 @@ Stmt lower_default(LowerContext& ctx, const std::vector<int64_t>& extents, int64
 }
 
 /// The free partition of a body written per element: a vectorised loop over each chunk.
-Stmt lower_default_elements(LowerContext& ctx, const std::vector<Var>& vars,
-                            const std::vector<int64_t>& extents, const Stmt& body, int64_t vec,
-                            const SourceLoc& loc) {
-  Fragment layout = default_loop_layout(extents, ctx.threads(), vec);
+Stmt lower_default_elements(LowerContext& ctx, const Fragment& layout,
+                            const std::vector<Var>& vars, const std::vector<int64_t>& extents,
+                            const Stmt& body, int64_t vec, const SourceLoc& loc) {
   return lower_default(ctx, extents, vec, [&](std::vector<Expr> idx, const Expr& first) {
     Var v = ctx.fresh_var("v");
     Expr lane = vec > 1 ? Expr(v) : make_int(0);
@@ -187,8 +186,10 @@ Stmt lower_by_scan(LowerContext& ctx, const Fragment& layout, const std::vector<
   std::vector<Expr> point(vars.begin(), vars.end());
   const int64_t reps = writes_shared_state(body) ? 1 : layout.replicate();
   if (reps > 256) {
-    user_error("a loop partition replicated " + std::to_string(reps) + " times cannot be "
-               "lowered (at most 256): " + layout.to_string());
+    user_error("kernel '" + ctx.kernel()->name + "' at " + loc.str() + ": a loop partition " +
+               "replicated " + std::to_string(reps) + " times cannot be walked by ownership (at " +
+               "most 256): " + layout.to_string() + "; fix: T.annotate_layout the fragment with "
+               "an invertible layout");
   }
   Expr owns;
   for (int64_t r = 0; r < reps; ++r) {
@@ -206,8 +207,13 @@ Stmt lower_by_scan(LowerContext& ctx, const Fragment& layout, const std::vector<
 
 std::optional<int64_t> free_partition_width(const Fragment& layout,
                                             const std::vector<int64_t>& extents, int64_t threads) {
+  // Structurally, or (a derived fragment prints the same map simplified) by evaluation.
+  const bool small = layout.input_size() * layout.replicate() <= (int64_t{1} << 16);
   for (int64_t vec = 16; vec >= 1; vec /= 2) {
-    if (extents.back() % vec == 0 && layout == default_loop_layout(extents, threads, vec)) {
+    if (extents.back() % vec != 0) continue;
+    Fragment d = default_loop_layout(extents, threads, vec);
+    if (layout == d || (small && layout.replicate() == 1 && layout.input_shape() == extents &&
+                        equal_by_evaluation(layout, d))) {
       return vec;
     }
   }
@@ -224,7 +230,7 @@ Stmt lower_over_layout(LowerContext& ctx, const Fragment& layout, const std::vec
                layout.to_string() + "; fix: raise threads= in T.Kernel or shrink the tile");
   }
   if (auto vec = free_partition_width(layout, extents, ctx.threads())) {
-    return lower_default_elements(ctx, vars, extents, body, *vec, loc);
+    return lower_default_elements(ctx, layout, vars, extents, body, *vec, loc);
   }
   if (auto s = lower_by_inverse(ctx, layout, vars, body, loc)) return *s;
   return lower_by_scan(ctx, layout, vars, extents, body, loc);

@@ -23,20 +23,6 @@ namespace tessel {
 
 namespace {
 
-struct Touches {
-  std::set<const BufferNode*> reads, writes;
-  std::map<const BufferNode*, Buffer> buffers;
-};
-
-Touches touches(const Stmt& s) {
-  Touches t;
-  for (const BufferAccess& a : buffer_accesses(s)) {
-    (a.write ? t.writes : t.reads).insert(a.buffer.get());
-    t.buffers.emplace(a.buffer.get(), a.buffer);
-  }
-  return t;
-}
-
 bool is_producer(const Stmt& s) {
   const auto* call = s.as<TileOpCallNode>();
   if (!call || call->op->name() != "copy") return false;
@@ -117,8 +103,8 @@ class Planner : public StmtMutator {
     using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
     const size_t n = body.size();
     Graph deps(n);
-    std::vector<Touches> t;
-    for (const Stmt& s : body) t.push_back(touches(s));
+    std::vector<ReadsWrites> t;
+    for (const Stmt& s : body) t.push_back(reads_writes(s));
     auto shares = [&](const std::set<const BufferNode*>& a, const std::set<const BufferNode*>& b) {
       for (const auto* x : a) {
         if (b.count(x)) return x;

@@ -55,22 +55,6 @@ class Versioner : public AccessRewriter {
   Expr source_;
 };
 
-struct Touched {
-  std::set<const BufferNode*> reads, writes;
-  std::map<const BufferNode*, Buffer> buffers;
-};
-
-/// The shared buffers `s` reads and writes.
-Touched touched(const Stmt& s) {
-  Touched t;
-  for (const BufferAccess& a : buffer_accesses(s)) {
-    if (a.buffer->scope != Scope::kShared && a.buffer->scope != Scope::kSharedDyn) continue;
-    (a.write ? t.writes : t.reads).insert(a.buffer.get());
-    t.buffers.emplace(a.buffer.get(), a.buffer);
-  }
-  return t;
-}
-
 bool issues_async(const Stmt& s) {
   bool found = false;
   for_each_stmt(s, [&](const Stmt& x) {
@@ -93,8 +77,11 @@ Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
   for (const PipelineGroup& g : groups) last_stage = std::max(last_stage, g.stage);
   const int depth = last_stage + 1;
   // Shared tiles that cross stages get `depth` versions.
-  std::vector<Touched> t;
-  for (const PipelineGroup& g : groups) t.push_back(touched(g.stmt));
+  std::vector<ReadsWrites> t;
+  auto shared = [](const Buffer& b) {
+    return b->scope == Scope::kShared || b->scope == Scope::kSharedDyn;
+  };
+  for (const PipelineGroup& g : groups) t.push_back(reads_writes(g.stmt, shared));
   for (size_t w = 0; w < groups.size(); ++w) {
     for (const auto* b : t[w].writes) {
       for (size_t r = 0; r < groups.size(); ++r) {
