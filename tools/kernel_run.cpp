@@ -1,0 +1,180 @@
+// One run of a kernel with its checks, at either level.
+#include "tools/kernel_run.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/bank_rules.h"
+#include "core/error.h"
+#include "core/passes.h"
+#include "core/stmt_functor.h"
+#include "tools/cli.h"
+
+namespace tessel::cli {
+
+namespace {
+
+bool uses_intrinsics(const Kernel& kernel) {
+  bool found = false;
+  for_each_stmt(kernel->body,
+                [&](const Stmt& s) { found = found || s.kind() == StmtKind::kIntrinsicCall; });
+  return found;
+}
+
+const ParamInfo& find_param(const Kernel& kernel, const std::vector<ParamInfo>& signature,
+                            const NamedArray& a) {
+  for (const ParamInfo& p : signature) {
+    if (p.name == a.name) return p;
+  }
+  std::string known;
+  for (const ParamInfo& p : signature) known += (known.empty() ? "" : ", ") + p.name;
+  throw UsageError(a.origin + ": kernel '" + kernel->name + "' has no tensor parameter '" + a.name +
+                   "'; " + (known.empty() ? "it has none" : "its tensors are " + known));
+}
+
+std::vector<OutputCheck> compare_tensors(const TensorMap& actual, const TensorMap& expected,
+                                         const std::vector<std::string>& names,
+                                         std::optional<double> atol = {},
+                                         std::optional<double> rtol = {}) {
+  std::vector<OutputCheck> checks;
+  for (const std::string& name : names) {
+    const HostTensor& a = actual.at(name);
+    Tolerance tol = Tolerance::for_dtype(a.dtype());
+    tol.atol = atol.value_or(tol.atol);
+    tol.rtol = rtol.value_or(tol.rtol);
+    OutputCheck check{name, compare(a, expected.at(name), tol), tol, a.shape()};
+    checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
+/// Lowers a tile-level kernel for the target and runs it on every thread; then the tile level
+/// on the same inputs, when it can.
+void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
+  const RunRequest& req = run.request;
+  ThreadRunOptions options;
+  options.target = req.target;
+  options.schedule = *Schedule::parse(req.schedule);
+  options.workers = req.workers;
+  Kernel thread_kernel = kernel;
+  run.lowered = is_tile_level(kernel);
+  if (run.lowered) thread_kernel = lower_kernel(kernel, find_target(req.target)).kernel;
+  run.thread = run_thread_level(thread_kernel, run.tensors, options);
+  run.blocks = run.thread->blocks;
+  run.threads = run.thread->threads;
+  run.seconds = run.thread->seconds;
+  // The tile level does not execute intrinsics: kernels written with them are compared with
+  // the reference only.
+  if (uses_intrinsics(kernel)) {
+    run.tile_note =
+        "not run: the kernel calls instructions of the intrinsic table, which only the "
+        "thread level executes";
+    return;
+  }
+  try {
+    run_tile_level(kernel, inputs, TileRunOptions{req.workers});
+    run.tile_tensors = std::move(inputs);
+    run.tile_ran = true;
+  } catch (const UserError& e) {
+    run.tile_note = std::string("failed: ") + e.what();
+  }
+}
+
+void check_request(const RunRequest& req) {
+  if (req.level != "tile" && req.level != "thread") {
+    throw UsageError("level '" + req.level + "': expected tile or thread");
+  }
+  if (req.level != "thread") return;
+  if (!Schedule::parse(req.schedule)) {
+    throw UsageError("schedule '" + req.schedule +
+                     "': expected in-order, reverse or random:SEED (e.g. random:7)");
+  }
+  bool known = std::any_of(all_targets().begin(), all_targets().end(),
+                           [&](const Target& t) { return t.name == req.target; });
+  if (!known || !BankModel::for_target(req.target)) {
+    throw UsageError("target '" + req.target + "': unknown target; use one of " + target_names());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> KernelRun::output_names() const {
+  std::vector<std::string> names;
+  for (const ParamInfo& p : signature) {
+    bool checked = std::any_of(vs_reference.begin(), vs_reference.end(),
+                               [&](const OutputCheck& c) { return c.name == p.name; }) ||
+                   std::any_of(vs_expected.begin(), vs_expected.end(),
+                               [&](const OutputCheck& c) { return c.name == p.name; });
+    if (p.written || checked) names.push_back(p.name);
+  }
+  return names;
+}
+
+KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
+  check_request(request);
+  const Example& example = *k.example;
+  KernelRun run;
+  run.request = request;
+  run.has_reference = k.has_reference;
+  run.kernel = example.build(k.params);
+  std::map<std::string, int64_t> dims;
+  if (example.dynamic_dims) dims = example.dynamic_dims(k.params);
+  run.signature = kernel_signature(run.kernel, dims);
+
+  // Checked before anything runs: every array names a parameter and fits it.
+  TensorMap given, expected;
+  for (const NamedArray& a : request.inputs) {
+    given.insert_or_assign(
+        a.name, input_tensor(a.array, find_param(run.kernel, run.signature, a), a.origin));
+  }
+  for (const NamedArray& a : request.expected) {
+    expected.insert_or_assign(
+        a.name, expected_tensor(a.array, find_param(run.kernel, run.signature, a), a.origin));
+  }
+  // Outputs start as NaN bytes, so elements the kernel leaves unwritten show: the reference's
+  // outputs and the tensors the user expects values of (unless given as inputs).
+  std::vector<std::string> nan_filled = example.outputs;
+  for (const auto& [name, tensor] : expected) {
+    if (!given.count(name)) nan_filled.push_back(name);
+  }
+  run.tensors = make_tensors(run.kernel, dims, nan_filled, request.seed);
+  for (auto& [name, tensor] : given) run.tensors.insert_or_assign(name, std::move(tensor));
+  TensorMap reference = run.tensors;
+  example.reference(k.params, reference);
+
+  if (request.level == "thread") {
+    run_thread(run, run.kernel, run.tensors);
+  } else {
+    TileRunStats stats = run_tile_level(run.kernel, run.tensors, TileRunOptions{request.workers});
+    run.blocks = stats.blocks;
+    run.threads = run.kernel->threads;
+    run.seconds = stats.seconds;
+  }
+
+  run.vs_reference = compare_tensors(run.tensors, reference, example.outputs);
+  std::vector<std::string> expected_names;
+  for (const NamedArray& a : request.expected) {
+    if (std::find(expected_names.begin(), expected_names.end(), a.name) == expected_names.end())
+      expected_names.push_back(a.name);
+  }
+  run.vs_expected =
+      compare_tensors(run.tensors, expected, expected_names, request.atol, request.rtol);
+  if (run.tile_ran) {
+    // Every tensor, not only the declared outputs: a broken kernel may write where it should not.
+    std::vector<std::string> all;
+    for (const ParamInfo& p : run.signature) all.push_back(p.name);
+    run.vs_tile = compare_tensors(run.tensors, run.tile_tensors, all);
+  }
+  for (const auto* checks : {&run.vs_reference, &run.vs_expected}) {
+    for (const OutputCheck& c : *checks) {
+      run.passed &= c.comparison.passed;
+      run.max_abs_err = std::max(run.max_abs_err, c.comparison.max_abs_err);
+      run.max_rel_err = std::max(run.max_rel_err, c.comparison.max_rel_err);
+    }
+  }
+  for (const OutputCheck& c : run.vs_tile) run.passed &= c.comparison.passed;
+  if (run.thread) run.passed &= !run.thread->report.has_errors();
+  return run;
+}
+
+}  // namespace tessel::cli

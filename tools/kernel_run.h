@@ -1,0 +1,66 @@
+// Runs a resolved kernel on the CPU, at tile or thread level, on seeded random inputs or the
+// user's arrays, and checks the results: against the built-in reference, against the user's
+// expected arrays, and (at thread level) against the tile level on the same inputs. The command
+// line (`tessel run`) and the Python package (`Kernel.run`) both call run_kernel.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "examples/run_example.h"
+#include "interp/thread_interpreter.h"
+#include "tools/host_data.h"
+#include "tools/kernel_source.h"
+
+namespace tessel::cli {
+
+/// A user's array for one parameter; `origin` says where it came from in errors
+/// ("--input A=a.npy", "inputs['A']").
+struct NamedArray {
+  std::string name;
+  NpyArray array;
+  std::string origin;
+};
+
+struct RunRequest {
+  std::string level = "tile";  ///< "tile" or "thread"
+  uint64_t seed = 0;
+  int workers = 0;                    ///< CPU threads running blocks; 0 = all cores
+  std::string schedule = "in-order";  ///< thread level: Schedule::parse spelling
+  std::string target = "sm80";        ///< thread level: the simulated GPU
+  std::vector<NamedArray> inputs;     ///< values of parameters (the others are random)
+  std::vector<NamedArray> expected;   ///< values parameters must have after the run
+  std::optional<double> atol, rtol;   ///< tolerance of `expected` (default: by dtype)
+};
+
+struct KernelRun {
+  Kernel kernel;  ///< as built (tile level for tile-level kernels)
+  RunRequest request;
+  bool has_reference = true;  ///< a built-in reference checked the values
+  bool lowered = false;       ///< thread level: the kernel was lowered for the target
+  std::vector<ParamInfo> signature;
+  TensorMap tensors;                      ///< every parameter after the run, at the run's level
+  TensorMap tile_tensors;                 ///< thread level: the tile level's results (when it ran)
+  std::vector<OutputCheck> vs_reference;  ///< the built-in reference's outputs
+  std::vector<OutputCheck> vs_expected;   ///< the user's expected arrays
+  std::vector<OutputCheck> vs_tile;       ///< thread level: every tensor against the tile level
+  bool tile_ran = false;
+  std::string tile_note;  ///< thread level: why the tile level did not run
+  int64_t blocks = 0;
+  int threads = 0;
+  double seconds = 0;
+  std::optional<ThreadRunResult> thread;  ///< thread level: the simulator's report and counts
+  bool passed = true;
+  double max_abs_err = 0, max_rel_err = 0;  ///< over the reference and expected checks
+
+  /// The parameters the kernel writes, and those the reference or the user checked.
+  std::vector<std::string> output_names() const;
+};
+
+/// Runs `k` as `request` says. UsageError for a bad level, schedule or target, an array for no
+/// parameter of the kernel, or one whose shape or dtype does not fit (tools/host_data.h);
+/// UserError for errors of the kernel itself.
+KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request);
+
+}  // namespace tessel::cli
