@@ -9,6 +9,7 @@
 #include "core/layout.h"
 #include "verify/bank_proofs.h"
 #include "verify/layout_proofs.h"
+#include "verify/proof_session.h"
 #include "verify/z3_expr.h"
 
 using namespace tessel;
@@ -172,3 +173,18 @@ TEST_SUITE("z3 translation") {
   }
 
 }  // TEST_SUITE
+
+TEST_SUITE("proof session") {
+  TEST_CASE("a ranged variable the proved expressions never mention still fits the width") {
+    // i in [0, 3] needs 3 bits; t in [0, 127] needs 8. Were the width chosen from `i != 1`
+    // alone, t's range fact 0 <= t <= 127 would wrap (127 is -1 in 4 bits) and contradict
+    // itself, so `i != 1` — true for i = 0 — would come back unsatisfiable ("proved").
+    Var i("i"), t("t");
+    VarDomain d;
+    d.bound(t, 0, 127).bound(i, 0, 3);
+    Expr goal = i != make_int(1);
+    ProofSession s(d, {}, {goal}, 10000);
+    REQUIRE(s.check(s.shared().boolean(goal)) == z3::sat);
+    CHECK(s.value(s.shared(), i) != 1);
+  }
+}

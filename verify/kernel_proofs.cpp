@@ -8,6 +8,8 @@
 #include "core/error.h"
 #include "core/stmt_functor.h"
 #include "verify/bank_proofs.h"
+#include "verify/completeness.h"
+#include "verify/definition_proofs.h"
 #include "verify/layout_proofs.h"
 #include "verify/proof_parts.h"
 #include "verify/shared_accesses.h"
@@ -266,8 +268,13 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
   ProofOptions base;
   base.timeout_ms = options.timeout_ms;
   KernelProofs proofs;
+  proofs.checks.push_back(check_complete(lowered.kernel));
   prove_shared_layouts(lowered, base, proofs.checks);
   prove_partitions(lowered, base, proofs.checks);
+  for (KernelCheck& c : prove_register_definitions(lowered.kernel, lowered.layouts,
+                                                   target.warp_size, options.timeout_ms)) {
+    proofs.checks.push_back(std::move(c));
+  }
   prove_accesses(lowered, target, base, proofs.checks);
   return proofs;
 }

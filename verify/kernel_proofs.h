@@ -1,8 +1,12 @@
-// Every proof `tessel verify` makes about one lowered kernel, as a list of checks with times:
+// Every proof `tessel verify` makes about one lowered kernel, as a list of checks with times
+// (docs/verify.md):
+//   - completeness: nothing of the tile level is left (verify/completeness.h);
 //   - each shared-memory layout inference chose: a bijection onto its allocation when it fills it
 //     (a swizzle), else injective and inside the allocation (padding);
 //   - each fragment and each loop partition: every element held by exactly `replicate` threads
 //     with no register slot shared, and every owner thread inside the block;
+//   - registers: every read of a register its own thread wrote before, every replica of a
+//     replicated fragment written (verify/definition_proofs.h);
 //   - each warp-wide shared-memory access of the thread-level IR (verify/shared_accesses.h):
 //     free of bank conflicts for every value of its loop variables and warp index.
 #pragma once
@@ -25,7 +29,8 @@ struct KernelCheck {
   double ms = 0;                              ///< wall time of the proof
 };
 
-/// The checks of one kernel, in report order: layouts, fragments, loops, accesses.
+/// The checks of one kernel, in report order: completeness, layouts, fragments, loops,
+/// registers, accesses.
 struct KernelProofs {
   std::vector<KernelCheck> checks;
 

@@ -18,6 +18,9 @@ ProofSession::ProofSession(const VarDomain& domain, std::vector<Var> local_vars,
   bounds_ = std::make_unique<IndexBounds>(domain);
   std::vector<Expr> all = exprs;
   all.insert(all.end(), facts_.begin(), facts_.end());
+  // Every ranged variable's range is asserted, so the width must hold its bounds too (else a
+  // bound would wrap and the range facts contradict each other: everything "proved").
+  for (const auto& [v, b] : domain.ranges) all.push_back(v);
   width_ = force_width > 0 ? force_width : bounds_->width_for(all);
 
   // Shared variables: the domain's, then any other free variable of the proof.

@@ -1,0 +1,221 @@
+// Collects the register reads and writes of a thread-level kernel with their loops, conditions
+// and program order (see register_accesses.h).
+#include "verify/register_accesses.h"
+
+#include <map>
+#include <set>
+
+#include "core/expr_functor.h"
+#include "core/expr_printer.h"
+#include "core/intrinsics.h"
+#include "core/printer.h"
+#include "core/stmt_functor.h"
+
+namespace tessel {
+
+namespace {
+
+bool reads_data(const Expr& e) {
+  bool found = false;
+  pre_order_visit(e, [&](const Expr& x) {
+    found |=
+        x.as<BufferLoadNode>() != nullptr || x.kind() == ExprKind::kCall || x.dtype().is_float();
+  });
+  return found;
+}
+
+/// The row-major offset of `indices` in `b`.
+Expr flat_index(const Buffer& b, const std::vector<Expr>& indices) {
+  Expr off = indices[0];
+  for (size_t d = 1; d < indices.size(); ++d) off = off * b->shape[d] + indices[d];
+  return off;
+}
+
+class Collector : public StmtFunctor<void> {
+ public:
+  std::vector<RegisterAccess> run(const Kernel& kernel) {
+    visit(kernel->body);
+    return std::move(found_);
+  }
+
+ private:
+  /// `e` with every let whose value is known substituted.
+  Expr rewrite(const Expr& e) const {
+    if (lets_.empty()) return e;
+    return substitute(e, [&](const Var& v) -> Expr {
+      auto it = lets_.find(v.get());
+      return it == lets_.end() ? Expr() : it->second;
+    });
+  }
+
+  /// True when `e` (rewritten) mentions a let whose value depends on loaded data.
+  bool mentions_opaque(const Expr& e) const {
+    bool found = false;
+    pre_order_visit(e, [&](const Expr& x) {
+      if (const auto* v = x.as<VarNode>()) found |= opaque_vars_.count(v) > 0;
+    });
+    return found;
+  }
+
+  /// Records the register accesses `e` makes (its loads of local buffers), under `guard`.
+  void scan(const Expr& e, const Stmt& s, const Expr& guard = Expr()) {
+    if (!e.defined()) return;
+    if (const auto* sel = e.as<SelectNode>()) {
+      scan(sel->cond, s, guard);
+      Expr c = rewrite(sel->cond);
+      if (reads_data(c) || mentions_opaque(c)) {  // either arm may be read
+        scan(sel->t, s, guard);
+        scan(sel->f, s, guard);
+        return;
+      }
+      scan(sel->t, s, guard.defined() ? (guard && c) : c);
+      scan(sel->f, s, guard.defined() ? (guard && !c) : !c);
+      return;
+    }
+    if (const auto* load = e.as<BufferLoadNode>()) {
+      for (const Expr& i : load->indices) scan(i, s, guard);
+      if (is_per_thread(load->buffer->scope)) add(load->buffer, load->indices, 1, false, s, guard);
+      return;
+    }
+    for (const Expr& c : expr_children(e)) scan(c, s, guard);
+  }
+
+  void add(const Buffer& b, const std::vector<Expr>& indices, int64_t count, bool write,
+           const Stmt& s, const Expr& guard = Expr()) {
+    RegisterAccess a;
+    a.buffer = b;
+    Expr index = rewrite(flat_index(b, indices));
+    a.opaque = reads_data(index) || mentions_opaque(index);
+    a.index = index;
+    a.count = count;
+    a.write = write;
+    a.guard = guard;
+    a.enclosing = enclosing_;
+    a.order = order_;
+    a.stmt = s;
+    found_.push_back(std::move(a));
+  }
+
+  void visit_Seq(const SeqNode* op, const Stmt&) override {
+    for (const Stmt& c : op->stmts) visit(c);
+  }
+
+  void visit_For(const ForNode* op, const Stmt& s) override {
+    ++order_;
+    scan(op->min, s);
+    scan(op->extent, s);
+    Enclosing e;
+    e.node = op;
+    e.var = op->var;
+    Expr min = rewrite(op->min), extent = rewrite(op->extent);
+    bool data =
+        reads_data(min) || reads_data(extent) || mentions_opaque(min) || mentions_opaque(extent);
+    if (!data) {
+      e.min = min;
+      e.extent = extent;
+    }
+    e.text = "for " + op->var.name() + " in range(" + to_string(op->min) + ", " +
+             to_string(op->min + op->extent) + ")";
+    if (data) opaque_vars_.insert(op->var.get());
+    enclosing_.push_back(std::move(e));
+    visit(op->body);
+    enclosing_.pop_back();
+  }
+
+  void visit_If(const IfNode* op, const Stmt& s) override {
+    ++order_;
+    scan(op->cond, s);
+    Expr c = rewrite(op->cond);
+    bool data = reads_data(c) || mentions_opaque(c);
+    branch(op, false, data ? Expr() : c, "if " + to_string(op->cond), op->then_case);
+    if (op->else_case.defined()) {
+      branch(op, true, data ? Expr() : !c, "if not (" + to_string(op->cond) + ")", op->else_case);
+    }
+  }
+
+  void branch(const IfNode* op, bool negated, Expr cond, std::string text, const Stmt& body) {
+    Enclosing e;
+    e.node = op;
+    e.negated = negated;
+    e.cond = std::move(cond);
+    e.text = std::move(text);
+    enclosing_.push_back(std::move(e));
+    visit(body);
+    enclosing_.pop_back();
+  }
+
+  void visit_Store(const StoreNode* op, const Stmt& s) override {
+    ++order_;
+    for (const Expr& i : op->indices) scan(i, s);
+    scan(op->value, s);
+    if (is_per_thread(op->buffer->scope)) add(op->buffer, op->indices, 1, true, s);
+  }
+
+  void visit_Alloc(const AllocNode* op, const Stmt& s) override {
+    ++order_;
+    if (!op->init.defined()) return;
+    scan(op->init, s);
+    if (is_per_thread(op->buffer->scope)) {
+      std::vector<Expr> zero(op->buffer->ndim(), make_int(0));
+      add(op->buffer, zero, 1, true, s);
+    }
+  }
+
+  void visit_Let(const LetNode* op, const Stmt& s) override {
+    ++order_;
+    scan(op->value, s);
+    Expr v = rewrite(op->value);
+    if (reads_data(v) || mentions_opaque(v)) {
+      opaque_vars_.insert(op->var.get());
+    } else {
+      lets_[op->var.get()] = v;
+    }
+    visit(op->body);
+  }
+
+  void visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt& s) override {
+    ++order_;
+    const IntrinsicInfo& info = intrinsic_info(op->intrinsic);
+    // Reads first (an mma reads C before it writes D), then writes.
+    for (bool writes : {false, true}) {
+      for (size_t k = 0; k < op->args.size() && k < info.operands.size(); ++k) {
+        const IntrinsicArg& arg = op->args[k];
+        const IntrinsicOperand& operand = info.operands[k];
+        if (!writes) {
+          for (const Expr& i : arg.indices) scan(i, s);
+          if (arg.value.defined()) scan(arg.value, s);
+        }
+        if (!arg.buffer.defined() || !is_per_thread(arg.buffer->scope)) continue;
+        if (operand.written != writes) continue;
+        int64_t count = operand.kind == OperandKind::kRegisters ? std::max(1, operand.elements) : 1;
+        add(arg.buffer, arg.indices, count, writes, s);
+      }
+    }
+  }
+
+  void visit_Barrier(const BarrierNode*, const Stmt&) override { ++order_; }
+  void visit_TileOpCall(const TileOpCallNode*, const Stmt&) override { ++order_; }
+  void visit_UseSwizzle(const UseSwizzleNode*, const Stmt&) override { ++order_; }
+
+  std::vector<Enclosing> enclosing_;
+  std::map<const ExprNode*, Expr> lets_;
+  std::set<const ExprNode*> opaque_vars_;  ///< lets and loop variables that depend on data
+  int64_t order_ = 0;
+  std::vector<RegisterAccess> found_;
+};
+
+}  // namespace
+
+std::vector<RegisterAccess> collect_register_accesses(const Kernel& kernel) {
+  return Collector().run(kernel);
+}
+
+std::string statement_text(const Stmt& s) {
+  std::string text = print_stmt(s);
+  size_t end = text.find('\n');
+  if (end != std::string::npos) text.resize(end);
+  size_t start = text.find_first_not_of(' ');
+  return start == std::string::npos ? text : text.substr(start);
+}
+
+}  // namespace tessel

@@ -1,0 +1,56 @@
+// The reads and writes of per-thread registers in a thread-level kernel — local buffers, which
+// are T.alloc_local / T.alloc_var and the register arrays fragments become — each with the loops
+// and conditions around it and its place in program order. The definition proofs
+// (verify/definition_proofs.h) ask of every read whether an earlier write of the same thread
+// covers it.
+//
+// Lets are substituted into every expression. What depends on loaded data cannot be reasoned
+// about: such a condition is kept as undefined (a read under it may happen, a write under it may
+// not), such an index or loop bound marks the access `opaque`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/kernel.h"
+
+namespace tessel {
+
+/// One loop or condition around an access, outermost first.
+struct Enclosing {
+  const StmtNode* node = nullptr;  ///< the For or If statement
+  bool negated = false;            ///< an If's else branch
+  Var var;                         ///< a loop's variable (undefined for a condition)
+  Expr min, extent;                ///< a loop's range (undefined when it depends on loaded data)
+  Expr cond;         ///< a condition as it holds inside (undefined when it depends on loaded data)
+  std::string text;  ///< the condition as the IR writes it (`tx == 0`, `not (i < n)`)
+
+  bool is_loop() const { return var.defined(); }
+  /// The same statement and branch.
+  bool same(const Enclosing& o) const { return node == o.node && negated == o.negated; }
+};
+
+/// One read or write of consecutive registers of a local buffer by one statement.
+struct RegisterAccess {
+  Buffer buffer;
+  Expr index;         ///< the first register (row-major over the buffer's shape)
+  int64_t count = 1;  ///< consecutive registers (an instruction's register operand: several)
+  bool write = false;
+  /// Inside its statement, when the read happens only under a condition (a T.if_then_else arm);
+  /// undefined: always.
+  Expr guard;
+  bool opaque = false;  ///< the index, a loop bound or a let depends on loaded data
+  std::vector<Enclosing> enclosing;
+  int64_t order = 0;  ///< position of its statement in program order (pre-order)
+  Stmt stmt;
+};
+
+/// Every register read and write of `kernel`, in program order (a statement's reads before its
+/// writes). T.alloc_var with an initial value counts as a write at its allocation.
+std::vector<RegisterAccess> collect_register_accesses(const Kernel& kernel);
+
+/// The statement on one line, as the IR prints it (a loop or if: its header).
+std::string statement_text(const Stmt& s);
+
+}  // namespace tessel
