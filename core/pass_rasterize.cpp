@@ -6,7 +6,8 @@
 //   off   = linear - panel * P * gy         position inside the panel
 //   bx'   = panel * P + off % w,  by' = off // w
 // Every earlier panel is full, so panel p starts at linear p * P * gy and holds w * gy blocks:
-// the map is a bijection of the grid. column_major=True swaps the roles of x and y.
+// the map is a bijection of the grid. column_major=True swaps the roles of x and y. A 3-d grid's
+// z index (the batch: heads, split-K slices) is left as it is, so each z plane is rasterised alone.
 #include "core/error.h"
 #include "core/expr_functor.h"
 #include "core/passes.h"
@@ -31,7 +32,10 @@ class SwizzleRemover : public StmtMutator {
 class BlockSubstituter : public StmtMutator {
  public:
   BlockSubstituter(Var from_x, Var to_x, Var from_y, Var to_y)
-      : fx_(std::move(from_x)), tx_(std::move(to_x)), fy_(std::move(from_y)), ty_(std::move(to_y)) {}
+      : fx_(std::move(from_x)),
+        tx_(std::move(to_x)),
+        fy_(std::move(from_y)),
+        ty_(std::move(to_y)) {}
 
  protected:
   Expr mutate_expr(const Expr& e) override {
@@ -53,10 +57,10 @@ Kernel rasterize_blocks(const Kernel& kernel) {
   Stmt body = remover.mutate(kernel->body);
   if (!remover.found) return kernel;
   const UseSwizzleNode& sw = *remover.found;
-  if (kernel->grid.size() != 2) {
+  if (kernel->grid.size() < 2) {
     user_error("kernel '" + kernel->name + "': T.use_swizzle at " + sw.loc.str() +
-               " needs a 2-d grid (bx, by); this kernel's grid has " +
-               std::to_string(kernel->grid.size()) + " dimension(s); remove it");
+               " needs a 2-d or 3-d grid (bx, by[, bz]); this kernel's grid has " +
+               std::to_string(kernel->grid.size()) + " dimension; remove it");
   }
   const bool col = sw.column_major;
   Var bx = kernel->block_vars[col ? 1 : 0], by = kernel->block_vars[col ? 0 : 1];

@@ -70,7 +70,7 @@ TEST_CASE("a copy with a symbolic tile extent names the buffer") {
         std::string::npos);
 }
 
-TEST_CASE("block rasterisation needs a 2-d grid") {
+TEST_CASE("block rasterisation needs a grid of at least 2 dimensions") {
   KernelBuilder T("raster1d");
   auto A = T.tensor("A", {64}, DataType::f32());
   Var b = T.kernel1(2, 32);
@@ -78,7 +78,8 @@ TEST_CASE("block rasterisation needs a 2-d grid") {
   A(b) = make_const(DataType::f32(), 0);
   std::string m = lowering_error(T.finish());
   CHECK(m.find("kernel 'raster1d': T.use_swizzle at ") != std::string::npos);
-  CHECK(m.find("needs a 2-d grid (bx, by); this kernel's grid has 1 dimension(s); remove it") !=
+  CHECK(m.find("needs a 2-d or 3-d grid (bx, by[, bz]); this kernel's grid has 1 dimension; "
+               "remove it") !=
         std::string::npos);
 }
 
