@@ -1,9 +1,10 @@
 // CUDA and HIP spellings of types, indices, barriers, shuffles, math and literals.
-#include <cmath>
-#include <sstream>
-#include <iomanip>
-
 #include "codegen/dialect.h"
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
 #include "core/error.h"
 
 namespace tessel::codegen {
@@ -12,13 +13,15 @@ std::string c_type(Language lang, DataType t) {
   const bool cuda = lang == Language::kCuda;
   if (t.lanes != 1) user_error("codegen: vector element type " + t.name() + " is not supported");
   switch (t.code) {
-    case TypeCode::kBool: return "bool";
+    case TypeCode::kBool:
+      return "bool";
     case TypeCode::kFloat:
       if (t.bits == 16) return cuda ? "half" : "_Float16";
       if (t.bits == 32) return "float";
       if (t.bits == 64) return "double";
       break;
-    case TypeCode::kBFloat: return cuda ? "__nv_bfloat16" : "__bf16";
+    case TypeCode::kBFloat:
+      return cuda ? "__nv_bfloat16" : "__bf16";
     case TypeCode::kInt:
       if (t.bits == 8) return "signed char";
       if (t.bits == 16) return "short";
@@ -32,15 +35,18 @@ std::string c_type(Language lang, DataType t) {
       if (t.bits == 64) return "unsigned long long";
       break;
     case TypeCode::kE4M3:
-    case TypeCode::kE5M2: return "unsigned char";  // storage only: conversions are not emitted
+    case TypeCode::kE5M2:
+      return "unsigned char";  // storage only: conversions are not emitted
   }
-  user_error("codegen: element type " + t.name() + " has no C type here (4-bit tensors are "
+  user_error("codegen: element type " + t.name() +
+             " has no C type here (4-bit tensors are "
              "packed two per byte; unpack them into int8 in the kernel)");
 }
 
-std::string thread_index(Language lang) {
-  return lang == Language::kCuda ? "static_cast<int>(threadIdx.x)"
-                                 : "static_cast<int>(__builtin_amdgcn_workitem_id_x())";
+std::string thread_index(Language lang, int dim) {
+  const char* xyz[] = {"x", "y", "z"};
+  if (lang == Language::kCuda) return std::string("static_cast<int>(threadIdx.") + xyz[dim] + ")";
+  return std::string("static_cast<int>(__builtin_amdgcn_workitem_id_") + xyz[dim] + "())";
 }
 
 std::string block_index(Language lang, int dim) {
@@ -73,10 +79,13 @@ std::string math_call(Language lang, const std::string& fn, const std::vector<st
 }
 
 std::string shuffle_call(Language lang, const std::string& kind, const std::string& value,
-                         const std::string& lane_arg, const std::string& value_type) {
+                         const std::string& lane_arg, const std::string& value_type,
+                         const std::string& lanes) {
   if (lang == Language::kCuda) {
-    std::string fn = kind == "shfl_xor" ? "__shfl_xor_sync" : kind == "shfl_down" ? "__shfl_down_sync" : "__shfl_up_sync";
-    return fn + "(0xffffffffu, " + value + ", " + lane_arg + ")";
+    std::string fn = kind == "shfl_xor"    ? "__shfl_xor_sync"
+                     : kind == "shfl_down" ? "__shfl_down_sync"
+                                           : "__shfl_up_sync";
+    return fn + "(" + lanes + ", " + value + ", " + lane_arg + ")";
   }
   return "tessel_" + kind + "<" + value_type + ">(" + value + ", " + lane_arg + ")";
 }

@@ -22,6 +22,7 @@ struct EmittedSource {
   std::string code;                 ///< the whole translation unit
   std::string entry;                ///< the kernel's symbol (extern "C")
   int threads = 0;                  ///< threads per block to launch with
+  std::vector<int> thread_dims;     ///< the block's shape (x, y, z; 1 to 3 extents)
   int64_t dynamic_shared_bytes = 0; ///< CUDA: dynamic shared memory to launch with
   /// The kernel's arguments in order: tensors (device pointers), then symbolic dimensions (int).
   std::vector<std::string> arguments;

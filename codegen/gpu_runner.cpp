@@ -252,11 +252,15 @@ double CudaSession::launch(void* kernel, const EmittedSource& source,
                            const std::vector<int64_t>& grid, std::vector<void*>& params) {
   std::vector<int64_t> g = grid;
   g.resize(3, 1);
+  std::vector<int> b = source.thread_dims.empty() ? std::vector<int>{source.threads}
+                                                  : source.thread_dims;
+  b.resize(3, 1);
   Driver& d = driver();
   CUresult launched = 0;
   double ms = time([&] {
     launched = d.cuLaunchKernel(kernel, static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]),
-                                static_cast<unsigned>(g[2]), source.threads, 1, 1,
+                                static_cast<unsigned>(g[2]), static_cast<unsigned>(b[0]),
+                                static_cast<unsigned>(b[1]), static_cast<unsigned>(b[2]),
                                 static_cast<unsigned>(source.dynamic_shared_bytes), nullptr,
                                 params.data(), nullptr);
   });

@@ -38,9 +38,16 @@ class SourcePrinter {
     out.language = lang_;
     out.entry = k_->name;
     out.threads = k_->threads;
+    out.thread_dims = k_->thread_dims;
     std::ostringstream body;
     indent_ = 1;
-    line(body, "const int " + name(k_->thread_var) + " = " + codegen::thread_index(lang_) + ";");
+    line(body, "const int " + name(k_->thread_var) + " = " + linear_thread_index() + ";");
+    if (lang_ == Language::kCuda && k_->threads % kNvidiaWarpSize) {
+      // The lanes this thread's warp has: all 32 but in the last, partial warp (shuffle masks).
+      line(body, "const unsigned tessel_lanes = " + name(k_->thread_var) + " / 32 == " +
+                     std::to_string(k_->threads / kNvidiaWarpSize) + " ? (1u << " +
+                     std::to_string(k_->threads % kNvidiaWarpSize) + ") - 1u : 0xffffffffu;");
+    }
     for (size_t d = 0; d < k_->block_vars.size(); ++d) {
       line(body, "const int " + name(k_->block_vars[d]) + " = " +
                      codegen::block_index(lang_, static_cast<int>(d)) + ";");
@@ -75,6 +82,13 @@ class SourcePrinter {
          << (lang_ == Language::kCuda ? "CUDA" : "HIP") << "). Launch: grid (";
     for (size_t d = 0; d < k_->grid.size(); ++d) code << (d ? ", " : "") << expr_text(k_->grid[d]);
     code << "), " << k_->threads << " threads";
+    if (k_->thread_dims.size() > 1) {
+      code << " (";
+      for (size_t d = 0; d < k_->thread_dims.size(); ++d) {
+        code << (d ? " x " : "") << k_->thread_dims[d];
+      }
+      code << ")";
+    }
     if (out.dynamic_shared_bytes) code << ", " << out.dynamic_shared_bytes << " bytes of dynamic shared memory";
     code << ".\n" << codegen::prelude(lang_, used_) << "\n" << sig.str() << " {\n";
     if (lang_ == Language::kCuda && shared_offset_) {
@@ -86,6 +100,18 @@ class SourcePrinter {
   }
 
  private:
+  /// threadIdx.x + X * (threadIdx.y + Y * threadIdx.z): the IR's linear thread index.
+  std::string linear_thread_index() const {
+    const int n = static_cast<int>(k_->thread_dims.size());
+    std::string index = codegen::thread_index(lang_, n - 1);
+    for (int d = n - 2; d >= 0; --d) {
+      if (d < n - 2) index = "(" + index + ")";
+      index = codegen::thread_index(lang_, d) + " + " + std::to_string(k_->thread_dims[d]) + " * " +
+              index;
+    }
+    return index;
+  }
+
   // ---- Names -----------------------------------------------------------------------------------
   std::string unique(const void* key, const std::string& base) {
     auto it = names_.find(key);
@@ -194,7 +220,8 @@ class SourcePrinter {
     std::string fn = builtin_name(c->op);
     if (is_shuffle(c->op)) {
       return codegen::shuffle_call(lang_, fn, expr_text(c->args[0]), expr_text(c->args[1]),
-                                   c_type(lang_, c->args[0].dtype()));
+                                   c_type(lang_, c->args[0].dtype()),
+                                   k_->threads % kNvidiaWarpSize ? "tessel_lanes" : "0xffffffffu");
     }
     DataType t = e.dtype();
     if (t.is_integral() && fn == "abs") {

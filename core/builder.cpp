@@ -107,10 +107,19 @@ std::vector<Var> KernelBuilder::kernel(std::vector<Expr> grid, int threads, Sour
   static const char* names[] = {"bx", "by", "bz"};
   node_.grid = std::move(grid);
   node_.threads = threads;
+  node_.thread_dims = {threads};
   node_.block_vars.clear();
   for (size_t d = 0; d < node_.grid.size() && d < 3; ++d) node_.block_vars.emplace_back(names[d]);
   node_.thread_var = Var("tx");
   return node_.block_vars;
+}
+
+std::vector<Var> KernelBuilder::kernel(std::vector<Expr> grid, std::vector<int> thread_dims,
+                                       SourceLoc loc) {
+  std::vector<Var> blocks = kernel(std::move(grid), 0, std::move(loc));
+  if (thread_dims.size() > 1) node_.thread_var = Var("tid");  // as the file parser names it
+  node_.thread_dims = std::move(thread_dims);  // Kernel::make sets threads to their product
+  return blocks;
 }
 
 std::pair<Var, Var> KernelBuilder::kernel2(Expr gx, Expr gy, int threads, SourceLoc loc) {
@@ -125,6 +134,15 @@ Var KernelBuilder::kernel1(Expr gx, int threads, SourceLoc loc) {
 Var KernelBuilder::get_thread_binding() {
   check_launched("T.get_thread_binding()", loc_);
   return node_.thread_var;
+}
+
+Expr KernelBuilder::get_thread_binding(int dim) {
+  check_launched("T.get_thread_binding()", loc_);
+  if (dim < 0 || dim > 2) {
+    user_error("kernel '" + name_ + "': T.get_thread_binding(" + std::to_string(dim) +
+               "): the dimension is 0 (x), 1 (y) or 2 (z)");
+  }
+  return thread_binding(node_, dim);
 }
 
 void KernelBuilder::check_launched(const char* what, const SourceLoc& loc) const {

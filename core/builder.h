@@ -124,8 +124,13 @@ class KernelBuilder {
   std::vector<Var> kernel(std::vector<Expr> grid, int threads, SourceLoc loc = SourceLoc::here());
   std::pair<Var, Var> kernel2(Expr gx, Expr gy, int threads, SourceLoc loc = SourceLoc::here());
   Var kernel1(Expr gx, int threads, SourceLoc loc = SourceLoc::here());
-  /// T.get_thread_binding(): this thread's index in the block.
+  /// `with T.Kernel(grid..., threads=(x, y[, z]))`: a block of 2 or 3 dimensions.
+  std::vector<Var> kernel(std::vector<Expr> grid, std::vector<int> thread_dims,
+                          SourceLoc loc = SourceLoc::here());
+  /// T.get_thread_binding(): this thread's linear index in the block (x fastest).
   Var get_thread_binding();
+  /// T.get_thread_binding(dim): this thread's index along x (0), y (1) or z (2).
+  Expr get_thread_binding(int dim);
 
   // ---- Allocation ----------------------------------------------------------------------------
   BufferRef alloc_shared(std::string name, std::vector<Expr> shape, DataType dtype,

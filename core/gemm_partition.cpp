@@ -138,6 +138,11 @@ GemmPlan plan_gemm(const GemmOp& op, const std::string& kernel, const Target& ta
   } else {
     p.why_simt = "target " + target.name + " has no matrix instruction";
   }
+  if (p.why_simt.empty() && threads % target.warp_size != 0) {
+    p.why_simt = "threads=" + std::to_string(threads) + " is not a whole number of " +
+                 std::to_string(target.warp_size) +
+                 "-lane warps (a matrix instruction needs every lane of its warp)";
+  }
   auto not_multiple = [](const char* what, int64_t v, int64_t of) {
     return std::string(what) + " = " + std::to_string(v) + " is not a multiple of " +
            std::to_string(of);

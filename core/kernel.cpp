@@ -1,9 +1,59 @@
 // Kernel validation.
 #include "core/kernel.h"
 
+#include <functional>
+#include <numeric>
+
 #include "core/expr_printer.h"
 
 namespace tessel {
+
+namespace {
+
+constexpr int kMaxBlockThreads = 1024;
+/// CUDA's and HIP's limits on blockDim.x, .y, .z.
+constexpr int kMaxBlockDim[3] = {1024, 1024, 64};
+
+std::string dims_text(const std::vector<int>& dims) {
+  if (dims.size() == 1) return std::to_string(dims[0]);
+  std::string s = "(";
+  for (size_t d = 0; d < dims.size(); ++d) s += (d ? ", " : "") + std::to_string(dims[d]);
+  return s + ")";
+}
+
+void check_thread_dims(const std::string& k, const std::vector<int>& dims) {
+  if (dims.size() > 3) {
+    user_error(k + ": threads= takes 1 to 3 extents (x, y, z), got " + std::to_string(dims.size()));
+  }
+  if (dims.size() == 1 && (dims[0] <= 0 || dims[0] > kMaxBlockThreads)) {
+    user_error(k + ": threads=" + std::to_string(dims[0]) + " must be between 1 and " +
+               std::to_string(kMaxBlockThreads) + " (the threads a block may have)");
+  }
+  static const char* kAxis[] = {"x", "y", "z"};
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] <= 0 || dims[d] > kMaxBlockDim[d]) {
+      user_error(k + ": threads=" + dims_text(dims) + ": the " + kAxis[d] + " extent " +
+                 std::to_string(dims[d]) + " must be between 1 and " +
+                 std::to_string(kMaxBlockDim[d]));
+    }
+  }
+}
+
+}  // namespace
+
+Expr thread_binding(const KernelNode& kernel, int dim) {
+  internal_check(kernel.thread_var.defined() && dim >= 0 && dim < 3,
+                 "thread_binding: no thread index along that dimension");
+  if (dim >= static_cast<int>(kernel.thread_dims.size())) return make_int(0);  // extent 1
+  Expr index = kernel.thread_var;
+  int64_t below = 1;
+  for (int d = 0; d < dim; ++d) below *= kernel.thread_dims[d];
+  if (below > 1) index = floordiv(index, make_int(below));
+  if (dim + 1 < static_cast<int>(kernel.thread_dims.size())) {
+    index = floormod(index, make_int(kernel.thread_dims[dim]));
+  }
+  return index;
+}
 
 Kernel Kernel::make(KernelNode node) {
   std::string k = "kernel '" + node.name + "'";
@@ -20,14 +70,14 @@ Kernel Kernel::make(KernelNode node) {
                  "; every grid extent must be positive");
     }
   }
-  if (node.threads <= 0 || node.threads % kNvidiaWarpSize != 0) {
-    user_error(k + ": threads=" + std::to_string(node.threads) +
-               " is not a positive multiple of the warp size " + std::to_string(kNvidiaWarpSize) +
-               "; use e.g. " + std::to_string(std::max(1, (node.threads + 31) / 32) * 32));
-  }
-  if (node.threads > 1024) {
-    user_error(k + ": threads=" + std::to_string(node.threads) +
-               " exceeds the 1024 threads a block may have");
+  if (node.thread_dims.empty()) node.thread_dims = {node.threads};
+  check_thread_dims(k, node.thread_dims);
+  node.threads =
+      std::accumulate(node.thread_dims.begin(), node.thread_dims.end(), 1, std::multiplies<int>());
+  if (node.threads > kMaxBlockThreads) {
+    user_error(k + ": threads=" + dims_text(node.thread_dims) + " is " +
+               std::to_string(node.threads) + " threads; a block may have at most " +
+               std::to_string(kMaxBlockThreads));
   }
   for (const Buffer& b : node.params) {
     if (b->scope != Scope::kGlobal) {

@@ -35,6 +35,7 @@ class Comparer {
     if (x.threads != y.threads) {
       return fail("threads", std::to_string(x.threads) + " vs " + std::to_string(y.threads));
     }
+    if (x.thread_dims != y.thread_dims) return fail("threads", "different block shapes (x, y, z)");
     if (x.dynamic_vars.size() != y.dynamic_vars.size()) {
       return fail("symbolic dimensions", std::to_string(x.dynamic_vars.size()) + " vs " +
                                              std::to_string(y.dynamic_vars.size()));

@@ -98,12 +98,16 @@ std::optional<Expr> Parser::expression_call(const std::string& callee, const Tok
   }
   if (norm == "T.get_thread_binding") {
     auto [call, a] = args({"dim"}, 0);
-    if (a[0] && arg_int(call, *a[0], "dim", 0, 2) != 0) {
-      fail(a[0]->value_at,
-           "only dimension 0 of the thread index exists: Tessel blocks are 1-d "
-           "(threads=N)");
-    }
-    return kernel_thread_var(at);
+    return thread_binding_of(at, a[0] ? static_cast<int>(arg_int(call, *a[0], "dim", 0, 2)) : 0);
+  }
+  if (norm == "T.get_block_binding") {
+    auto [call, a] = args({"dim"}, 0);
+    return block_binding_of(at, a[0] ? static_cast<int>(arg_int(call, *a[0], "dim", 0, 2)) : 0);
+  }
+  if (norm == "T.linear_thread_index") {
+    args({}, 0);
+    thread_binding_of(at, 0);
+    return node_.thread_var;
   }
   if (norm == "T.dynamic" || norm == "T.symbolic") {
     auto [call, a] = args({"name", "dtype"}, 1);

@@ -176,16 +176,22 @@ void Parser::parse_with(std::vector<Stmt>& out) {
   }
   CallArgs call = parse_call_args(norm, at);
   std::vector<Expr> grid;
-  int64_t threads = 128;
+  std::vector<int> thread_dims{128};
   for (const Arg& a : call.args) {
     if (a.keyword.empty()) {
       grid.push_back(arg_expr(call, a, "grid extent"));
     } else if (a.keyword == "threads") {
-      threads = arg_int(call, a, "threads", 1, 1 << 20);
+      thread_dims = a.value.kind == Value::Kind::kTuple
+                        ? arg_int_list(call, a, "threads")
+                        : std::vector<int>{static_cast<int>(arg_int(call, a, "threads", 1, 1 << 20))};
+      if (thread_dims.empty() || thread_dims.size() > 3) {
+        fail(a.value_at, "T.Kernel: threads= takes 1 to 3 extents (x, y, z), got " +
+                             std::to_string(thread_dims.size()));
+      }
     } else {
       fail(a.at, "T.Kernel has no argument '" + a.keyword +
                      "'; it takes the grid extents and "
-                     "threads=N");
+                     "threads=N or threads=(x, y[, z])");
     }
   }
   if (grid.empty() || grid.size() > 3) {
@@ -214,7 +220,7 @@ void Parser::parse_with(std::vector<Stmt>& out) {
   }
   static const char* kDefaultNames[] = {"bx", "by", "bz"};
   node_.grid = grid;
-  node_.threads = static_cast<int>(threads);
+  node_.thread_dims = thread_dims;  // Kernel::make sets threads to their product
   node_.block_vars.clear();
   auto scope = std::make_shared<NameScope>();
   scope->parent = scope_;

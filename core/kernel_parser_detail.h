@@ -268,7 +268,11 @@ class Parser {
   [[noreturn]] void unsupported(const Token& at) const;
   void require_kernel_body(const Token& at, const std::string& what) const;
   void count_statement(const Token& at);
-  Var kernel_thread_var(const Token& at);
+  /// T.get_thread_binding(dim) at `at`: creates the kernel's linear thread index on first use
+  /// (named `name` when it is a 1-d block's index bound to a name).
+  Expr thread_binding_of(const Token& at, int dim, const std::string& name = "");
+  /// T.get_block_binding(dim) at `at`: the block index along `dim` (0 where the grid has none).
+  Expr block_binding_of(const Token& at, int dim);
   void parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets);
   /// `X = T.alloc_*(...)`, `tx = T.get_thread_binding()`, `N = T.dynamic("N")`.
   bool parse_special_assignment(const Token& target, std::vector<Stmt>& out);

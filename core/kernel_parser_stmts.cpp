@@ -249,10 +249,20 @@ void Parser::count_statement(const Token& at) {
   }
 }
 
-Var Parser::kernel_thread_var(const Token& at) {
+Expr Parser::thread_binding_of(const Token& at, int dim, const std::string& name) {
   require_kernel_body(at, "T.get_thread_binding()");
-  if (!node_.thread_var.defined()) node_.thread_var = Var("tx");
-  return node_.thread_var;
+  if (!node_.thread_var.defined()) {
+    // A 1-d block's index is the linear index itself and takes the user's name.
+    bool linear = dim == 0 && node_.thread_dims.size() == 1;
+    node_.thread_var = Var(linear && !name.empty() ? name : linear ? "tx" : "tid");
+  }
+  return thread_binding(node_, dim);
+}
+
+Expr Parser::block_binding_of(const Token& at, int dim) {
+  require_kernel_body(at, "T.get_block_binding()");
+  if (dim >= static_cast<int>(node_.block_vars.size())) return make_int(0);  // extent 1
+  return node_.block_vars[dim];
 }
 
 // ---- Assignments ------------------------------------------------------------------------------
@@ -364,17 +374,21 @@ bool Parser::parse_special_assignment(const Token& target, std::vector<Stmt>& ou
     bind(target.text, Value::of(b), target, true);
     return true;
   }
-  if (norm == "T.get_thread_binding") {
+  if (norm == "T.get_thread_binding" || norm == "T.linear_thread_index") {
     CallArgs call = parse_call_args(norm, parts[0]);
     if (!at_terminator()) {
       cur_->rewind(start);
       return false;
     }
-    auto a = bind_args(call, {"dim"}, 0);
-    if (a[0] && arg_int(call, *a[0], "dim", 0, 0) != 0) fail(a[0]->value_at, "use dimension 0");
-    require_kernel_body(parts[0], "T.get_thread_binding()");
-    if (!node_.thread_var.defined()) node_.thread_var = Var(target.text);
-    bind(target.text, Value::of(Expr(node_.thread_var)), target, true);
+    bool linear = norm == "T.linear_thread_index";
+    auto a = bind_args(call, linear ? std::vector<std::string>{} : std::vector<std::string>{"dim"}, 0);
+    int dim = !linear && a[0] ? static_cast<int>(arg_int(call, *a[0], "dim", 0, 2)) : 0;
+    if (linear && !node_.thread_var.defined()) {
+      require_kernel_body(parts[0], norm + "()");
+      node_.thread_var = Var(target.text);
+    }
+    Expr index = thread_binding_of(parts[0], dim, target.text);
+    bind(target.text, Value::of(linear ? Expr(node_.thread_var) : index), target, true);
     return true;
   }
   if (norm == "T.dynamic" || norm == "T.symbolic") {

@@ -401,6 +401,17 @@ std::optional<Value> Parser::parse_name_value() {
         return conv;
       }
     }
+    if (norm == "T.get_thread_bindings" || norm == "T.get_block_bindings") {
+      bind_args(parse_call_args(norm, parts[0]), {}, 0);
+      Value all;
+      all.kind = Value::Kind::kTuple;
+      for (int d = 0; d < 3; ++d) {
+        all.items.push_back(Value::of(norm == "T.get_thread_bindings"
+                                          ? thread_binding_of(parts[0], d)
+                                          : block_binding_of(parts[0], d)));
+      }
+      return all;
+    }
     if (norm.rfind("T.alloc_", 0) == 0) {
       fail(parts[0], norm +
                          "(...) allocates a buffer: assign it to a name on a line of its own "

@@ -153,13 +153,23 @@ std::string print_kernel(const Kernel& kernel) {
   }
   os << "):\n    with T.Kernel(";
   for (const Expr& g : k.grid) os << to_string(g) << ", ";
-  os << "threads=" << k.threads << ") as (";
+  os << "threads=";
+  if (k.thread_dims.size() > 1) {
+    os << "(";
+    for (size_t d = 0; d < k.thread_dims.size(); ++d) os << (d ? ", " : "") << k.thread_dims[d];
+    os << ")";
+  } else {
+    os << k.threads;
+  }
+  os << ") as (";
   for (size_t i = 0; i < k.block_vars.size(); ++i) {
     os << (i ? ", " : "") << k.block_vars[i].name();
   }
   os << (k.block_vars.size() == 1 ? ",):\n" : "):\n");
   if (k.thread_var.defined() && uses_thread_var(k.body, k.thread_var)) {
-    os << "        " << k.thread_var.name() << " = T.get_thread_binding()\n";
+    os << "        " << k.thread_var.name()
+       << (k.thread_dims.size() > 1 ? " = T.linear_thread_index()\n"
+                                    : " = T.get_thread_binding()\n");
   }
   StmtPrinter(os).print(k.body, 2);
   return os.str();

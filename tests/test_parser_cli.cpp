@@ -118,12 +118,12 @@ TEST_SUITE("parser cli") {
     std::string path = write_file("wrong.py",
                                   "@T.prim_func\n"
                                   "def k(A: T.Tensor((64,), \"float32\")):\n"
-                                  "    with T.Kernel(1, threads=48) as bx:\n"
+                                  "    with T.Kernel(1, threads=4096) as bx:\n"
                                   "        T.clear(A)\n");
     CliResult r = run_tessel({"run", path});
     CHECK(r.status == 1);
-    CHECK(r.err.find(path + ":3:10: kernel 'k': threads=48 is not a positive multiple of the warp "
-                            "size 32; use e.g. 64") != std::string::npos);
+    CHECK(r.err.find(path + ":3:10: kernel 'k': threads=4096 must be between 1 and 1024 (the "
+                            "threads a block may have)") != std::string::npos);
   }
 
   TEST_CASE("a file without a reference runs; its runtime errors carry file:line:column") {

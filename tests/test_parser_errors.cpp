@@ -169,10 +169,10 @@ TEST_SUITE("parser errors") {
                      0) == 0);
     CHECK(gemm.find(quote("        T.gemm(A_s, B_s, F)", 9)) != std::string::npos);
     CHECK(error_of("@T.prim_func\ndef k(A: T.Tensor((64,), \"float16\")):\n"
-                   "    with T.Kernel(1, threads=100) as bx:\n        T.clear(A)\n") ==
-          "kernel: k.py:3:10: kernel 'k': threads=100 is not a positive multiple of the warp size "
-          "32; use e.g. 128" +
-              quote("    with T.Kernel(1, threads=100) as bx:", 10));
+                   "    with T.Kernel(1, threads=2000) as bx:\n        T.clear(A)\n") ==
+          "kernel: k.py:3:10: kernel 'k': threads=2000 must be between 1 and 1024 (the threads a "
+          "block may have)" +
+              quote("    with T.Kernel(1, threads=2000) as bx:", 10));
     CHECK(error_of(kHead + "        C[1] = 1.0\n") ==
           "kernel: store at k.py:4:9 of 'C' with 1 index(es), but it has 2 dimension(s); give one "
           "index per dimension" +

@@ -37,6 +37,7 @@ void add_emit_command(CLI::App& app, Context& ctx) {
                           {"language", src.language == Language::kCuda ? "cuda" : "hip"},
                           {"entry", src.entry},
                           {"threads", src.threads},
+                          {"thread_dims", src.thread_dims},
                           {"dynamic_shared_bytes", src.dynamic_shared_bytes},
                           {"arguments", src.arguments}};
       if (output.empty()) j["source"] = src.code;
