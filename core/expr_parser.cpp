@@ -269,45 +269,10 @@ class Parser {
     if (hooks_.resolve_call) {
       if (auto e = hooks_.resolve_call(callee, args, at)) return *e;
     }
-    auto arity = [&](size_t n) {
-      if (args.size() != n) {
-        cur_.error_at(at, callee + " takes " + std::to_string(n) + " argument" +
-                              (n == 1 ? "" : "s") + ", got " + std::to_string(args.size()));
-      }
-    };
-    if (callee == "min" || callee == "max" || callee == "T.min" || callee == "T.max") {
-      if (args.size() < 2) cur_.error_at(at, callee + " needs at least 2 arguments");
-      bool is_min = callee.back() == 'n';
-      Expr r = args[0];
-      for (size_t k = 1; k < args.size(); ++k) r = is_min ? min(r, args[k]) : max(r, args[k]);
-      return r;
-    }
-    if (callee == "T.if_then_else" || callee == "T.Select") {
-      arity(3);
-      return if_then_else(args[0], args[1], args[2]);
-    }
-    if (callee == "T.floordiv") {
-      arity(2);
-      return floordiv(args[0], args[1]);
-    }
-    if (callee == "T.floormod") {
-      arity(2);
-      return floormod(args[0], args[1]);
-    }
-    if (callee == "abs") {
-      arity(1);
-      return abs(args[0]);
-    }
-    if (callee.rfind("T.", 0) == 0) {
-      std::string short_name = callee.substr(2);
-#define TESSEL_BUILTIN_CASE_(id, text) \
-  if (short_name == text) return call(Builtin::id, args);
-      TESSEL_BUILTINS(TESSEL_BUILTIN_CASE_)
-#undef TESSEL_BUILTIN_CASE_
-      if (auto dtype = DataType::parse(short_name)) {
-        arity(1);
-        return cast(*dtype, args[0]);
-      }
+    try {
+      if (auto e = call_builtin_function(callee, args)) return *e;
+    } catch (const UserError& e) {
+      cur_.error_at(at, e.what());
     }
     cur_.error_at(at, "unknown function '" + callee + "'");
   }
@@ -336,6 +301,51 @@ class Parser {
 };
 
 }  // namespace
+
+std::optional<Expr> call_builtin_function(const std::string& callee,
+                                          const std::vector<Expr>& args) {
+  auto arity = [&](size_t n) {
+    if (args.size() != n) {
+      user_error(callee + " takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") +
+                 ", got " + std::to_string(args.size()));
+    }
+  };
+  if (callee == "min" || callee == "max" || callee == "T.min" || callee == "T.max") {
+    if (args.size() < 2) user_error(callee + " needs at least 2 arguments");
+    bool is_min = callee.back() == 'n';
+    Expr r = args[0];
+    for (size_t k = 1; k < args.size(); ++k) r = is_min ? min(r, args[k]) : max(r, args[k]);
+    return r;
+  }
+  if (callee == "T.if_then_else" || callee == "T.Select") {
+    arity(3);
+    return if_then_else(args[0], args[1], args[2]);
+  }
+  if (callee == "T.floordiv") {
+    arity(2);
+    return floordiv(args[0], args[1]);
+  }
+  if (callee == "T.floormod") {
+    arity(2);
+    return floormod(args[0], args[1]);
+  }
+  if (callee == "abs") {
+    arity(1);
+    return abs(args[0]);
+  }
+  if (callee.rfind("T.", 0) == 0) {
+    std::string short_name = callee.substr(2);
+#define TESSEL_BUILTIN_CASE_(id, text) \
+  if (short_name == text) return call(Builtin::id, args);
+    TESSEL_BUILTINS(TESSEL_BUILTIN_CASE_)
+#undef TESSEL_BUILTIN_CASE_
+    if (auto dtype = DataType::parse(short_name)) {
+      arity(1);
+      return cast(*dtype, args[0]);
+    }
+  }
+  return std::nullopt;
+}
 
 Expr parse_expression(TokenCursor& cursor, const ExprParseHooks& hooks) {
   return Parser(cursor, hooks).expression();

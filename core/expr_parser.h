@@ -21,10 +21,10 @@
 namespace tessel {
 
 enum class TokenKind : uint8_t {
-  kName,    ///< identifiers and keywords (`lambda`, `and`, `True`)
-  kInt,     ///< 42, 0x2a, 0b101, 1_000
-  kFloat,   ///< 1.5, 1e-3
-  kString,  ///< 'a' or "a" (value without quotes, simple escapes decoded)
+  kName,     ///< identifiers and keywords (`lambda`, `and`, `True`)
+  kInt,      ///< 42, 0x2a, 0b101, 1_000
+  kFloat,    ///< 1.5, 1e-3
+  kString,   ///< 'a' or "a" (value without quotes, simple escapes decoded)
   kOp,       ///< operators and delimiters: + - * // % ** << >> & | ^ ~ < <= == ( ) [ ] , : . = ->
   kNewline,  ///< end of a logical line (kFile mode only)
   kIndent,   ///< indentation increased (kFile mode only)
@@ -114,6 +114,12 @@ struct ExprParseHooks {
                                     const Token& at)>
       resolve_subscript;
 };
+
+/// The built-in functions of expressions applied to `args`: min/max/T.min/T.max (2 or more),
+/// T.if_then_else/T.Select, T.floordiv/T.floormod, abs, the math functions of the Builtin table
+/// (T.exp, T.exp2, T.log, ...) and casts by dtype name (T.float16(x)). nullopt when `callee` is
+/// none of them; UserError (no location) for a wrong number of arguments.
+std::optional<Expr> call_builtin_function(const std::string& callee, const std::vector<Expr>& args);
 
 /// Parses one expression starting at the cursor and stops before the first token that cannot
 /// continue it (`,`, `)`, `:`, end). Built-in calls: min/max/T.min/T.max, T.if_then_else,

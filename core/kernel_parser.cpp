@@ -31,8 +31,8 @@ Parser::Parser(const std::string& source, std::string path,
       defines_(defines),
       main_cursor_(source, std::vector<Token>{}),
       cur_(&main_cursor_) {
-  hooks_ = make_hooks();
   scope_ = std::make_shared<NameScope>();
+  bind_python_builtins(*scope_);
   scope_->names["T"] = Binding{Value::module("T"), {}, false};
   scope_->names["tilelang"] = Binding{Value::module("tilelang"), {}, false};
   Value maker;
@@ -199,9 +199,18 @@ void Parser::parse_import() {
       fail(alias, "'" + alias.text + "' is a keyword and cannot be a name");
     return alias;
   };
+  // Every imported name is bound to its module path (tilelang.language is T); names of other
+  // modules only matter to name host code in messages and for the few functions Tessel
+  // evaluates (math.sqrt, tvm.DataType, torch.float16, ...).
   auto bind_module = [&](const std::string& module, const Token& alias) {
-    if (module == "tilelang.language") bind(alias.text, Value::module("T"), alias);
-    if (module == "tilelang") bind(alias.text, Value::module("tilelang"), alias);
+    if (module.size() >= 31 &&
+        module.compare(module.size() - 31, 31, "_tir_packed_to_unsigned_convert") == 0) {
+      Value maker;  // TVM's converter, built in
+      maker.kind = Value::Kind::kConvertMaker;
+      bind(alias.text, maker, alias);
+      return;
+    }
+    bind(alias.text, Value::module(kernel_parser_detail::module_name(module)), alias);
   };
   if (kw.text == "import") {
     do {
@@ -210,10 +219,8 @@ void Parser::parse_import() {
       if (module.empty()) fail(first, "expected a module name after 'import'");
       if (cur_->accept_name("as")) {
         bind_module(module, import_alias());
-      } else if (module.rfind("tilelang", 0) == 0) {
-        Token t = first;
-        t.text = "tilelang";
-        bind_module("tilelang", t);
+      } else if (first.kind == TokenKind::kName) {
+        bind_module(first.text, first);  // `import a.b` binds a
       }
     } while (cur_->accept_op(","));
   } else {

@@ -43,13 +43,22 @@ struct KernelFileParam {
   SourceLoc loc;
 };
 
+/// An `assert` on sizes that are symbolic when the file is read (T.dynamic or T.const
+/// dimensions): checked before a run, once the sizes are known.
+struct KernelAssertion {
+  Expr condition;
+  std::string message;  ///< "assertion failed: MESSAGE"
+  SourceLoc loc;
+};
+
 /// A parsed kernel file.
 struct ParsedKernel {
   Kernel kernel;
-  std::string generator;                 ///< the enclosing def's name ("" when there is none)
-  std::vector<KernelFileParam> params;   ///< the enclosing def's parameters, in order
-  std::optional<std::string> reference;  ///< NAME of `# tessel: reference=NAME`
-  SourceLoc reference_loc;               ///< where that directive is
+  std::string generator;                    ///< the enclosing def's name ("" when there is none)
+  std::vector<KernelFileParam> params;      ///< the enclosing def's parameters, in order
+  std::optional<std::string> reference;     ///< NAME of `# tessel: reference=NAME`
+  SourceLoc reference_loc;                  ///< where that directive is
+  std::vector<KernelAssertion> assertions;  ///< asserts on symbolic sizes, checked before a run
 };
 
 /// Parses `source`, the text of the kernel file `path` (`path` only names locations). `defines`

@@ -37,32 +37,7 @@ bool is_statement_function(const std::string& norm) {
 
 // ---- Functions in expressions -------------------------------------------------------------------
 
-std::optional<Expr> Parser::expression_call(const std::string& callee, const Token& at) {
-  std::string norm = normalize(callee);
-  std::optional<Value> target;
-  size_t dot = callee.find('.');
-  if (const Binding* b = lookup(callee.substr(0, dot))) {
-    Value v = b->value;
-    for (size_t p = dot; p != std::string::npos && v.kind != Value::Kind::kModule;) {
-      size_t next = callee.find('.', p + 1);
-      v = attribute(v, callee.substr(p + 1, next == std::string::npos ? next : next - p - 1), at);
-      p = next;
-    }
-    target = v;
-  }
-  if (target && target->kind == Value::Kind::kConvertMaker) {
-    Value conv = make_converter(parse_call_args(norm, at));
-    if (!cur_->at_op("(")) {
-      fail(cur_->peek(),
-           "_tir_packed_to_unsigned_convert(...) makes a converter; call it with "
-           "(nbit, val, pos, dtype=...) to get a value");
-    }
-    return convert_call(conv, at);
-  }
-  if (target && target->kind == Value::Kind::kConverter) return convert_call(*target, at);
-  if (target && target->kind == Value::Kind::kMacro) {
-    fail(at, "T.macro '" + callee + "' is a statement: call it on a line of its own");
-  }
+std::optional<Expr> Parser::expression_call(const std::string& norm, const Token& at) {
   auto args = [&](std::vector<std::string> names, size_t required) {
     CallArgs call = parse_call_args(norm, at);
     std::vector<const Arg*> bound = bind_args(call, names, required);
@@ -134,6 +109,15 @@ std::optional<Expr> Parser::expression_call(const std::string& callee, const Tok
     fail(at, norm + " is a statement, not a value: write it on a line of its own" +
                  (norm.rfind("T.alloc_", 0) == 0 ? " as X = " + norm + "(...)" : std::string()));
   }
+  return std::nullopt;
+}
+
+std::optional<Value> Parser::value_method(const Value& base, const Token& method,
+                                          const CallArgs& call) {
+  // Methods of expressions (x.astype(dtype), ...) go here.
+  (void)base;
+  (void)method;
+  (void)call;
   return std::nullopt;
 }
 

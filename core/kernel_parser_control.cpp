@@ -108,11 +108,11 @@ void Parser::parse_for(std::vector<Stmt>& out) {
 void Parser::parse_if(std::vector<Stmt>& out, std::vector<size_t>& lets) {
   const Token if_tok = cur_->next();  // `if` or `elif`
   const Token cond_at = cur_->peek();
-  Expr cond = parse_expr();
-  if (auto c = as_const_int(cond)) {
+  Value cond_value = numeric(parse_value(), cond_at);
+  if (auto c = py_truth(cond_value)) {
     // A constant condition picks its branch while reading, as Python would: the other branch is
     // skipped unread and the chosen one's statements and names join this block.
-    if (*c != 0) {
+    if (*c) {
       parse_block_into(out, lets);
       while (cur_->at_name("elif") || cur_->at_name("else")) {
         cur_->next();
@@ -131,6 +131,7 @@ void Parser::parse_if(std::vector<Stmt>& out, std::vector<size_t>& lets) {
     if (cur_->accept_name("else")) parse_block_into(out, lets);
     return;
   }
+  Expr cond = to_expr(cond_value, cond_at, "the condition of 'if'");
   if (context_ != Context::kKernelBody) {
     if (context_ == Context::kModule || context_ == Context::kGenerator) {
       fail(cond_at,
@@ -246,7 +247,7 @@ void Parser::parse_return() {
   if (context_ == Context::kGenerator) {
     if (!has_value) fail(at, "the enclosing def returns the kernel function it defines");
     const Token value_at = cur_->peek();
-    Value v = parse_value();
+    Value v = parse_testlist();
     if (v.kind != Value::Kind::kKernel) {
       fail(value_at, "the enclosing def returns the kernel function it defines ('" +
                          (kernel_name_.empty() ? std::string("main") : kernel_name_) + "'), got " +
@@ -274,6 +275,7 @@ void Parser::parse_call_statement(std::vector<Stmt>& out) {
       "this line has no effect: a statement is an assignment, a call of a "
       "T.* operator or a T.macro, a loop, an if or a with T.Kernel(...)";
   if (at.kind != TokenKind::kName) fail(at, kNoEffect);
+  size_t start = cur_->position();
   std::string dotted;
   std::vector<Token> parts = read_dotted(dotted);
   if (!cur_->at_op("(")) {
@@ -292,6 +294,15 @@ void Parser::parse_call_statement(std::vector<Stmt>& out) {
     CallArgs call = parse_call_args(dotted, at);
     end_of_simple_statement();
     inline_macro(*b->value.macro, call, out);
+    return;
+  }
+  if (b && parts.size() == 1 && b->value.kind == Value::Kind::kModule &&
+      b->value.text.find('.') == std::string::npos && b->value.text != "T" &&
+      b->value.text != "tilelang") {
+    // A Python built-in (print(...)) as a statement: evaluated for its errors, no effect.
+    cur_->rewind(start);
+    parse_value();
+    end_of_simple_statement();
     return;
   }
   CallArgs call = parse_call_args(norm, at);

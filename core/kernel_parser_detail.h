@@ -32,6 +32,12 @@ class LocatedError : public UserError {
   explicit LocatedError(const std::string& message) : UserError(message) {}
 };
 
+/// A false `assert` of the file: the kernel is wrong (exit 1), with the assert's message.
+class AssertionFailure : public LocatedError {
+ public:
+  explicit AssertionFailure(const std::string& message) : LocatedError(message) {}
+};
+
 struct MacroDef;
 struct NameScope;
 
@@ -51,6 +57,7 @@ struct Value {
     kConverter,     ///< _tir_packed_to_unsigned_convert("int", 8)
     kPolicy,        ///< T.GemmWarpPolicy.FullRow
     kKernel,        ///< the kernel function itself (what the enclosing def returns)
+    kHost,          ///< host code Tessel does not run (text: what it is, for messages)
   };
   Kind kind = Kind::kNone;
   Expr expr;                  ///< kExpr
@@ -212,21 +219,80 @@ class Parser {
   std::vector<Token> read_dotted(std::string& name);
   /// True at the end of a value: `,` `)` `]` `}` `:` `=` `;` or the end of the line.
   bool at_terminator(size_t ahead = 0) const;
-  /// At '(': does a tuple follow (a comma at its top level, or `()`)?
-  bool tuple_ahead() const;
   /// An argument or a right-hand side: a string, tuple, list, buffer, region, ... or expression.
   Value parse_value();
-  Value parse_sequence(const char* close, bool is_list);
-  std::optional<Value> parse_name_value();
-  Value parse_subscript_value(const Buffer& buffer, const Token& at);
-  /// An expression, through the shared expression parser with this parser's hooks.
+  /// A value or, with commas at its top level, a tuple of values (right-hand sides, return).
+  Value parse_testlist();
+  /// A value that must be a number or an expression.
   Expr parse_expr();
   Expr to_expr(const Value& v, const Token& at, const std::string& what) const;
-  ExprParseHooks make_hooks();
+  /// Elements and T.alloc_var buffers as the expressions they read; other values unchanged.
+  Value numeric(const Value& v, const Token& at) const;
+  /// Runs `fn`, reporting its UserErrors as errors of the file at `at` (operators on constants).
+  template <typename Fn>
+  auto located_syntax(const Token& at, Fn&& fn) const -> decltype(fn()) {
+    try {
+      return fn();
+    } catch (const KernelFileError&) {
+      throw;
+    } catch (const LocatedError&) {
+      throw;
+    } catch (const UserError& e) {
+      fail(at, e.what());
+    }
+  }
+
+  // ---- kernel_parser_python.cpp: Python's grammar over Values ----------------------------
+  /// Reads without evaluating while alive: values are None, names need not exist, nothing
+  /// fails but syntax.
+  class NoEval {
+   public:
+    explicit NoEval(Parser& p) : p_(p) { ++p_.no_eval_; }
+    ~NoEval() { --p_.no_eval_; }
+    NoEval(const NoEval&) = delete;
+    NoEval& operator=(const NoEval&) = delete;
+
+   private:
+    Parser& p_;
+  };
+  /// At the start of a value: the `if` of a conditional expression or the `for` of a
+  /// comprehension at this bracket level, or nullptr.
+  const Token* keyword_ahead() const;
+  Value eval_test();
+  Value eval_or();
+  Value eval_and();
+  Value eval_boolean(const char* op);
+  Value eval_not();
+  Value eval_comparison();
+  Value eval_binary(int level);
+  Value eval_factor();
+  Value eval_power();
+  Value eval_primary();
+  Value eval_atom();
+  Value eval_parenthesised();
+  Value eval_list();
+  Value eval_subscript(const Value& base, const Token& at);
+  /// Skips a bracketed group unread.
+  void skip_brackets();
+
+  // ---- kernel_parser_builtins.cpp: calls ------------------------------------------------------
+  /// Calls `callee` with the arguments at the cursor ('(').
+  Value eval_call(const Value& callee, const Token& at);
+  /// Calls the function called `name` (T.*, a Python built-in, math.*, ...).
+  Value call_function(const std::string& name, const Token& at);
+  /// The Python built-ins and library functions of constants; nullopt for other names (the
+  /// cursor stays on the '(').
+  std::optional<Value> python_call(const std::string& name, const Token& at);
+  /// `base.method(...)` with the cursor on the '('.
+  Value eval_method(const Value& base, const Token& method);
 
   // ---- kernel_parser_args.cpp: functions in expressions, call arguments ------------------
-  /// The expression parser's parse_call hook: T.cast, T.ceildiv, T.dynamic, converters, ...
+  /// The functions of T with arguments of their own kinds: T.cast, T.ceildiv, T.dynamic, ...
+  /// `callee` is normalised (T.cast); the cursor is on the '('. nullopt for other names (the
+  /// cursor stays there).
   std::optional<Expr> expression_call(const std::string& callee, const Token& at);
+  /// Methods of numbers and expressions (`x.astype(dtype)`): nullopt for other methods.
+  std::optional<Value> value_method(const Value& base, const Token& method, const CallArgs& call);
   /// The converter `_tir_packed_to_unsigned_convert(storage_type, storage_nbit)` returns.
   Value make_converter(const CallArgs& maker) const;
   /// A call of a converter: (nbit, val, pos, dtype=...) with the cursor on the '('.
@@ -274,6 +340,19 @@ class Parser {
   /// T.get_block_binding(dim) at `at`: the block index along `dim` (0 where the grid has none).
   Expr block_binding_of(const Token& at, int dim);
   void parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets);
+  /// Assigns `value` to the target at the cursor (a name, an element, names with commas);
+  /// stops before the '=' that ends the target.
+  void assign_target(const Value& value, const Token& value_at, std::vector<Stmt>& out,
+                     std::vector<size_t>& lets);
+  /// `x: annotation` and `x: annotation = value`.
+  void parse_annotated(std::vector<Stmt>& out, std::vector<size_t>& lets);
+  /// `assert cond[, message]`: constant conditions are checked now, conditions on symbolic sizes
+  /// before a run.
+  void parse_assert();
+  /// `A: T.Tensor(shape, dtype)` (or `T.Tensor[shape, dtype]`) declaring a tensor parameter of an
+  /// eager @tilelang.jit function, with the cursor after the ':'. False (cursor unmoved) for
+  /// other annotations.
+  bool declare_tensor(const Token& name, const Token& at);
   /// `X = T.alloc_*(...)`, `tx = T.get_thread_binding()`, `N = T.dynamic("N")`.
   bool parse_special_assignment(const Token& target, std::vector<Stmt>& out);
   void assign_name(const Token& target, Value value, std::vector<Stmt>& out,
@@ -304,7 +383,7 @@ class Parser {
   std::map<std::string, std::string> defines_;
   TokenCursor main_cursor_;
   TokenCursor* cur_;
-  ExprParseHooks hooks_;
+  int no_eval_ = 0;  ///< > 0 while reading an operand Python would not evaluate
 
   std::shared_ptr<NameScope> scope_;
   Context context_ = Context::kModule;
@@ -342,6 +421,33 @@ inline std::string plural(size_t n, const char* word) {
 
 /// True for Python's keywords (which cannot name anything).
 bool is_keyword(const std::string& word);
+
+/// The module name as the parser spells it: tilelang.language (and its submodules) is T.
+std::string module_name(const std::string& dotted);
+
+/// Binds Python's built-in functions (float, int, len, min, max, ...) in `scope`.
+void bind_python_builtins(NameScope& scope);
+
+// ---- kernel_parser_pyops.cpp: Python's operators on constants --------------------------------
+// Each throws a UserError (without location) when the operands do not support the operator.
+
+/// The value of a constant Python integer (an int32, int64 or bool literal).
+std::optional<int64_t> py_int(const Value& v);
+/// True for a constant Python float (a float32 literal).
+bool py_float(const Value& v);
+bool py_number(const Value& v);
+/// Python's truth of a constant; nullopt for an expression of variables.
+std::optional<bool> py_truth(const Value& v);
+/// `a OP b` for + - * / // % ** << >> & | ^ @.
+Value py_binary(const std::string& op, const Value& a, const Value& b);
+Value py_equal(const Value& a, const Value& b);
+/// `a OP b` for == != < <= > >= in, not in, is, is not.
+Value py_compare(const std::string& op, const Value& a, const Value& b);
+Value py_negate(const Value& v);
+Value py_invert(const Value& v);
+Value py_not(const Value& v);
+Value py_bool(bool b);
+Value py_float_value(double d);
 
 /// `hi - lo` as the extent of a loop or slice, simplified so that the printer's `lo:lo + extent`
 /// and `T.serial(lo, lo + extent)` read back to `extent`.

@@ -1,5 +1,7 @@
 // Statements of the kernel-file parser: blocks and their let bindings, the statement dispatch,
 // and assignments (allocations, element stores, local constants, augmented updates).
+#include "core/expr_functor.h"
+#include "core/expr_printer.h"
 #include "core/kernel_parser_detail.h"
 
 namespace tessel::kernel_parser_detail {
@@ -172,11 +174,11 @@ void Parser::parse_statement(std::vector<Stmt>& out, std::vector<size_t>& lets) 
       if (t.text == "elif" || t.text == "else") {
         fail(t, "'" + t.text + "' without a matching 'if' at this indentation");
       }
+      if (t.text == "assert") return parse_assert();
       if (t.text == "while" || t.text == "class" || t.text == "try" || t.text == "except" ||
-          t.text == "finally" || t.text == "raise" || t.text == "assert" || t.text == "break" ||
-          t.text == "continue" || t.text == "del" || t.text == "global" || t.text == "nonlocal" ||
-          t.text == "yield" || t.text == "async" || t.text == "await" || t.text == "lambda" ||
-          t.text == "match") {
+          t.text == "finally" || t.text == "raise" || t.text == "break" || t.text == "continue" ||
+          t.text == "del" || t.text == "global" || t.text == "nonlocal" || t.text == "yield" ||
+          t.text == "async" || t.text == "await" || t.text == "lambda" || t.text == "match") {
         unsupported(t);
       }
       break;
@@ -201,8 +203,6 @@ void Parser::unsupported(const Token& at) const {
     why = "'" + w + "' is not supported: loops run their whole extent; guard the body with `if`";
   } else if (w == "try" || w == "except" || w == "finally" || w == "raise") {
     why = "exceptions ('" + w + "') are not supported in kernels";
-  } else if (w == "assert") {
-    why = "assert is not supported in kernels; guard with `if`";
   } else if (w == "lambda") {
     why = "lambda is only accepted in layout specs (`tessel layout`), not as a statement";
   } else {
@@ -274,6 +274,7 @@ void Parser::parse_simple_statement(std::vector<Stmt>& out, std::vector<size_t>&
   for (size_t k = 0;; ++k) {
     const Token& t = cur_->peek(k);
     if (t.kind == TokenKind::kEnd || t.kind == TokenKind::kNewline) break;
+    if (t.kind == TokenKind::kName && t.text == "lambda" && depth == 0) break;
     if (t.kind != TokenKind::kOp) continue;
     if (t.text == "(" || t.text == "[" || t.text == "{") ++depth;
     if (t.text == ")" || t.text == "]" || t.text == "}") --depth;
@@ -281,15 +282,14 @@ void Parser::parse_simple_statement(std::vector<Stmt>& out, std::vector<size_t>&
     if (t.text == ";") break;
     if (t.text == "=" || t.text == ":" || is_augmented(t.text)) {
       found = t.text;
-      if (t.text == ":") {
-        fail(t, "annotated assignments (x: T = v) are not supported; write x = v");
-      }
       if (t.text == "**=" || t.text == ":=") fail(t, "'" + t.text + "' is not supported");
       break;
     }
   }
   if (found == "=") {
     parse_assignment(out, lets);
+  } else if (found == ":") {
+    parse_annotated(out, lets);
   } else if (!found.empty()) {
     parse_augmented(out, found);
   } else {
@@ -299,16 +299,54 @@ void Parser::parse_simple_statement(std::vector<Stmt>& out, std::vector<size_t>&
 
 void Parser::parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets) {
   const Token target = cur_->peek();
+  // `a = b = value`: every segment before the last '=' is a target, assigned left to right.
+  std::vector<size_t> starts{cur_->position()};
+  int depth = 0;
+  for (size_t k = 0;; ++k) {
+    const Token& t = cur_->peek(k);
+    if (t.kind == TokenKind::kEnd || t.kind == TokenKind::kNewline) break;
+    if (t.kind != TokenKind::kOp) continue;
+    if (t.text == "(" || t.text == "[" || t.text == "{") ++depth;
+    if (t.text == ")" || t.text == "]" || t.text == "}") --depth;
+    if (depth == 0 && t.text == ";") break;
+    if (depth == 0 && t.text == "=") {
+      if (cur_->position() + k == starts.back()) fail(t, "expected an expression, found '='");
+      starts.push_back(cur_->position() + k + 1);
+    }
+  }
+  size_t value_start = starts.back();
+  starts.pop_back();
+  if (starts.size() == 1 && target.kind == TokenKind::kName && cur_->at_op("=", 1)) {
+    check_binding(target);
+    cur_->rewind(value_start);
+    if (parse_special_assignment(target, out)) {
+      end_of_simple_statement();
+      return;
+    }
+  }
+  cur_->rewind(value_start);
+  const Token value_at = cur_->peek();
+  Value value = parse_testlist();
+  size_t end = cur_->position();
+  for (size_t start : starts) {
+    cur_->rewind(start);
+    assign_target(value, value_at, out, lets);
+    if (!cur_->at_op("=")) {
+      fail(cur_->peek(), "expected '=' after the assignment's target, found " +
+                             TokenCursor::describe(cur_->peek()));
+    }
+  }
+  cur_->rewind(end);
+  end_of_simple_statement();
+}
+
+void Parser::assign_target(const Value& value, const Token& value_at, std::vector<Stmt>& out,
+                           std::vector<size_t>& lets) {
+  const Token target = cur_->peek();
   if (target.kind == TokenKind::kName && cur_->at_op("=", 1)) {
     check_binding(target);
     cur_->next();
-    cur_->next();
-    if (!parse_special_assignment(target, out)) {
-      Value value = parse_value();
-      if (cur_->at_op("=")) fail(cur_->peek(), "chained assignment (a = b = c) is not supported");
-      assign_name(target, std::move(value), out, lets);
-    }
-    end_of_simple_statement();
+    assign_name(target, value, out, lets);
     return;
   }
   if (target.kind == TokenKind::kName && cur_->at_op("[", 1)) {
@@ -321,16 +359,11 @@ void Parser::parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets)
     }
     Buffer buffer = b->value.buffer;
     std::vector<Expr> indices = parse_store_indices(buffer, target);
-    cur_->expect_op("=", "in the assignment");
-    const Token value_at = cur_->peek();
-    Value value = parse_value();
-    if (cur_->at_op("=")) fail(cur_->peek(), "chained assignment (a = b = c) is not supported");
     out.push_back(
         make_store(buffer, indices, to_expr(value, value_at, "the stored value"), target));
-    end_of_simple_statement();
     return;
   }
-  // Tuple targets: `a, b = ...` or `(a, b) = ...`.
+  // Tuple targets: `a, b = ...`, `(a, b) = ...` or `[a, b] = ...`.
   bool paren = cur_->accept_op("(") || cur_->accept_op("[");
   std::vector<Token> names;
   while (cur_->peek().kind == TokenKind::kName) {
@@ -344,15 +377,94 @@ void Parser::parse_assignment(std::vector<Stmt>& out, std::vector<size_t>& lets)
          "cannot assign to this; assign to a name, an element (A[i, j]) or names "
          "separated by commas");
   }
-  cur_->next();
-  const Token value_at = cur_->peek();
-  Value value = parse_value();
   if (value.kind != Value::Kind::kTuple || value.items.size() != names.size()) {
     fail(value_at, "unpacking into " + std::to_string(names.size()) + " names needs a tuple of " +
                        std::to_string(names.size()) + " items, got " + value.describe());
   }
   for (size_t i = 0; i < names.size(); ++i) assign_name(names[i], value.items[i], out, lets);
+}
+
+void Parser::parse_annotated(std::vector<Stmt>& out, std::vector<size_t>& lets) {
+  const Token target = cur_->peek();
+  if (target.kind != TokenKind::kName || !cur_->at_op(":", 1)) {
+    fail(target, "an annotated statement (x: T = v) annotates one name");
+  }
+  check_binding(target);
+  cur_->next();
+  cur_->next();
+  const Token annotation_at = cur_->peek();
+  if (declare_tensor(target, annotation_at)) {
+    end_of_simple_statement();
+    return;
+  }
+  {
+    NoEval skip(*this);  // an annotation on anything else means nothing to the kernel
+    parse_value();
+  }
+  if (cur_->accept_op("=")) {
+    const Token value_at = cur_->peek();
+    Value value = parse_testlist();
+    assign_name(target, value, out, lets);
+    (void)value_at;
+  }
   end_of_simple_statement();
+}
+
+void Parser::parse_assert() {
+  const Token kw = cur_->next();
+  const Token cond_at = cur_->peek();
+  Value cond = numeric(parse_value(), cond_at);
+  size_t cond_end = offset_of(cur_->peek());
+  std::string cond_text = source_.substr(offset_of(cond_at), cond_end - offset_of(cond_at));
+  while (!cond_text.empty() && (cond_text.back() == ' ' || cond_text.back() == ',')) {
+    cond_text.pop_back();
+  }
+  std::string message = "assertion failed: `" + cond_text + "`";
+  size_t message_at = 0;
+  bool has_message = cur_->accept_op(",");
+  if (has_message) {
+    message_at = cur_->position();
+    NoEval skip(*this);  // evaluated only when the assertion fails, as in Python
+    parse_value();
+  }
+  size_t end = cur_->position();
+  auto truth = py_truth(cond);
+  if (has_message && !(truth && *truth)) {
+    cur_->rewind(message_at);
+    try {
+      Value m = parse_value();
+      message = "assertion failed: " + (m.kind == Value::Kind::kString ? m.text : m.describe());
+    } catch (const UserError&) {
+      // a message Tessel cannot evaluate (host code): the condition's text stands for it
+    }
+    cur_->rewind(end);
+  }
+  end_of_simple_statement();
+  if (truth) {
+    if (!*truth) {
+      std::string quoted = caret_message(source_, kw.line, kw.column, "", path_);
+      throw AssertionFailure(loc_of(kw).str() + ": " + message +
+                             quoted.substr(std::min(quoted.find('\n'), quoted.size())));
+    }
+    return;
+  }
+  Expr c = to_expr(cond, cond_at, "the condition of assert");
+  std::vector<std::string> runtime;
+  pre_order_visit(c, [&](const Expr& e) {
+    if (const auto* v = e.as<VarNode>()) {
+      bool size = false;
+      for (const Var& d : dynamic_vars_) size = size || d.get() == v;
+      if (!size) runtime.push_back(v->name);
+    }
+    if (e.as<BufferLoadNode>()) runtime.push_back(to_string(e));
+  });
+  if (!runtime.empty()) {
+    fail(cond_at, "this assert depends on '" + runtime.front() +
+                      "', known only while the kernel runs; Tessel checks an assert when it "
+                      "reads the file (constants) or before a run (sizes of T.dynamic and T.const "
+                      "dimensions); guard with `if` instead");
+  }
+  result_.assertions.push_back(KernelAssertion{c, message, loc_of(kw)});
 }
 
 bool Parser::parse_special_assignment(const Token& target, std::vector<Stmt>& out) {

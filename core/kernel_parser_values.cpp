@@ -5,9 +5,9 @@
 #include <limits>
 
 #include "core/analyzer.h"
+#include "core/expr_functor.h"
 #include "core/expr_printer.h"
 #include "core/intrinsics.h"
-#include "core/expr_functor.h"
 #include "core/kernel_parser_detail.h"
 #include "core/tile_op.h"
 
@@ -86,6 +86,8 @@ std::string Value::describe() const {
       return std::string("T.GemmWarpPolicy.") + policy_name(policy);
     case Kind::kKernel:
       return "the kernel '" + text + "'";
+    case Kind::kHost:
+      return text;
   }
   return "a value";
 }
@@ -235,22 +237,27 @@ std::string Parser::normalize(const std::string& dotted) const {
   std::string rest = dot == std::string::npos ? "" : dotted.substr(dot);
   const Binding* b = lookup(first);
   if (!b || b->value.kind != Value::Kind::kModule) return dotted;
-  std::string base = b->value.text;
-  if (base == "tilelang" && rest.rfind(".language", 0) == 0) {
-    base = "T";
-    rest = rest.substr(9);
-  }
-  return base + rest;
+  return module_name(b->value.text + rest);
+}
+
+std::string module_name(const std::string& dotted) {
+  if (dotted == "tilelang.language") return "T";
+  if (dotted.rfind("tilelang.language.", 0) == 0) return "T" + dotted.substr(17);
+  return dotted;
 }
 
 Value Parser::attribute(const Value& base, const std::string& attr, const Token& at) const {
   if (base.kind == Value::Kind::kModule) {
-    std::string full = base.text + "." + attr;
-    if (base.text == "tilelang" && attr == "language") return Value::module("T");
-    if (base.text == "T") {
+    std::string full = module_name(base.text + "." + attr);
+    if (base.text == "T" || base.text == "torch") {  // T.float16, torch.bfloat16: dtype names
       if (auto dtype = DataType::parse(attr)) return Value::string(dtype->name());
+    }
+    if (base.text == "T" || base.text == "math") {
       if (attr == "inf") return Value::of(Expr(std::numeric_limits<double>::infinity()));
       if (attr == "nan") return Value::of(Expr(std::numeric_limits<double>::quiet_NaN()));
+    }
+    if (base.text == "math" && (attr == "pi" || attr == "e")) {
+      return py_float_value(attr == "pi" ? M_PI : M_E);
     }
     if (base.text == "T.GemmWarpPolicy") {
       Value v;
@@ -278,6 +285,18 @@ Value Parser::attribute(const Value& base, const std::string& attr, const Token&
     fail(at, "buffer '" + base.buffer->name + "' has no attribute '" + attr +
                  "'; buffers have .shape and .dtype");
   }
+  if (base.kind == Value::Kind::kString) {  // a dtype name: T.float16.bits, DataType(d).bits
+    auto dtype = DataType::parse(base.text);
+    if (dtype && attr == "bits") return Value::of(make_int(dtype->bits));
+    if (dtype && attr == "lanes") return Value::of(make_int(dtype->lanes));
+    if (dtype && attr == "itemsize") return Value::of(make_int(dtype->storage_bytes(1)));
+    if (dtype) {
+      fail(at, "the dtype \"" + base.text + "\" has no attribute '" + attr +
+                   "'; dtypes have .bits, .lanes and .itemsize");
+    }
+  }
+  if (base.kind == Value::Kind::kHost)
+    fail(at, base.text + " is host code, which Tessel does not run");
   fail(at, base.describe() + " has no attribute '" + attr + "'");
 }
 
@@ -310,209 +329,6 @@ bool Parser::at_terminator(size_t ahead) const {
   }
 }
 
-bool Parser::tuple_ahead() const {
-  int depth = 0;
-  for (size_t k = 0;; ++k) {
-    const Token& t = cur_->peek(k);
-    if (t.kind == TokenKind::kEnd) return false;
-    if (t.kind != TokenKind::kOp) continue;
-    if (t.text == "(" || t.text == "[" || t.text == "{") {
-      ++depth;
-      if (k == 0 && cur_->at_op(")", 1)) return true;  // ()
-    } else if (t.text == ")" || t.text == "]" || t.text == "}") {
-      if (--depth == 0) return false;
-    } else if (t.text == "," && depth == 1) {
-      return true;
-    }
-  }
-}
-
-Value Parser::parse_sequence(const char* close, bool is_list) {
-  const Token open = cur_->next();
-  Value v;
-  v.kind = Value::Kind::kTuple;
-  v.is_list = is_list;
-  while (!cur_->at_op(close)) {
-    v.items.push_back(parse_value());
-    if (cur_->at_name("for")) {
-      fail(cur_->peek(), "comprehensions are not supported; write the items out");
-    }
-    if (!cur_->accept_op(",")) break;
-  }
-  if (!cur_->at_op(close)) unclosed(open, is_list ? "of this list" : "of this tuple");
-  cur_->next();
-  if (!at_terminator()) {
-    fail(cur_->peek(), std::string("a ") + (is_list ? "list" : "tuple") +
-                           " is not a number: arithmetic on it is not supported");
-  }
-  return v;
-}
-
-Value Parser::parse_value() {
-  const Token t = cur_->peek();
-  if (t.kind == TokenKind::kString) {
-    std::string s = cur_->next().text;
-    while (cur_->peek().kind == TokenKind::kString) s += cur_->next().text;
-    if (!at_terminator()) {
-      fail(cur_->peek(),
-           "a string is not a number; strings name dtypes and scopes "
-           "(\"float16\", \"shared.dyn\")");
-    }
-    return Value::string(std::move(s));
-  }
-  if (t.kind == TokenKind::kOp) {
-    if (t.text == "(" && tuple_ahead()) return parse_sequence(")", false);
-    if (t.text == "[") return parse_sequence("]", true);
-    if (t.text == "{") fail(t, "dicts and sets are not supported in kernel files");
-  }
-  if (t.kind == TokenKind::kName) {
-    if (t.text == "None" && at_terminator(1)) {
-      cur_->next();
-      return Value::none();
-    }
-    if (t.text == "lambda") {
-      fail(t,
-           "lambda is only accepted in layout specs (`tessel layout`); a kernel file has no "
-           "place for one: Tessel's IR carries no layout annotations, layouts are inferred");
-    }
-    if (auto v = parse_name_value()) return *v;
-  }
-  return Value::of(parse_expr());
-}
-
-std::optional<Value> Parser::parse_name_value() {
-  size_t start = cur_->position();
-  std::string dotted;
-  std::vector<Token> parts = read_dotted(dotted);
-  const Binding* base = lookup(parts[0].text);
-  if (!base) {
-    cur_->rewind(start);
-    return std::nullopt;  // the expression parser reports the unknown name
-  }
-  Value v = base->value;
-  for (size_t k = 1; k < parts.size(); ++k) v = attribute(v, parts[k].text, parts[k]);
-  std::string norm = normalize(dotted);
-
-  if (cur_->at_op("(")) {
-    if (v.kind == Value::Kind::kConvertMaker) {
-      Value conv = make_converter(parse_call_args(norm, parts[0]));
-      if (!cur_->at_op("(")) {
-        if (!at_terminator()) fail(cur_->peek(), "a converter is not a number; call it");
-        return conv;
-      }
-    }
-    if (norm == "T.get_thread_bindings" || norm == "T.get_block_bindings") {
-      bind_args(parse_call_args(norm, parts[0]), {}, 0);
-      Value all;
-      all.kind = Value::Kind::kTuple;
-      for (int d = 0; d < 3; ++d) {
-        all.items.push_back(Value::of(norm == "T.get_thread_bindings"
-                                          ? thread_binding_of(parts[0], d)
-                                          : block_binding_of(parts[0], d)));
-      }
-      return all;
-    }
-    if (norm.rfind("T.alloc_", 0) == 0) {
-      fail(parts[0], norm +
-                         "(...) allocates a buffer: assign it to a name on a line of its own "
-                         "(X = " +
-                         norm + "(...))");
-    }
-    cur_->rewind(start);
-    return std::nullopt;
-  }
-  if (cur_->at_op("[")) {
-    if (v.kind == Value::Kind::kBuffer && !var_buffers_.count(v.buffer.get())) {
-      Value sub = parse_subscript_value(v.buffer, parts[0]);
-      if (sub.kind != Value::Kind::kNone) return sub;
-    }
-    cur_->rewind(start);
-    return std::nullopt;
-  }
-  bool expression = v.kind == Value::Kind::kExpr ||
-                    (v.kind == Value::Kind::kBuffer && var_buffers_.count(v.buffer.get()));
-  bool operator_follows = cur_->peek().kind == TokenKind::kOp && !at_terminator();
-  if (expression || operator_follows) {
-    cur_->rewind(start);
-    return std::nullopt;  // an expression, or an error the expression parser words
-  }
-  if (v.kind == Value::Kind::kModule && v.text != "T" && v.text != "tilelang") {
-    fail(parts[0], norm + " is a function of TileLang: call it");
-  }
-  return v;
-}
-
-Value Parser::parse_subscript_value(const Buffer& buffer, const Token& at) {
-  struct Item {
-    Expr lo, hi;
-    bool slice = false;
-    Token at;
-  };
-  size_t after_name = cur_->position();
-  const Token open = cur_->next();
-  std::vector<Item> items;
-  bool any_slice = false;
-  while (!cur_->at_op("]")) {
-    Item item;
-    item.at = cur_->peek();
-    if (!cur_->at_op(":")) item.lo = parse_expr();
-    if (cur_->accept_op(":")) {
-      item.slice = any_slice = true;
-      if (!cur_->at_op(",") && !cur_->at_op("]")) item.hi = parse_expr();
-      if (cur_->at_op(":")) fail(cur_->peek(), "a slice step is not supported; regions are dense");
-    }
-    items.push_back(item);
-    if (!cur_->accept_op(",")) break;
-  }
-  if (!cur_->at_op("]")) unclosed(open, "after '" + buffer->name + "'");
-  cur_->next();
-  if (!at_terminator()) {
-    if (any_slice) {
-      fail(at, "the region " + buffer->name +
-                   "[...] is not a number: tile operators take "
-                   "regions, expressions read single elements (" +
-                   buffer->name + "[i, j])");
-    }
-    cur_->rewind(after_name);
-    return Value::none();  // an element inside a larger expression
-  }
-  if (items.size() != buffer->ndim()) {
-    fail(at, "region of '" + buffer->name + "' with " + std::to_string(items.size()) +
-                 " index(es), but it has " + std::to_string(buffer->ndim()) +
-                 " dimension(s); give one index or slice per dimension");
-  }
-  Value v;
-  v.buffer = buffer;
-  v.region.buffer = buffer;
-  v.region.point_form = !any_slice;
-  for (size_t d = 0; d < items.size(); ++d) {
-    const Item& item = items[d];
-    for (const Expr* e : {&item.lo, &item.hi}) {
-      if (e->defined() && !e->dtype().is_integral()) {
-        fail(item.at, "index " + std::to_string(d) + " of '" + buffer->name + "' is a " +
-                          e->dtype().name() + " expression; indices must be integers");
-      }
-    }
-    if (!item.slice) {
-      v.indices.push_back(item.lo);
-      v.region.ranges.push_back({item.lo, make_int(1)});
-      continue;
-    }
-    Expr lo = item.lo.defined() ? item.lo : make_int(0);
-    Expr hi = item.hi.defined() ? item.hi : buffer->shape[d];
-    v.region.ranges.push_back({lo, extent_between(lo, hi)});
-  }
-  v.kind = any_slice ? Value::Kind::kRegion : Value::Kind::kElement;
-  return v;
-}
-
-Expr Parser::parse_expr() {
-  const Token at = cur_->peek();
-  Expr e = located(at, [&] { return parse_expression(*cur_, hooks_); });
-  check_depth(e, at);
-  return e;
-}
-
 Expr Parser::to_expr(const Value& v, const Token& at, const std::string& what) const {
   if (v.kind == Value::Kind::kExpr) return v.expr;
   if (v.kind == Value::Kind::kElement) {
@@ -521,61 +337,11 @@ Expr Parser::to_expr(const Value& v, const Token& at, const std::string& what) c
   if (v.kind == Value::Kind::kBuffer && var_buffers_.count(v.buffer.get())) {
     return BufferLoadNode::make(v.buffer, {make_int(0)});
   }
+  if (v.kind == Value::Kind::kBuffer) {
+    fail(at, what + " must be a number or an expression, got buffer '" + v.buffer->name +
+                 "'; index it (" + v.buffer->name + "[i, j]) to read an element");
+  }
   fail(at, what + " must be a number or an expression, got " + v.describe());
-}
-
-// ---- The expression parser's hooks ------------------------------------------------------------
-
-ExprParseHooks Parser::make_hooks() {
-  ExprParseHooks h;
-  h.resolve_name = [this](const std::string& name, const Token& at) -> std::optional<Expr> {
-    size_t dot = name.find('.');
-    std::string first = name.substr(0, dot);
-    const Binding* b = lookup(first);
-    if (!b) unknown_name(first, at);
-    Value v = b->value;
-    for (size_t p = dot; p != std::string::npos;) {
-      size_t next = name.find('.', p + 1);
-      v = attribute(v, name.substr(p + 1, next == std::string::npos ? next : next - p - 1), at);
-      p = next;
-    }
-    if (v.kind == Value::Kind::kBuffer && !var_buffers_.count(v.buffer.get())) {
-      fail(at, "'" + name + "' is buffer '" + v.buffer->name + "', not a number; index it (" +
-                   name + "[i, j]) to read an element");
-    }
-    return to_expr(v, at, "'" + name + "'");
-  };
-  h.resolve_subscript = [this](const std::string& name, const std::vector<Expr>& indices,
-                               const Token& at) -> std::optional<Expr> {
-    size_t dot = name.find('.');
-    const Binding* b = lookup(name.substr(0, dot));
-    if (!b) unknown_name(name.substr(0, dot), at);
-    Value v = b->value;
-    for (size_t p = dot; p != std::string::npos;) {
-      size_t next = name.find('.', p + 1);
-      v = attribute(v, name.substr(p + 1, next == std::string::npos ? next : next - p - 1), at);
-      p = next;
-    }
-    if (v.kind == Value::Kind::kBuffer) {
-      return located(at, [&] { return BufferLoadNode::make(v.buffer, indices); });
-    }
-    if (v.kind == Value::Kind::kTuple) {
-      auto k = indices.size() == 1 ? as_const_int(indices[0]) : std::nullopt;
-      int64_t n = static_cast<int64_t>(v.items.size());
-      if (!k || *k < -n || *k >= n) {
-        fail(at, "'" + name + "' has " + plural(v.items.size(), "item") +
-                     "; index it with one constant between " + std::to_string(-n) + " and " +
-                     std::to_string(n - 1));
-      }
-      return to_expr(v.items[*k < 0 ? *k + n : *k], at, "item of '" + name + "'");
-    }
-    fail(at, "'" + name + "' is " + v.describe() + " and cannot be indexed");
-  };
-  h.parse_call = [this](const std::string& callee, TokenCursor&,
-                        const Token& at) -> std::optional<Expr> {
-    return expression_call(callee, at);
-  };
-  return h;
 }
 
 }  // namespace tessel::kernel_parser_detail

@@ -79,9 +79,8 @@ TEST_SUITE("parser errors") {
 
   TEST_CASE("lambda outside a layout spec is refused with the reason") {
     CHECK(error_of(kHead + "        f = lambda x: x\n") ==
-          "file: k.py:4:13: lambda is only accepted in layout specs (`tessel layout`); a kernel "
-          "file has no place for one: Tessel's IR carries no layout annotations, layouts are "
-          "inferred" +
+          "file: k.py:4:13: lambda is only accepted in layout specs (`tessel layout`, "
+          "T.annotate_layout); it is not a value Tessel evaluates" +
               quote("        f = lambda x: x", 13));
   }
 
