@@ -8,6 +8,7 @@
 #include "codegen/dialect.h"
 #include "codegen/emit.h"
 #include "core/analyzer.h"
+#include "core/capacity.h"
 #include "core/error.h"
 #include "core/expr_functor.h"
 #include "core/intrinsics.h"
@@ -428,6 +429,7 @@ class SourcePrinter {
 }  // namespace
 
 EmittedSource emit_source(const Kernel& lowered, const Target& target) {
+  check_capacity(lowered, &target);  // no source for a kernel the GPU cannot launch
   return SourcePrinter(lowered, target.nvidia ? Language::kCuda : Language::kHip).run();
 }
 

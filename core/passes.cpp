@@ -1,6 +1,7 @@
 // The lowering driver: the passes of core/passes.h in order.
 #include "core/passes.h"
 
+#include "core/capacity.h"
 #include "core/printer.h"
 #include "core/stmt_functor.h"
 
@@ -29,6 +30,8 @@ LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
   auto snapshot = [&](const char* pass, const Kernel& k, const std::string& extra = "") {
     if (options.print_after_all) out.snapshots.push_back({pass, extra + print_kernel(k)});
   };
+  // Before anything is laid out (a fragment of 2^40 elements is refused here, not enumerated).
+  if (options.check_capacity) check_capacity(kernel, &target);
   Kernel k = rasterize_blocks(kernel);
   snapshot("rasterize_blocks", k);
   k = plan_pipelines(k);
@@ -43,6 +46,8 @@ LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
   snapshot("insert_barriers", k);
   k = simplify_indices(k);
   snapshot("simplify_indices", k);
+  // Pipelining multiplies shared tiles and reductions add workspaces: the lowered kernel again.
+  if (options.check_capacity) check_capacity(k, &target);
   out.kernel = k;
   out.layouts = std::move(state.layouts);
   return out;

@@ -40,6 +40,9 @@ struct LowerOptions {
   /// Test-only: software pipelines without their cp.async wait, so that tests can show the
   /// simulator catching the reads that race with the copies.
   bool drop_pipeline_wait = false;
+  /// Refuse a kernel over the target's shared memory, registers or threads (core/capacity.h),
+  /// before lowering and after. `tessel verify` turns it off and reports the limits as checks.
+  bool check_capacity = true;
 };
 
 struct LoweredKernel {

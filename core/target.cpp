@@ -1,6 +1,14 @@
-// The supported targets. Shared-memory sizes are the largest a block can opt into: 163 KiB on
-// A100 (sm_80) and 227 KiB on H100 (sm_90) per the CUDA C++ Programming Guide ("Features and
-// Technical Specifications"), 64 KiB of LDS per workgroup on CDNA2/CDNA3 (AMD CDNA ISA guides).
+// The supported targets, with their limits per block (checked by core/capacity.h):
+//   - NVIDIA, CUDA C++ Programming Guide, "Features and Technical Specifications" (table
+//     "Technical Specifications per Compute Capability"): 1024 threads per block; 255 32-bit
+//     registers per thread; 64 K 32-bit registers per block; shared memory per block 48 KB
+//     static, up to 163 KB (8.0, A100) and 227 KB (9.0, H100) opted into as dynamic shared
+//     memory — the limits used here, since codegen launches with dynamic shared memory.
+//   - AMD CDNA2/CDNA3 (gfx90a MI200, gfx942 MI300), the CDNA ISA reference guides and LLVM's
+//     AMDGPU backend (AMDGPUUsage, getTotalNumVGPRs): 64 KiB of LDS per workgroup, 1024
+//     work-items per workgroup, 512 vector registers per lane of a wave (VGPRs and AccVGPRs share
+//     one unified file of 512, at most 256 of each kind) and 512 per SIMD lane in all, four SIMDs
+//     per CU: a workgroup's waves share 4 x 512 x 64 = 131072 32-bit registers.
 #include "core/target.h"
 
 #include "core/error.h"
@@ -9,14 +17,32 @@ namespace tessel {
 
 const std::vector<Target>& all_targets() {
   static const std::vector<Target> targets = [] {
-    Target sm80{"sm80", true, 32, 163 * 1024, BankModel::nvidia(), true, true, true, false,
-                "NVIDIA Ampere (A100): mma.sync m16n8k16, ldmatrix, cp.async"};
+    Target sm80;
+    sm80.name = "sm80";
+    sm80.nvidia = true;
+    sm80.warp_size = 32;
+    sm80.shared_bytes = 163 * 1024;
+    sm80.max_threads = 1024;
+    sm80.max_registers = 255;
+    sm80.block_registers = 64 * 1024;
+    sm80.banks = BankModel::nvidia();
+    sm80.mma_sync = sm80.ldmatrix = sm80.cp_async = true;
+    sm80.description = "NVIDIA Ampere (A100): mma.sync m16n8k16, ldmatrix, cp.async";
     Target sm90 = sm80;
     sm90.name = "sm90";
     sm90.shared_bytes = 227 * 1024;
     sm90.description = "NVIDIA Hopper (H100), sm80's instructions for now (no wgmma/TMA yet)";
-    Target gfx90a{"gfx90a", false, 64, 64 * 1024, BankModel::amd_cdna3(), false, false, false,
-                  true, "AMD CDNA2 (MI200): MFMA 16x16x16 and 32x32x8, wave64"};
+    Target gfx90a;
+    gfx90a.name = "gfx90a";
+    gfx90a.nvidia = false;
+    gfx90a.warp_size = 64;
+    gfx90a.shared_bytes = 64 * 1024;
+    gfx90a.max_threads = 1024;
+    gfx90a.max_registers = 512;
+    gfx90a.block_registers = 4 * 512 * 64;
+    gfx90a.banks = BankModel::amd_cdna3();
+    gfx90a.mfma = true;
+    gfx90a.description = "AMD CDNA2 (MI200): MFMA 16x16x16 and 32x32x8, wave64";
     Target gfx942 = gfx90a;
     gfx942.name = "gfx942";
     gfx942.description = "AMD CDNA3 (MI300): MFMA 16x16x16 and 32x32x8, wave64";

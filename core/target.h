@@ -12,10 +12,13 @@
 namespace tessel {
 
 struct Target {
-  std::string name;         ///< "sm80", "sm90", "gfx90a", "gfx942"
-  bool nvidia = true;       ///< NVIDIA (CUDA) or AMD (HIP)
-  int warp_size = 32;       ///< 32 (NVIDIA warp) or 64 (AMD wavefront)
-  int64_t shared_bytes = 0; ///< shared memory / LDS one block may use
+  std::string name;                 ///< "sm80", "sm90", "gfx90a", "gfx942"
+  bool nvidia = true;               ///< NVIDIA (CUDA) or AMD (HIP)
+  int warp_size = 32;               ///< 32 (NVIDIA warp) or 64 (AMD wavefront)
+  int64_t shared_bytes = 0;         ///< shared memory / LDS one block may use
+  int max_threads = 1024;           ///< threads per block
+  int max_registers = 255;          ///< 32-bit registers one thread may use
+  int64_t block_registers = 65536;  ///< 32-bit registers the threads of one block share
   BankModel banks;
   bool mma_sync = false;    ///< mma.sync.m16n8k16 (f16/bf16 in, f32 accumulate)
   bool ldmatrix = false;    ///< ldmatrix.x1/x2/x4[.trans]

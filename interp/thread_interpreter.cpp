@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "core/capacity.h"
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
 #include "interp/thread_exec.h"
@@ -57,8 +58,14 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
     user_error("unknown target '" + options.target + "'; use one of " +
                BankModel::accepted_targets());
   }
-  std::unique_ptr<ThreadProgram> prog = compile_thread_program(kernel);
   IntEnv env = bind_tensors(kernel, tensors);
+  // Before any block allocates its shared and register buffers.
+  const Target* target = nullptr;
+  for (const Target& t : all_targets()) {
+    if (t.name == options.target) target = &t;
+  }
+  check_capacity(kernel, target, env);
+  std::unique_ptr<ThreadProgram> prog = compile_thread_program(kernel);
 
   std::vector<int64_t> grid;
   int64_t blocks = 1;

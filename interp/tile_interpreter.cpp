@@ -7,6 +7,7 @@
 #include <exception>
 #include <thread>
 
+#include "core/capacity.h"
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
 #include "core/printer.h"
@@ -253,6 +254,7 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
   auto start = std::chrono::steady_clock::now();
   GlobalMemory global;
   IntEnv dyn = bind_tensors(kernel, tensors);
+  check_capacity(kernel, nullptr, dyn);  // before a block allocates its buffers
   for (const Buffer& b : kernel->params) global.tensors[b.get()] = &tensors.at(b->name);
   const IntEnv& env = dyn;
   std::vector<int64_t> grid;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/capacity.h"
 #include "core/error.h"
 #include "core/stmt_functor.h"
 #include "verify/bank_proofs.h"
@@ -261,6 +262,15 @@ void prove_accesses(const LoweredKernel& lowered, const Target& target, const Pr
   }
 }
 
+/// The capacity limits as checks (`when`: "" or " before lowering").
+void check_limits(const Kernel& kernel, const Target& target, const std::string& when,
+                  std::vector<KernelCheck>& out) {
+  for (CapacityCheck& c : capacity_checks(kernel, target)) {
+    out.push_back({"capacity" + when + ", " + c.claim, c.problem ? "failed" : "proved",
+                   std::move(c.problem), 0});
+  }
+}
+
 }  // namespace
 
 KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
@@ -269,6 +279,7 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
   base.timeout_ms = options.timeout_ms;
   KernelProofs proofs;
   proofs.checks.push_back(check_complete(lowered.kernel));
+  check_limits(lowered.kernel, target, "", proofs.checks);
   prove_shared_layouts(lowered, base, proofs.checks);
   prove_partitions(lowered, base, proofs.checks);
   for (KernelCheck& c : prove_register_definitions(lowered.kernel, lowered.layouts,
@@ -277,6 +288,16 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
   }
   prove_accesses(lowered, target, base, proofs.checks);
   return proofs;
+}
+
+KernelProofs verify_kernel(const Kernel& kernel, const Target& target,
+                           const KernelProofOptions& options) {
+  KernelProofs before;
+  check_limits(kernel, target, " before lowering", before.checks);
+  if (!before.all_proved()) return before;  // too large to lay out: nothing else is proved
+  LowerOptions lower;
+  lower.check_capacity = false;
+  return prove_kernel(lower_kernel(kernel, target, lower), target, options);
 }
 
 }  // namespace tessel

@@ -1,6 +1,8 @@
 // Every proof `tessel verify` makes about one lowered kernel, as a list of checks with times
 // (docs/verify.md):
 //   - completeness: nothing of the tile level is left (verify/completeness.h);
+//   - capacity: threads, shared memory and registers within the target's limits
+//     (core/capacity.h);
 //   - each shared-memory layout inference chose: a bijection onto its allocation when it fills it
 //     (a swizzle), else injective and inside the allocation (padding);
 //   - each fragment and each loop partition: every element held by exactly `replicate` threads
@@ -29,7 +31,7 @@ struct KernelCheck {
   double ms = 0;                              ///< wall time of the proof
 };
 
-/// The checks of one kernel, in report order: completeness, layouts, fragments, loops,
+/// The checks of one kernel, in report order: completeness, capacity, layouts, fragments, loops,
 /// registers, accesses.
 struct KernelProofs {
   std::vector<KernelCheck> checks;
@@ -47,8 +49,13 @@ struct KernelProofOptions {
 };
 
 /// Proves every layout, fragment, loop partition and shared-memory access of `lowered`
-/// (the output of lower_kernel for `target`).
+/// (the output of lower_kernel for `target`), and checks its capacity (core/capacity.h).
 KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
                           const KernelProofOptions& options = {});
+
+/// What `tessel verify` does: the capacity of `kernel` as written, then — when it fits — the
+/// kernel lowered for `target` (capacity left to the report, not thrown) and prove_kernel.
+KernelProofs verify_kernel(const Kernel& kernel, const Target& target,
+                           const KernelProofOptions& options = {});
 
 }  // namespace tessel
