@@ -22,6 +22,8 @@ enum class Scope : uint8_t {
 const char* scope_name(Scope scope);
 /// True for storage private to each thread (local); fragments are block-wide at tile level.
 inline bool is_per_thread(Scope s) { return s == Scope::kLocal; }
+/// True for storage in registers (fragments and local buffers), invisible to other threads.
+inline bool is_register_scope(Scope s) { return s == Scope::kLocal || s == Scope::kFragment; }
 
 class BufferNode {
  public:

@@ -29,10 +29,17 @@ class AtomicOp : public TileOp {
   void run_reference(TileExec& exec) const override;
   void infer_layout(LayoutInferContext& ctx, InferLevel level) const override;
   Stmt lower(LowerContext& ctx) const override;
+  /// The scalar form is an element operator: in a T.Parallel iteration, the atomic itself, by
+  /// the iteration's thread.
+  bool is_element() const override { return !src_; }
+  Stmt lower_element(LowerContext& ctx) const override;
   TileOpRef map_exprs(const std::function<Expr(const Expr&)>& fn) const override;
 
   AtomicOp(AtomicKind k, BufferRegion d, std::optional<BufferRegion> s, Expr v, SourceLoc loc)
-      : TileOp(std::move(loc)), kind_(k), dst_(std::move(d)), src_(std::move(s)),
+      : TileOp(std::move(loc)),
+        kind_(k),
+        dst_(std::move(d)),
+        src_(std::move(s)),
         value_(std::move(v)) {}
 
  private:

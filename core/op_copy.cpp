@@ -45,14 +45,18 @@ std::vector<int> non_unit_dims(const std::vector<int64_t>& extent) {
 BufferRegion resolve_point_region(const BufferRegion& region, const BufferRegion& other,
                                   const std::string& op_name) {
   if (!region.point_form || other.point_form) return region;
-  std::vector<Expr> extents = other.squeezed_extents();
+  // The other tile's full extents, unit dimensions included (a (32, 1) column stays a column),
+  // aligned to the last dimensions: leading dimensions of the point take extent 1, leading unit
+  // dimensions of the tile are dropped when the point has fewer indices.
+  std::vector<Expr> extents;
+  for (const Range& r : other.ranges) extents.push_back(r.extent);
   size_t n = region.ranges.size();
+  while (extents.size() > n && as_const_int(extents.front()) == 1) extents.erase(extents.begin());
   if (extents.size() > n) {
     user_error(op_name + ": '" + region.buffer->name + "' is indexed at a single point with " +
-               std::to_string(n) + " index(es), but the tile of '" + other.buffer->name +
-               "' has " + std::to_string(extents.size()) + " non-unit dimensions " +
-               extents_string(extents) + "; write the region with slices, e.g. " +
-               region.buffer->name + "[a:a+n, ...]");
+               std::to_string(n) + " index(es), but the tile of '" + other.buffer->name + "' has " +
+               std::to_string(extents.size()) + " dimensions " + extents_string(extents) +
+               "; write the region with slices, e.g. " + region.buffer->name + "[a:a+n, ...]");
   }
   BufferRegion out = region;
   for (size_t d = 0; d < n; ++d) {
@@ -112,7 +116,8 @@ void copy_run(const TensorView& sv, TensorView& dv, const std::vector<int64_t>& 
       if (start[d] < 0 || start[d] >= v.shape[d]) return std::pair<int64_t, int64_t>{0, 0};
     }
     int64_t first = start.back(), extent = v.shape.back();
-    int64_t lo = std::clamp<int64_t>(-first, 0, len), hi = std::clamp<int64_t>(extent - first, 0, len);
+    int64_t lo = std::clamp<int64_t>(-first, 0, len),
+            hi = std::clamp<int64_t>(extent - first, 0, len);
     return std::pair<int64_t, int64_t>{lo, std::max(lo, hi)};
   };
   auto [slo, shi] = valid(sv, si, n);
@@ -121,13 +126,16 @@ void copy_run(const TensorView& sv, TensorView& dv, const std::vector<int64_t>& 
   int64_t bytes = dv.dtype.storage_bits() / 8;
   auto offset = [&](const TensorView& v, const std::vector<int64_t>& start, int64_t p) {
     int64_t f = 0;
-    for (size_t d = 0; d < start.size(); ++d) f = f * v.shape[d] + (d + 1 == start.size() ? start[d] + p : start[d]);
+    for (size_t d = 0; d < start.size(); ++d)
+      f = f * v.shape[d] + (d + 1 == start.size() ? start[d] + p : start[d]);
     return f * bytes;
   };
   int64_t clo = std::max(slo, dlo), chi = std::min(shi, dhi);
   uint8_t* dst = dv.data;
-  if (clo < chi) std::memcpy(dst + offset(dv, di, clo), sv.data + offset(sv, si, clo), (chi - clo) * bytes);
-  if (dlo < std::min(clo, dhi)) std::memset(dst + offset(dv, di, dlo), 0, (std::min(clo, dhi) - dlo) * bytes);
+  if (clo < chi)
+    std::memcpy(dst + offset(dv, di, clo), sv.data + offset(sv, si, clo), (chi - clo) * bytes);
+  if (dlo < std::min(clo, dhi))
+    std::memset(dst + offset(dv, di, dlo), 0, (std::min(clo, dhi) - dlo) * bytes);
   int64_t zlo = std::max(dlo, clo < chi ? chi : dlo);
   if (zlo < dhi) std::memset(dst + offset(dv, di, zlo), 0, (dhi - zlo) * bytes);
 }

@@ -33,8 +33,9 @@ class CopyOp : public TileOp {
   BufferRegion src_, dst_;
 };
 
-/// Gives a point-form region the extents of `other` (aligned to its last dimensions, leading
-/// dimensions extent 1). User error when `region` has fewer dimensions than `other` needs.
+/// Gives a point-form region the full extents of `other`, unit dimensions included, aligned to
+/// its last dimensions (leading dimensions extent 1; leading unit dimensions of `other` dropped
+/// when `region` has fewer). User error when `region` has fewer dimensions than `other` needs.
 BufferRegion resolve_point_region(const BufferRegion& region, const BufferRegion& other,
                                   const std::string& op_name);
 

@@ -18,11 +18,6 @@
 
 namespace tessel {
 
-ParallelLoop::ParallelLoop(const void* key, std::string origin, std::vector<Var> vars,
-                           std::vector<int64_t> extents, Stmt body, SourceLoc loc)
-    : key_(key), origin_(std::move(origin)), vars_(std::move(vars)),
-      extents_(std::move(extents)), body_(std::move(body)), loc_(std::move(loc)) {}
-
 ParallelLoop ParallelLoop::from_for(const ForNode& loop) {
   std::vector<Var> vars;
   std::vector<int64_t> extents;
@@ -32,8 +27,8 @@ ParallelLoop ParallelLoop::from_for(const ForNode& loop) {
     auto extent = as_const_int(f->extent);
     auto min = as_const_int(f->min);
     if (!extent || !min || *min != 0) {
-      user_error("T.Parallel at " + loop.loc.str() + ": the extent of loop '" +
-                 f->var.name() + "' must be a constant (a tile size) for layout inference; " +
+      user_error("T.Parallel at " + loop.loc.str() + ": the extent of loop '" + f->var.name() +
+                 "' must be a constant (a tile size) for layout inference; " +
                  "use T.serial for a symbolic trip count");
     }
     vars.push_back(f->var);
@@ -45,8 +40,8 @@ ParallelLoop ParallelLoop::from_for(const ForNode& loop) {
     }
     f = inner;
   }
-  return ParallelLoop(&loop, "T.Parallel at " + loop.loc.str(), std::move(vars),
-                      std::move(extents), std::move(body), loop.loc);
+  return ParallelLoop(&loop, "T.Parallel at " + loop.loc.str(), std::move(vars), std::move(extents),
+                      std::move(body), loop.loc);
 }
 
 // ---- The free partition ----------------------------------------------------------------------
@@ -86,7 +81,8 @@ std::vector<Access> fragment_accesses(const Stmt& body) {
     for (const Access& o : out) {
       if (!o.buffer.same_as(a.buffer) || o.indices.size() != a.indices.size()) continue;
       bool same = true;
-      for (size_t d = 0; d < a.indices.size(); ++d) same = same && structural_equal(o.indices[d], a.indices[d]);
+      for (size_t d = 0; d < a.indices.size(); ++d)
+        same = same && structural_equal(o.indices[d], a.indices[d]);
       seen = seen || same;
     }
     if (!seen) out.push_back({a.buffer, a.indices});
@@ -97,18 +93,24 @@ std::vector<Access> fragment_accesses(const Stmt& body) {
 /// The widest element (bits) the body loads or stores.
 int max_element_bits(const Stmt& body) {
   int bits = 8;
-  for (const BufferAccess& a : buffer_accesses(body)) bits = std::max(bits, a.buffer->dtype.storage_bits());
+  for (const BufferAccess& a : buffer_accesses(body))
+    bits = std::max(bits, a.buffer->dtype.storage_bits());
   return bits;
 }
 
+/// True when `a` indexes its fragment with exactly the loop variables over the fragment's whole
+/// box, unit dimensions (indexed by 0) aside: `acc[i, j]`, or `s[i, 0]` of a (32, 1) tile in a
+/// loop over i.
 bool is_identity(const Access& a, const std::vector<Var>& vars, const std::vector<int64_t>& ext) {
-  if (a.indices.size() != vars.size()) return false;
-  for (size_t d = 0; d < vars.size(); ++d) {
-    if (!a.indices[d].same_as(vars[d])) return false;
+  size_t k = 0;
+  for (size_t d = 0; d < a.indices.size(); ++d) {
     auto e = as_const_int(a.buffer->shape[d]);
-    if (!e || *e != ext[d]) return false;
+    if (!e) return false;
+    if (*e == 1 && as_const_int(a.indices[d]) == std::optional<int64_t>(0)) continue;
+    if (k == vars.size() || !a.indices[d].same_as(vars[k]) || *e != ext[k]) return false;
+    ++k;
   }
-  return true;
+  return k == vars.size();
 }
 
 std::vector<int64_t> const_shape(const Buffer& b) {
@@ -150,6 +152,97 @@ std::vector<int64_t> holders(const Fragment& frag, const std::vector<int64_t>& i
   return {threads.begin(), threads.end()};
 }
 
+// ---- Loops over part of a fragment -------------------------------------------------------------
+
+namespace {
+
+/// `var + c`, `c + var` or `var` for one of `vars`: its position and c; nullopt otherwise.
+std::optional<std::pair<size_t, int64_t>> var_plus_const(const Expr& e,
+                                                         const std::vector<Var>& vars) {
+  Expr v = e;
+  int64_t c = 0;
+  if (const auto* add = e.as<AddNode>()) {
+    if (auto k = as_const_int(add->b)) {
+      v = add->a, c = *k;
+    } else if (auto k2 = as_const_int(add->a)) {
+      v = add->b, c = *k2;
+    }
+  }
+  for (size_t k = 0; k < vars.size(); ++k) {
+    if (v.same_as(vars[k])) return std::pair<size_t, int64_t>{k, c};
+  }
+  return std::nullopt;
+}
+
+/// A loop over part of a fragment — `acc_o[0:16, :]` of a (64, 64) accumulator, one row
+/// `acc[3, :]` — must run each element's iteration where the fragment holds it. Such a loop is
+/// rewritten to run over the fragment's whole box, its body guarded by "inside the part", so its
+/// access is the fragment's own index and its partition can be the fragment's layout. Applies
+/// when no fragment is accessed with exactly the loop variables, to the first fragment whose
+/// indices are each a distinct loop variable plus a constant, or a constant.
+void widen_to_fragment(std::vector<Var>& vars, std::vector<int64_t>& extents, Stmt& body) {
+  std::vector<Access> accesses = fragment_accesses(body);
+  for (const Access& a : accesses) {
+    if (is_identity(a, vars, extents)) return;
+  }
+  for (const Access& a : accesses) {
+    const std::vector<Expr>& idx = a.indices;
+    std::vector<Var> wide_vars;
+    std::vector<int64_t> wide_extents;
+    std::vector<Expr> old_value(vars.size());  // each old variable in terms of the new ones
+    Expr inside;
+    bool ok = true;
+    for (size_t d = 0; d < idx.size() && ok; ++d) {
+      auto shape = as_const_int(a.buffer->shape[d]);
+      if (!shape) return;
+      if (*shape == 1 && as_const_int(idx[d]) == std::optional<int64_t>(0)) continue;
+      auto vc = var_plus_const(idx[d], vars);
+      Var w(vc ? vars[vc->first].name() : "d" + std::to_string(d));
+      wide_vars.push_back(w);
+      wide_extents.push_back(*shape);
+      Expr lo, hi;
+      if (vc) {
+        auto [k, c] = *vc;
+        ok = !old_value[k].defined() && c >= 0 && c + extents[k] <= *shape;
+        old_value[k] = w - make_int(c);
+        if (c > 0) lo = w >= make_int(c);
+        if (c + extents[k] < *shape) hi = w < make_int(c + extents[k]);
+      } else if (auto c = as_const_int(idx[d])) {
+        ok = *c >= 0 && *c < *shape;
+        lo = w == make_int(*c);
+      } else {
+        ok = false;
+      }
+      for (const Expr& t : {lo, hi}) {
+        if (t.defined()) inside = inside.defined() ? (inside && t) : t;
+      }
+    }
+    for (const Expr& v : old_value) ok = ok && v.defined();
+    if (!ok || !inside.defined()) continue;
+    body = IfNode::make(inside, substitute(body, vars, old_value), Stmt(), body->loc);
+    vars = std::move(wide_vars);
+    extents = std::move(wide_extents);
+    return;
+  }
+}
+
+}  // namespace
+
+ParallelLoop::ParallelLoop(const void* key, std::string origin, std::vector<Var> vars,
+                           std::vector<int64_t> extents, Stmt body, SourceLoc loc)
+    : key_(key), origin_(std::move(origin)), loc_(std::move(loc)) {
+  // A variable of extent 1 is the constant 0 (as a tile's unit dimension is): `s[i, k]` in a
+  // loop over (32, 1) is `s[i, 0]`, and the loop is the 1-d loop over i.
+  std::vector<Var> dropped;
+  for (size_t k = 0; k < vars.size(); ++k) {
+    bool keep = extents[k] != 1 || (k + 1 == vars.size() && vars_.empty());  // keep one
+    (keep ? vars_ : dropped).push_back(vars[k]);
+    if (keep) extents_.push_back(extents[k]);
+  }
+  body_ = substitute(body, dropped, std::vector<Expr>(dropped.size(), make_int(0)));
+  widen_to_fragment(vars_, extents_, body_);
+}
+
 // ---- Deriving a fragment from a loop layout ----------------------------------------------------
 
 std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<Var>& loop_vars,
@@ -173,11 +266,13 @@ std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<
     bool matched = false;
     for (size_t k = 0; k < loop_vars.size(); ++k) {
       if (!var.same_as(loop_vars[k])) continue;
-      if (dim_of[k] >= 0) return fail("loop variable '" + loop_vars[k].name() + "' indexes two dimensions");
+      if (dim_of[k] >= 0)
+        return fail("loop variable '" + loop_vars[k].name() + "' indexes two dimensions");
       dim_of[k] = static_cast<int>(d), factor[k] = f, matched = true;
     }
     if (!matched && !(as_const_int(e) == std::optional<int64_t>(0) && shape[d] == 1)) {
-      return fail("index " + std::to_string(d) + " is neither a loop variable nor a loop variable "
+      return fail("index " + std::to_string(d) +
+                  " is neither a loop variable nor a loop variable "
                   "divided by a constant");
     }
   }
@@ -197,7 +292,8 @@ std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<
                 std::to_string(elements) + " elements");
   }
   // The thread bits over which every element's holders form one XOR coset.
-  int64_t nbits = std::bit_width(static_cast<uint64_t>(std::max<int64_t>(loop.thread_extent() - 1, 1)));
+  int64_t nbits =
+      std::bit_width(static_cast<uint64_t>(std::max<int64_t>(loop.thread_extent() - 1, 1)));
   int64_t group = 0;
   for (int64_t bit = 0; bit < nbits; ++bit) {
     bool closed = true;
@@ -220,8 +316,9 @@ std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<
   Var rep("rep");
   std::vector<Expr> point;
   for (size_t k = 0; k < loop_vars.size(); ++k) {
-    point.push_back(dim_of[k] < 0 ? make_int(0)
-                                  : factor[k] == 1 ? Expr(iv[dim_of[k]]) : iv[dim_of[k]] * factor[k]);
+    point.push_back(dim_of[k] < 0    ? make_int(0)
+                    : factor[k] == 1 ? Expr(iv[dim_of[k]])
+                                     : iv[dim_of[k]] * factor[k]);
   }
   auto [thread0, local] = loop.forward(point, make_int(0));
   Analyzer analyzer;
@@ -326,7 +423,8 @@ void ParallelLoop::infer_layout(LayoutInferContext& ctx, InferLevel level) const
     for (const Access& a : accesses) {
       const Fragment* f = ctx.fragment(a.buffer);
       if (f && is_identity(a, vars_, extents_)) {
-        ctx.set_loop(key_, *f, origin_ + " (from " + a.buffer->name + ")");
+        ctx.set_loop(key_, f->input_shape() == extents_ ? *f : f->reshape(extents_),
+                     origin_ + " (from " + a.buffer->name + ")");
         break;
       }
     }
@@ -347,7 +445,8 @@ void ParallelLoop::infer_layout(LayoutInferContext& ctx, InferLevel level) const
     } else if (level == InferLevel::kFree) {
       user_error("kernel '" + ctx.kernel()->name + "': " + origin_ + " cannot give fragment '" +
                  a.buffer->name + "' a layout from the loop's partition " + loop->to_string() +
-                 ": " + why + "; fix: T.annotate_layout the fragment, or copy the values through "
+                 ": " + why +
+                 "; fix: T.annotate_layout the fragment, or copy the values through "
                  "shared memory");
     }
   }
@@ -360,7 +459,9 @@ void ParallelLoop::check_held(LayoutInferContext& ctx) const {
   for (const Access& a : fragment_accesses(body_)) {
     const Fragment* f = ctx.fragment(a.buffer);
     // Fragments laid out exactly like the loop are held by construction.
-    if (!f || (is_identity(a, vars_, extents_) && *f == *loop)) continue;
+    if (!f || (is_identity(a, vars_, extents_) && f->input_shape() == extents_ && *f == *loop)) {
+      continue;
+    }
     IntEnv env;
     std::map<std::vector<int64_t>, std::vector<int64_t>> cache;
     for_each_thread(*loop, [&](const std::vector<int64_t>& p, int64_t, int64_t t) {
@@ -382,7 +483,8 @@ void ParallelLoop::check_held(LayoutInferContext& ctx) const {
                  " of fragment '" + a.buffer->name + "' lives in thread(s) " +
                  std::to_string(it->second.front()) + (it->second.size() > 1 ? "..." : "") +
                  "\n  loop partition: " + loop->to_string() + "\n  '" + a.buffer->name +
-                 "': " + f->to_string() + "\n  fix: T.annotate_layout the fragment so both agree, or copy it through "
+                 "': " + f->to_string() +
+                 "\n  fix: T.annotate_layout the fragment so both agree, or copy it through "
                  "shared memory");
     });
   }

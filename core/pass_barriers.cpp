@@ -32,7 +32,9 @@ struct Accesses {
   std::set<const BufferNode*> atomics;  ///< read-modify-written atomically
 };
 
-bool shared_state(const Buffer& b) { return b->scope != Scope::kLocal && b->scope != Scope::kFragment; }
+bool shared_state(const Buffer& b) {
+  return b->scope != Scope::kLocal && b->scope != Scope::kFragment;
+}
 
 Accesses accesses_of(const Stmt& s) {
   Accesses a;
@@ -43,9 +45,17 @@ Accesses accesses_of(const Stmt& s) {
   return a;
 }
 
+/// True when `node` is `s` or one of the statements inside it.
+bool contains(const Stmt& s, const StmtNode* node) {
+  bool found = false;
+  for_each_stmt(s, [&](const Stmt& c) { found = found || c.get() == node; });
+  return found;
+}
+
 /// Read after write, write after read, or write after another statement's write. (A statement
-/// rewriting its own buffer in a later loop iteration writes other elements, or races anyway.)
-bool conflicts(const Accesses& a, const Hazards& h, const StmtNode* self) {
+/// rewriting its own buffer in a later loop iteration writes other elements, or races anyway;
+/// a statement's own parts — the store under a `let` or an `if` — count as itself.)
+bool conflicts(const Accesses& a, const Hazards& h, const Stmt& self) {
   for (const auto* b : a.reads) {
     if (h.written.count(b) || h.atomic.count(b)) return true;
   }
@@ -54,7 +64,8 @@ bool conflicts(const Accesses& a, const Hazards& h, const StmtNode* self) {
   }
   for (const auto* b : a.writes) {
     auto w = h.written.find(b);
-    if ((w != h.written.end() && w->second != self) || h.read.count(b) || h.atomic.count(b)) {
+    if ((w != h.written.end() && !contains(self, w->second)) || h.read.count(b) ||
+        h.atomic.count(b)) {
       return true;
     }
   }
@@ -85,7 +96,7 @@ class BarrierInserter {
       return SeqNode::make(std::move(out));
     }
     Accesses a = accesses_of(s);
-    bool barrier = conflicts(a, h, s.get());
+    bool barrier = conflicts(a, h, s);
     if (barrier) h.clear();
     Stmt m = visit_inside(s, a, h);
     return barrier ? SeqNode::make({BarrierNode::make(s->loc), m}) : m;
@@ -94,8 +105,8 @@ class BarrierInserter {
  private:
   /// The statement with barriers inserted inside it where its own parts need them.
   Stmt visit_inside(const Stmt& s, const Accesses& a, Hazards& h) {
-    if (const auto* f = s.as<ForNode>(); f && f->for_kind != ForKind::kVectorized &&
-                                         uniform(f->min) && uniform(f->extent)) {
+    if (const auto* f = s.as<ForNode>();
+        f && f->for_kind != ForKind::kVectorized && uniform(f->min) && uniform(f->extent)) {
       Hazards end = h;
       visit(f->body, end);  // where iteration 1 ends
       Hazards start = h;    // any iteration starts from before the loop or a previous one

@@ -8,9 +8,12 @@
 //
 //   1. strict: every unit once.
 //   2. common: every unit in propagation order, repeated until nothing changes.
-//   3. free: units in order until one decides something; then back to 2. Stop when a whole free
-//      sweep decides nothing.
+//   3. free: units in order of the largest fragment they touch (then in propagation order) until
+//      one decides something; then back to 2. Stop when a whole free sweep decides nothing. Big
+//      tiles choose first, so row vectors follow the tiles they are reduced from (online
+//      softmax's running maximum) rather than being fixed by a T.fill that happens to come first.
 //   4. fragments nobody constrained (written and never read in a loop) get the free partition.
+#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
 #include <deque>
@@ -83,7 +86,8 @@ LayoutMap infer_layouts(const Kernel& kernel, const Target& target) {
   std::vector<Buffer> buffers;
   for (const Unit& u : units) {
     for (const Buffer& b : u.buffers) {
-      if (buffer_vertex.emplace(b.get(), units.size() + buffers.size()).second) buffers.push_back(b);
+      if (buffer_vertex.emplace(b.get(), units.size() + buffers.size()).second)
+        buffers.push_back(b);
     }
   }
   Graph graph(units.size() + buffers.size());
@@ -98,10 +102,9 @@ LayoutMap infer_layouts(const Kernel& kernel, const Target& target) {
   // Propagation order: breadth-first from the buffers decided so far, then the rest in order.
   std::vector<size_t> order;
   {
-    std::vector<boost::default_color_type> color(boost::num_vertices(graph),
-                                                 boost::white_color);
-    auto colors = boost::make_iterator_property_map(color.begin(),
-                                                    boost::get(boost::vertex_index, graph));
+    std::vector<boost::default_color_type> color(boost::num_vertices(graph), boost::white_color);
+    auto colors =
+        boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, graph));
     struct Recorder : boost::default_bfs_visitor {
       std::vector<size_t>* order;
       size_t units;
@@ -124,6 +127,18 @@ LayoutMap infer_layouts(const Kernel& kernel, const Target& target) {
     }
   }
 
+  // Free choices: the units touching the largest fragments first.
+  auto largest_fragment = [&](size_t i) {
+    int64_t most = 0;
+    for (const Buffer& b : units[i].buffers) {
+      if (b->scope == Scope::kFragment) most = std::max(most, b->const_size().value_or(0));
+    }
+    return most;
+  };
+  std::vector<size_t> free_order = order;
+  std::stable_sort(free_order.begin(), free_order.end(),
+                   [&](size_t a, size_t b) { return largest_fragment(a) > largest_fragment(b); });
+
   auto common = [&] {
     do {
       for (size_t i : order) units[i].infer(ctx, InferLevel::kCommon);
@@ -133,7 +148,7 @@ LayoutMap infer_layouts(const Kernel& kernel, const Target& target) {
   bool decided = true;
   while (decided) {
     decided = false;
-    for (size_t i : order) {
+    for (size_t i : free_order) {
       units[i].infer(ctx, InferLevel::kFree);
       if (ctx.take_changed()) {
         decided = true;

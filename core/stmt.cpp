@@ -2,17 +2,23 @@
 #include "core/stmt.h"
 
 #include "core/expr_printer.h"
+#include "core/stmt_functor.h"
 #include "core/tile_op.h"
 
 namespace tessel {
 
 const char* for_kind_name(ForKind kind) {
   switch (kind) {
-    case ForKind::kSerial: return "serial";
-    case ForKind::kParallel: return "Parallel";
-    case ForKind::kUnrolled: return "unroll";
-    case ForKind::kVectorized: return "vectorized";
-    case ForKind::kPipelined: return "Pipelined";
+    case ForKind::kSerial:
+      return "serial";
+    case ForKind::kParallel:
+      return "Parallel";
+    case ForKind::kUnrolled:
+      return "unroll";
+    case ForKind::kVectorized:
+      return "vectorized";
+    case ForKind::kPipelined:
+      return "Pipelined";
   }
   return "?";
 }
@@ -37,7 +43,8 @@ Stmt SeqNode::make(std::vector<Stmt> stmts) {
 
 Stmt ForNode::make(Var var, Expr min, Expr extent, ForKind kind, Stmt body, SourceLoc loc,
                    PipelineInfo pipeline) {
-  std::string where = std::string("T.") + for_kind_name(kind) + " loop over '" + var.name() + "'" + at(loc);
+  std::string where =
+      std::string("T.") + for_kind_name(kind) + " loop over '" + var.name() + "'" + at(loc);
   if (!min.dtype().is_integral() || !extent.dtype().is_integral()) {
     user_error(where + ": loop bounds must be integers, got " + to_string(extent));
   }
@@ -55,6 +62,16 @@ Stmt ForNode::make(Var var, Expr min, Expr extent, ForKind kind, Stmt body, Sour
                "; give one entry per statement of the loop body in both");
   }
   if (!body.defined()) body = SeqNode::make({});
+  if (kind == ForKind::kParallel) {
+    for_each_stmt(body, [&](const Stmt& s) {
+      const auto* call = s.as<TileOpCallNode>();
+      if (!call || call->op->is_element()) return;
+      user_error(call->op->describe() + " sits inside the " + where + ": a tile operator " +
+                 "works on whole tiles for the whole block, once, so it cannot run per " +
+                 "element; move it out of the loop (or write the element operation as an "
+                 "assignment)");
+    });
+  }
   return Stmt(std::make_shared<const ForNode>(std::move(var), std::move(min), std::move(extent),
                                               kind, std::move(pipeline), std::move(body),
                                               std::move(loc)));

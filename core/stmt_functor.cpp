@@ -1,6 +1,8 @@
 // Default recursion of the statement visitor and mutator.
 #include "core/stmt_functor.h"
 
+#include "core/expr_functor.h"
+
 namespace tessel {
 
 // ---- StmtVisitor ------------------------------------------------------------------------------
@@ -156,7 +158,32 @@ class LambdaStmtVisitor : public StmtVisitor {
   const std::function<void(const Expr&)>* on_expr_;
 };
 
+/// Replaces variables by expressions in every expression of a statement.
+class VarSubstituter : public StmtMutator {
+ public:
+  VarSubstituter(const std::vector<Var>& vars, const std::vector<Expr>& values)
+      : vars_(vars), values_(values) {}
+
+ protected:
+  Expr mutate_expr(const Expr& e) override {
+    return substitute(e, [&](const Var& v) -> Expr {
+      for (size_t k = 0; k < vars_.size(); ++k) {
+        if (v.same_as(vars_[k])) return values_[k];
+      }
+      return Expr();
+    });
+  }
+
+ private:
+  const std::vector<Var>& vars_;
+  const std::vector<Expr>& values_;
+};
+
 }  // namespace
+
+Stmt substitute(const Stmt& s, const std::vector<Var>& vars, const std::vector<Expr>& values) {
+  return VarSubstituter(vars, values).mutate(s);
+}
 
 void for_each_stmt(const Stmt& s, const std::function<void(const Stmt&)>& fn) {
   LambdaStmtVisitor(&fn, nullptr).run(s);

@@ -17,8 +17,8 @@ class StmtFunctor {
 
   R visit(const Stmt& s) {
     switch (s.kind()) {
-#define TESSEL_CASE_(name)   \
-  case StmtKind::k##name: \
+#define TESSEL_CASE_(name) \
+  case StmtKind::k##name:  \
     return visit_##name(static_cast<const name##Node*>(s.get()), s);
       TESSEL_STMT_NODES(TESSEL_CASE_)
 #undef TESSEL_CASE_
@@ -59,5 +59,7 @@ class StmtMutator : public StmtFunctor<Stmt> {
 void for_each_stmt(const Stmt& s, const std::function<void(const Stmt&)>& fn);
 /// Calls `fn` on every expression held by `s` and its children (not on sub-expressions).
 void for_each_expr(const Stmt& s, const std::function<void(const Expr&)>& fn);
+/// `s` with every variable `vars[k]` replaced by `values[k]` in all its expressions.
+Stmt substitute(const Stmt& s, const std::vector<Var>& vars, const std::vector<Expr>& values);
 
 }  // namespace tessel

@@ -14,6 +14,10 @@ std::string TileOp::describe() const {
   return s;
 }
 
+Stmt TileOp::lower_element(LowerContext&) const {
+  internal_error(describe() + " is not an element operator");
+}
+
 std::string region_to_string(const BufferRegion& region) {
   if (!region.point_form && region.is_full()) return region.buffer->name;
   std::ostringstream os;

@@ -44,6 +44,12 @@ class TileOp {
   /// using the inferred layouts. Fragment buffers may be accessed with logical indices (the
   /// flattening pass maps them to registers) or through ctx.registers().
   virtual Stmt lower(LowerContext& ctx) const = 0;
+  /// True for element operators (a scalar T.atomic_add(C[i, j], v)), which may sit in a
+  /// T.Parallel body: each iteration performs its own. Tile operators work on whole tiles and
+  /// may not (ForNode::make refuses them there).
+  virtual bool is_element() const { return false; }
+  /// For an element operator, the statements one T.Parallel iteration runs to perform it.
+  virtual Stmt lower_element(LowerContext& ctx) const;
 
   const SourceLoc& loc() const { return loc_; }
   /// "T.copy at gemm.cpp:42:5" — the operator as error messages name it.

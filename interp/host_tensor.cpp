@@ -39,10 +39,13 @@ void HostTensor::fill_random(uint64_t seed) {
 Tolerance Tolerance::for_dtype(DataType dtype) {
   if (!dtype.is_float()) return {0, 0};
   switch (dtype.code) {
-    case TypeCode::kBFloat: return {2e-2, 2e-2};
+    case TypeCode::kBFloat:
+      return {2e-2, 2e-2};
     case TypeCode::kE4M3:
-    case TypeCode::kE5M2: return {1.25e-1, 1.25e-1};
-    default: break;
+    case TypeCode::kE5M2:
+      return {1.25e-1, 1.25e-1};
+    default:
+      break;
   }
   if (dtype.bits == 16) return {1e-2, 1e-2};
   if (dtype.bits == 32) return {1e-3, 1e-3};
@@ -56,8 +59,9 @@ Comparison compare(const HostTensor& actual, const HostTensor& expected, Toleran
     double a = actual.at(i), e = expected.at(i);
     bool ok;
     double abs_err = 0, rel_err = 0;
-    if (std::isnan(a) || std::isnan(e)) {
-      ok = std::isnan(a) && std::isnan(e);
+    if (std::isnan(a) || std::isnan(e) || std::isinf(a) || std::isinf(e)) {
+      // Not finite: equal only to itself (NaN to NaN, +inf to +inf, -inf to -inf).
+      ok = (std::isnan(a) && std::isnan(e)) || a == e;
       abs_err = rel_err = ok ? 0 : INFINITY;
     } else {
       abs_err = std::fabs(a - e);

@@ -58,7 +58,8 @@ struct Comparison {
   double first_actual = 0, first_expected = 0;
 };
 
-/// Compares two tensors of one shape element by element (NaN equals only NaN).
+/// Compares two tensors of one shape element by element. Values that are not finite are equal
+/// only to themselves: NaN to NaN, +inf to +inf, -inf to -inf; against anything else they differ.
 Comparison compare(const HostTensor& actual, const HostTensor& expected, Tolerance tol);
 
 /// "[3, 17]" for a flat index into `shape`.

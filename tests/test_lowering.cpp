@@ -194,7 +194,24 @@ TEST_CASE("block rasterisation in panels is a bijection of the grid") {
   CHECK(by_linear[14] == std::pair<int64_t, int64_t>{4, 2});
 }
 
-TEST_CASE("a loop reading a neighbour's fragment element names the iteration and both threads") {
+TEST_CASE("a loop reading another thread's fragment element names the iteration and both threads") {
+  KernelBuilder T("reversed");
+  auto A = T.tensor("A", {64}, DataType::f32());
+  auto B = T.tensor("B", {64}, DataType::f32());
+  T.kernel1(1, 64);
+  auto F = T.alloc_fragment("F", {64}, DataType::f32());
+  T.parallel(64, [&](Var i) { F(i) = A(i); });
+  T.parallel(64, [&](Var i) { B(i) = F(63 - i); });
+  Kernel k = T.finish();
+  std::string msg = user_error_of([&] { lower_kernel(k, find_target("sm80")); });
+  // F: free partition of 64 f32 with vec 4 -> element e in thread e // 4. The second loop has
+  // the same free partition, so iteration i = 0 runs in thread 0 and reads F[63] of thread 15.
+  CHECK(msg.find("runs iteration (i=0) in thread 0, but element [63] of fragment 'F' lives in "
+                 "thread(s) 15") != std::string::npos);
+  CHECK(msg.find("fix: T.annotate_layout") != std::string::npos);
+}
+
+TEST_CASE("a loop over part of a fragment runs each iteration where the fragment holds it") {
   KernelBuilder T("shifted");
   auto A = T.tensor("A", {64}, DataType::f32());
   auto B = T.tensor("B", {63}, DataType::f32());
@@ -203,12 +220,12 @@ TEST_CASE("a loop reading a neighbour's fragment element names the iteration and
   T.parallel(64, [&](Var i) { F(i) = A(i); });
   T.parallel(63, [&](Var i) { B(i) = F(i + 1); });
   Kernel k = T.finish();
-  std::string msg = user_error_of([&] { lower_kernel(k, find_target("sm80")); });
-  // F: free partition of 64 f32 with vec 4 -> elements 0..3 in thread 0. The second loop (63
-  // iterations, vec 1) runs i = 1 in thread 1, which reads F[2] of thread 0.
-  CHECK(msg.find("runs iteration (i=1) in thread 1, but element [2] of fragment 'F' lives in "
-                 "thread(s) 0") != std::string::npos);
-  CHECK(msg.find("fix: T.annotate_layout") != std::string::npos);
+  // B[i] = F[i + 1] = A[i + 1]: the loop runs over F's 64 elements, skipping element 0, so
+  // every thread reads its own registers and the result is A shifted by one.
+  run_both(k, "sm80", {"B"});
+  TensorMap t = make_tensors(k, {}, {"B"}, 5);
+  run_thread_level(lower_kernel(k, find_target("sm80")).kernel, t);
+  for (int64_t i = 0; i < 63; ++i) CHECK(t.at("B").at(i) == t.at("A").at(i + 1));
 }
 
 TEST_CASE("an annotation that contradicts the gemm accumulator names both and the fix") {

@@ -1,0 +1,381 @@
+// Regression tests of issue 13's miscompiles: kernels in the style of real TileLang files
+// (LayerNorm, split-K GEMM, online softmax, MLA-style slices) lowered to threads, run at both
+// levels and checked against values computed here, independently of Tessel.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "core/kernel_parser.h"
+#include "core/passes.h"
+#include "core/printer.h"
+#include "core/stmt_functor.h"
+#include "examples/run_example.h"
+#include "interp/thread_interpreter.h"
+
+using namespace tessel;
+
+namespace {
+
+/// One kernel file's tensors after a run at tile level and, lowered, at thread level.
+struct BothLevels {
+  Kernel kernel;
+  Kernel lowered;
+  TensorMap inputs, tile, thread;
+  sim::SimReport report;
+};
+
+/// Parses `source`, makes tensors (inputs random from seed 3, `outputs` NaN bytes), lets `setup`
+/// change them (an output that starts at zero), then runs both levels on copies.
+BothLevels run_levels(const std::string& source, const std::vector<std::string>& outputs,
+                      const std::string& target = "sm80",
+                      const std::function<void(TensorMap&)>& setup = {}) {
+  BothLevels r;
+  r.kernel = parse_kernel(source, "test.py").kernel;
+  r.inputs = make_tensors(r.kernel, {}, outputs, 3);
+  if (setup) setup(r.inputs);
+  r.tile = r.thread = r.inputs;
+  run_tile_level(r.kernel, r.tile);
+  r.lowered = lower_kernel(r.kernel, find_target(target)).kernel;
+  ThreadRunOptions options;
+  options.target = target;
+  r.report = run_thread_level(r.lowered, r.thread, options).report;
+  return r;
+}
+
+/// Element `flat` of tensor `name` at both levels equals `want` within `tol` (absolute).
+void check_both(const BothLevels& r, const std::string& name, int64_t flat, double want,
+                double tol) {
+  double tile = r.tile.at(name).at(flat), thread = r.thread.at(name).at(flat);
+  CHECK_MESSAGE(std::fabs(tile - want) <= tol,
+                name << "[" << flat << "] at tile level: " << tile << ", expected " << want);
+  CHECK_MESSAGE(std::fabs(thread - want) <= tol,
+                name << "[" << flat << "] at thread level: " << thread << ", expected " << want);
+}
+
+int count_kind(const Stmt& s, StmtKind kind) {
+  int n = 0;
+  for_each_stmt(s, [&](const Stmt& x) { n += x.kind() == kind; });
+  return n;
+}
+
+std::string user_error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// LayerNorm's first half (TileLang's layer-norm examples keep the row mean in a fragment and
+// also write it out): the row sums come from a reduction, so `mean_row` is replicated over the
+// 32 threads that share a row, and the loop writes it together with the global `Mean`.
+const char* kLayerNormMean = R"(
+import tilelang.language as T
+
+
+def layernorm_mean(M=64, N=128, blk_m=16, threads=128):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32"),
+             Mean: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, blk_m), threads=threads) as bx:
+            x = T.alloc_fragment((blk_m, N), "float32")
+            row_sum = T.alloc_fragment((blk_m,), "float32")
+            mean_row = T.alloc_fragment((blk_m,), "float32")
+            T.copy(X[bx * blk_m, 0], x)
+            T.reduce_sum(x, row_sum, dim=1)
+            for i in T.Parallel(blk_m):
+                STORES
+            for i, j in T.Parallel(blk_m, N):
+                x[i, j] = x[i, j] - mean_row[i]
+            T.copy(x, Y[bx * blk_m, 0])
+
+    return main
+)";
+
+std::string layernorm_with(const std::string& stores) {
+  std::string s = kLayerNormMean;
+  return s.replace(s.find("STORES"), 6, stores);
+}
+
+/// Mean and Y = X - mean, computed row by row in double.
+void check_layernorm(const BothLevels& r) {
+  const HostTensor& x = r.inputs.at("X");
+  for (int64_t row = 0; row < 64; ++row) {
+    double sum = 0;
+    for (int64_t j = 0; j < 128; ++j) sum += x.at(row * 128 + j);
+    double mean = sum / 128;
+    check_both(r, "Mean", row, mean, 1e-5);
+    for (int64_t j = 0; j < 128; j += 37)
+      check_both(r, "Y", row * 128 + j, x.at(row * 128 + j) - mean, 1e-5);
+  }
+  CHECK(r.report.findings.empty());
+}
+
+// Split-K GEMM as TileLang's example writes it: each of `split_k` blocks along z multiplies one
+// slice of K and adds its partial tile into C with element atomics.
+const char* kSplitK = R"(
+import tilelang.language as T
+
+
+def matmul_splitk(M=64, N=64, K=256, block_M=32, block_N=32, block_K=32, split_k=4,
+                  threads=128):
+    splitK = K // split_k
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), split_k,
+                      threads=threads) as (bx, by, bz):
+            A_shared = T.alloc_shared((block_M, block_K), "float16")
+            B_shared = T.alloc_shared((block_K, block_N), "float16")
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(splitK, block_K), num_stages=2):
+                T.copy(A[by * block_M, bz * splitK + ko * block_K], A_shared)
+                T.copy(B[bz * splitK + ko * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            for i, j in T.Parallel(block_M, block_N):
+                STORE
+
+    return main
+)";
+
+std::string splitk_with(const std::string& store) {
+  std::string s = kSplitK;
+  return s.replace(s.find("STORE"), 5, store);
+}
+
+void zero_c(TensorMap& t) {
+  HostTensor& c = t.at("C");
+  for (int64_t i = 0; i < c.size(); ++i) c.set(i, 0);
+}
+
+// The running maximum and sum of an online softmax (FlashAttention's inner loop without the
+// second gemm): `m` is filled before the loop and updated by reduce_max(clear=False), then read
+// by Parallel loops over the rows.
+const char* kOnlineLogSumExp = R"(
+import tilelang.language as T
+
+
+def online_lse(M=64, N=256, block_M=16, block_N=64, threads=128):
+    scale = 1.44269504
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Lse: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            x = T.alloc_fragment((block_M, block_N), "float32")
+            m = T.alloc_fragment((block_M,), "float32")
+            m_prev = T.alloc_fragment((block_M,), "float32")
+            l = T.alloc_fragment((block_M,), "float32")
+            s = T.alloc_fragment((block_M,), "float32")
+            T.fill(m, -T.infinity("float32"))
+            T.fill(l, 0)
+            for k in T.serial(N // block_N):
+                T.copy(X[bx * block_M, k * block_N], x)
+                T.copy(m, m_prev)
+                T.reduce_max(x, m, dim=1, clear=False)
+                for i, j in T.Parallel(block_M, block_N):
+                    x[i, j] = T.exp2((x[i, j] - m[i]) * scale)
+                T.reduce_sum(x, s, dim=1)
+                for i in T.Parallel(block_M):
+                    l[i] = l[i] * T.exp2((m_prev[i] - m[i]) * scale) + s[i]
+            for i in T.Parallel(block_M):
+                Lse[bx * block_M + i] = m[i] + T.log2(l[i]) / scale
+
+    return main
+)";
+
+// MLA decode keeps a block of 64 head rows in its accumulator but only `valid_h` heads exist:
+// it copies the valid rows of the fragment out through shared memory.
+const char* kHeadSlice = R"(
+import tilelang.language as T
+
+
+def mla_heads(heads=16, dim=64, seqlen=64, block_H=64, threads=128):
+    valid_h = min(heads, block_H)
+
+    @T.prim_func
+    def main(Q: T.Tensor((heads, dim), "float16"), KV: T.Tensor((seqlen, dim), "float16"),
+             O: T.Tensor((heads, seqlen), "float16")):
+        with T.Kernel(1, threads=threads) as bx:
+            Q_shared = T.alloc_shared((block_H, dim), "float16")
+            KV_shared = T.alloc_shared((seqlen, dim), "float16")
+            acc_o = T.alloc_fragment((block_H, seqlen), "float32")
+            O_shared = T.alloc_shared((valid_h, seqlen), "float16")
+            T.clear(Q_shared)
+            T.copy(Q[0, 0], Q_shared[0:valid_h, :])
+            T.copy(KV[0, 0], KV_shared)
+            T.gemm(Q_shared, KV_shared, acc_o, transpose_B=True, clear_accum=True)
+            T.copy(acc_o[:valid_h, :], O_shared)
+            T.copy(O_shared, O[0, 0])
+
+    return main
+)";
+
+// Row sums written as a column: a (block_M, 1) fragment copied to an origin in a (M, 1) tensor.
+const char* kColumnSums = R"(
+import tilelang.language as T
+
+
+def column_sums(M=64, N=32, block_M=32, threads=128):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), S: T.Tensor((M, 1), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            x = T.alloc_fragment((block_M, N), "float32")
+            row = T.alloc_fragment((block_M,), "float32")
+            s = T.alloc_fragment((block_M, 1), "float32")
+            T.copy(X[bx * block_M, 0], x)
+            T.reduce_sum(x, row, dim=1)
+            for i, k in T.Parallel(block_M, 1):
+                s[i, k] = row[i]
+            T.copy(s, S[bx * block_M, 0])
+
+    return main
+)";
+
+}  // namespace
+
+TEST_SUITE("issue 13 miscompiles") {
+  TEST_CASE(
+      "a Parallel loop writing a replicated fragment and global memory writes every replica") {
+    BothLevels r = run_levels(layernorm_with("mean_row[i] = row_sum[i] / N\n"
+                                             "                Mean[bx * blk_m + i] = mean_row[i]"),
+                              {"Y", "Mean"});
+    check_layernorm(r);
+    // Only the global store is once per element: the fragment store is outside any `if`.
+    std::string text = print_kernel(r.lowered);
+    CHECK(text.find("mean_row[l] = row_sum[l] / 128.0\n            if tx % 32 == 0:\n"
+                    "                Mean[") != std::string::npos);
+  }
+
+  TEST_CASE("a replicated fragment written through a let binding is written in every replica") {
+    check_layernorm(run_levels(layernorm_with("mu = row_sum[i] / N\n"
+                                              "                mean_row[i] = mu\n"
+                                              "                Mean[bx * blk_m + i] = mu"),
+                               {"Y", "Mean"}));
+    check_layernorm(run_levels(layernorm_with("mean_row[i] = row_sum[i] / N\n"
+                                              "                mu = mean_row[i]\n"
+                                              "                Mean[bx * blk_m + i] = mu"),
+                               {"Y", "Mean"}));
+  }
+
+  TEST_CASE("a global store under a let binding needs no barrier in every iteration") {
+    BothLevels r = run_levels(layernorm_with("mu = row_sum[i] / N\n"
+                                             "                mean_row[i] = mu\n"
+                                             "                Mean[bx * blk_m + i] = mu"),
+                              {"Y", "Mean"});
+    // The only shared memory is the reduction's; nothing in this kernel crosses threads through
+    // shared memory inside the mean loop.
+    CHECK(print_kernel(r.lowered).find("for l in T.serial(4):\n            T.sync_threads()") ==
+          std::string::npos);
+  }
+
+  TEST_CASE("an element atomic_add in a Parallel loop becomes per-thread atomics (split-K)") {
+    const std::string atomic = "T.atomic_add(C[by * block_M + i, bx * block_N + j], C_local[i, j])";
+    for (const std::string target : {"sm80", "gfx942"}) {
+      CAPTURE(target);
+      BothLevels r = run_levels(splitk_with(atomic), {"C"}, target, zero_c);
+      CHECK(count_kind(r.lowered->body, StmtKind::kTileOpCall) == 0);
+      // C = A B summed over all of K in double: the four partial products add up to it.
+      const HostTensor &a = r.inputs.at("A"), &b = r.inputs.at("B");
+      for (int64_t i = 0; i < 64; i += 5) {
+        for (int64_t j = 0; j < 64; j += 3) {
+          double want = 0;
+          for (int64_t k = 0; k < 256; ++k) want += a.at(i * 256 + k) * b.at(k * 64 + j);
+          check_both(r, "C", i * 64 + j, want, 1e-3 + 1e-3 * std::fabs(want));
+        }
+      }
+      CHECK(r.report.findings.empty());
+      // Atomics commute: no more barriers than the same loop with plain stores.
+      Kernel plain =
+          parse_kernel(splitk_with("C[by * block_M + i, bx * block_N + j] = C_local[i, j]"),
+                       "test.py")
+              .kernel;
+      CHECK(count_kind(r.lowered->body, StmtKind::kBarrier) ==
+            count_kind(lower_kernel(plain, find_target(target)).kernel->body, StmtKind::kBarrier));
+    }
+  }
+
+  TEST_CASE("a tile operator inside T.Parallel is refused where it is written") {
+    std::string err = user_error_of([] {
+      parse_kernel(splitk_with("T.copy(C_local, C[by * block_M, bx * block_N])"), "test.py");
+    });
+    CHECK(err.find("T.copy at test.py:") != std::string::npos);
+    CHECK(err.find("inside the T.Parallel loop over 'j'") != std::string::npos);
+    CHECK(err.find("move it out of the loop") != std::string::npos);
+  }
+
+  TEST_CASE("a reduce_max output read by a later row loop is replicated where it is read") {
+    BothLevels r = run_levels(kOnlineLogSumExp, {"Lse"});
+    // log(sum_j exp(x_j)) per row, in double (the kernel computes it in base 2 with a running max).
+    const HostTensor& x = r.inputs.at("X");
+    for (int64_t row = 0; row < 64; ++row) {
+      double sum = 0;
+      for (int64_t j = 0; j < 256; ++j) sum += std::exp(x.at(row * 256 + j));
+      check_both(r, "Lse", row, std::log(sum), 1e-4);
+    }
+    CHECK(r.report.findings.empty());
+  }
+
+  TEST_CASE("a copy of a fragment slice runs where the fragment holds each element") {
+    BothLevels r = run_levels(kHeadSlice, {"O"});
+    // O[h, s] = sum_d Q[h, d] KV[s, d] for the 16 valid heads, rounded to fp16.
+    const HostTensor &q = r.inputs.at("Q"), &kv = r.inputs.at("KV");
+    for (int64_t h = 0; h < 16; ++h) {
+      for (int64_t t = 0; t < 64; t += 7) {
+        double want = 0;
+        for (int64_t d = 0; d < 64; ++d) want += q.at(h * 64 + d) * kv.at(t * 64 + d);
+        check_both(r, "O", h * 64 + t, want, 1e-2 + 1e-2 * std::fabs(want));
+      }
+    }
+    CHECK(r.report.findings.empty());
+  }
+
+  TEST_CASE("a copy to an origin keeps a tile's unit dimension (a column lands as a column)") {
+    BothLevels r = run_levels(kColumnSums, {"S"});
+    const HostTensor& x = r.inputs.at("X");
+    for (int64_t row = 0; row < 64; ++row) {
+      double sum = 0;
+      for (int64_t j = 0; j < 32; ++j) sum += x.at(row * 32 + j);
+      check_both(r, "S", row, sum, 1e-4);
+    }
+    CHECK(r.report.findings.empty());
+  }
+
+  TEST_CASE("the built-in softmax with one column is right at both levels") {
+    const Example* e = find_example("softmax");
+    REQUIRE(e != nullptr);
+    Params p = make_params(*e, {{"N", "1"}});
+    // A row of one element: softmax is exactly 1 everywhere.
+    ExampleRun tile = run_example_tile(*e, p, 2);
+    CHECK(tile.passed);
+    Kernel k = e->build(p);
+    TensorMap t = make_tensors(k, {}, e->outputs, 2);
+    run_thread_level(lower_kernel(k, find_target("sm80")).kernel, t);
+    for (int64_t i = 0; i < t.at("Y").size(); ++i) CHECK(t.at("Y").at(i) == 1.0);
+  }
+
+  TEST_CASE(
+      "comparisons treat equal infinities as equal and NaN against a number as a difference") {
+    HostTensor got(DataType::f32(), {5}), want(DataType::f32(), {5});
+    const double inf = INFINITY, nan = NAN;
+    // got:  +inf  -inf  NaN  NaN  +inf
+    // want: +inf  -inf  NaN  1.0  -inf   -> elements 3 and 4 differ
+    const double g[] = {inf, -inf, nan, nan, inf}, w[] = {inf, -inf, nan, 1.0, -inf};
+    for (int i = 0; i < 5; ++i) got.set(i, g[i]), want.set(i, w[i]);
+    Comparison c = compare(got, want, Tolerance::for_dtype(DataType::f32()));
+    CHECK_FALSE(c.passed);
+    CHECK(c.mismatches == 2);
+    CHECK(c.first_mismatch == 3);
+    HostTensor same = got;
+    CHECK(compare(got, same, Tolerance::for_dtype(DataType::f32())).passed);
+    HostTensor finite(DataType::f32(), {1}), infinite(DataType::f32(), {1});
+    finite.set(0, 3.0e38), infinite.set(0, inf);
+    CHECK_FALSE(compare(infinite, finite, Tolerance::for_dtype(DataType::f32())).passed);
+    CHECK_FALSE(compare(finite, infinite, Tolerance::for_dtype(DataType::f32())).passed);
+  }
+
+}  // TEST_SUITE
