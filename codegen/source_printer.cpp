@@ -13,6 +13,7 @@
 #include "core/expr_functor.h"
 #include "core/intrinsics.h"
 #include "core/stmt_functor.h"
+#include "core/vector_copy.h"
 
 namespace tessel {
 
@@ -23,15 +24,7 @@ using codegen::c_type;
 class SourcePrinter {
  public:
   SourcePrinter(const Kernel& kernel, Language lang) : k_(kernel), lang_(lang) {
-    analyzer_.bind(kernel->thread_var, 0, kernel->threads);
-    for (size_t d = 0; d < kernel->grid.size(); ++d) {
-      if (auto g = as_const_int(kernel->grid[d])) {
-        analyzer_.bind(kernel->block_vars[d], 0, *g);
-      } else {
-        analyzer_.bind(kernel->block_vars[d], IntBound{0, IntBound::kPosInf});
-      }
-    }
-    for (const Var& v : kernel->dynamic_vars) analyzer_.bind(v, IntBound{0, IntBound::kPosInf});
+    bind_kernel_vars(analyzer_, kernel);
   }
 
   EmittedSource run() {
@@ -263,13 +256,7 @@ class SourcePrinter {
     switch (s.kind()) {
       case StmtKind::kFor: {
         const auto* f = s.as<ForNode>();
-        auto min = as_const_int(f->min);
-        auto extent = as_const_int(f->extent);
-        if (min && extent && *extent > 0) {
-          analyzer_.bind(f->var, *min, *extent);
-        } else if (min && *min >= 0) {
-          analyzer_.bind(f->var, IntBound{*min, IntBound::kPosInf});
-        }
+        bind_loop(analyzer_, *f);
         if (f->for_kind == ForKind::kVectorized && vector_copy(o, *f)) return;
         if (f->for_kind == ForKind::kUnrolled || f->for_kind == ForKind::kVectorized) {
           line(o, "#pragma unroll");
@@ -325,39 +312,16 @@ class SourcePrinter {
     }
   }
 
-  /// `for v in T.vectorized(V): dst[a + v] = src[b + v]` (same type, 4/8/16 bytes, both runs
-  /// contiguous and aligned — proved by the analyzer) as one vector load and store. False when the
-  /// loop is anything else (printed as an unrolled loop instead).
+  /// A vector copy (core/vector_copy.h) as one vector load and store; false when the loop is
+  /// anything else (printed as an unrolled loop instead).
   bool vector_copy(std::ostream& o, const ForNode& f) {
-    auto extent = as_const_int(f.extent);
-    const auto* st = f.body.as<StoreNode>();
-    const auto* ld = st ? st->value.as<BufferLoadNode>() : nullptr;
-    if (!extent || !ld || ld->buffer->dtype != st->buffer->dtype) return false;
-    const int64_t bytes = *extent * st->buffer->dtype.storage_bits() / 8;
-    if (st->buffer->dtype.storage_bits() % 8 != 0 || (bytes != 4 && bytes != 8 && bytes != 16)) {
-      return false;
-    }
-    auto flat = [&](const Buffer& b, const std::vector<Expr>& idx) {
-      Expr e = idx[0];
-      for (size_t d = 1; d < idx.size(); ++d) e = e * b->shape[d] + idx[d];
-      return e;
-    };
-    auto at = [&](const Expr& e, int64_t v) {
-      return analyzer_.simplify(substitute(e, [&](const Var& x) {
-        return x.same_as(f.var) ? make_int(v) : Expr();
-      }));
-    };
-    Expr dst = flat(st->buffer, st->indices), src = flat(ld->buffer, ld->indices);
-    for (const Expr& e : {dst, src}) {
-      Expr first = at(e, 0);
-      if (!analyzer_.can_prove_equal(analyzer_.simplify(e - first), f.var)) return false;
-      if (!analyzer_.can_prove(floormod(first, make_int(*extent)) == make_int(0))) return false;
-    }
-    std::string type = bytes == 4 ? "unsigned" : bytes == 8 ? "tessel_u32x2" : "tessel_u32x4";
+    std::optional<VectorCopy> c = match_vector_copy(f, analyzer_);
+    if (!c) return false;
+    std::string type = c->bytes == 4 ? "unsigned" : c->bytes == 8 ? "tessel_u32x2" : "tessel_u32x4";
     used_.insert("vector_types");
-    line(o, "*reinterpret_cast<" + type + "*>(&" + name(st->buffer) + "[" + expr_text(at(dst, 0)) +
-                "]) = *reinterpret_cast<const " + type + "*>(&" + name(ld->buffer) + "[" +
-                expr_text(at(src, 0)) + "]);");
+    line(o, "*reinterpret_cast<" + type + "*>(&" + name(c->store->buffer) + "[" +
+                expr_text(c->dst_first) + "]) = *reinterpret_cast<const " + type + "*>(&" +
+                name(c->load->buffer) + "[" + expr_text(c->src_first) + "]);");
     return true;
   }
 

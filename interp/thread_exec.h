@@ -154,8 +154,16 @@ class VectorGroup {
     int rank = 0;
     std::vector<int64_t> index;  ///< [dimension * kMaxLanes + lane]
   };
-  /// Whether the requests held[at[0]], held[at[1]], ... of one site form one vector request.
-  bool mergeable(const std::vector<int>& at, const sim::BufferDesc& desc) const;
+  /// A contiguous run whose first lane address is not a multiple of its size.
+  struct Misaligned {
+    int lane = -1;
+    int64_t offset = 0;  ///< byte offset in the buffer
+    int bytes = 0;
+  };
+  /// Whether the requests held[at[0]], held[at[1]], ... of one site form one vector request;
+  /// when they would but for alignment, `*misaligned` says where.
+  bool mergeable(const std::vector<int>& at, const sim::BufferDesc& desc,
+                 Misaligned* misaligned) const;
 
   int extent_ = 0;
   int iteration_ = 0;

@@ -192,6 +192,7 @@ void WarpExec::exec_ldmatrix(const CStmt* s, uint64_t mask) {
   sim::WarpRequest src_req = request(warp_, src.buffer, sim::Access::kLoad, src.site, address_lanes,
                                      8, eval_indices(src.indices, address_lanes, src_idx));
   src_req.ldmatrix = true;
+  src_req.align = 16;  // each lane gives the address of one 16-byte row
   sim::Resolved src_res = block_.sim().resolve(src_req);
   sim::WarpRequest dst_req =
       request(warp_, dst.buffer, sim::Access::kStore, dst.site, mask, info.operands[0].elements,
@@ -233,9 +234,11 @@ void WarpExec::exec_cp_async(const CStmt* s, uint64_t mask) {
   sim::WarpRequest src_req = request(warp_, src.buffer, sim::Access::kLoad, src.site, read_lanes, n,
                                      eval_indices(src.indices, read_lanes, src_idx));
   src_req.lane_vector = read_elems.data();
+  src_req.align = info.bytes;  // both addresses: multiples of the copy's size
   sim::Resolved src_res = block_.sim().resolve(src_req);
   sim::WarpRequest dst_req = request(warp_, dst.buffer, sim::Access::kAsyncWrite, dst.site, mask, n,
                                      eval_indices(dst.indices, mask, dst_idx));
+  dst_req.align = info.bytes;
   sim::Resolved dst_res = block_.sim().resolve(dst_req);
   block_.sim().observe(src_req, src_res);
   block_.sim().observe(dst_req, dst_res);

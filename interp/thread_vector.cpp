@@ -44,7 +44,8 @@ void VectorGroup::hold(const sim::WarpRequest& req, const sim::Resolved& r, uint
   h.req.index = {};  // re-pointed into h.index when presented
 }
 
-bool VectorGroup::mergeable(const std::vector<int>& at, const sim::BufferDesc& desc) const {
+bool VectorGroup::mergeable(const std::vector<int>& at, const sim::BufferDesc& desc,
+                            Misaligned* misaligned) const {
   if (static_cast<int>(at.size()) != extent_) return false;
   const Held& first = held_[at[0]];
   const int bits = desc.element_bits();
@@ -60,13 +61,21 @@ bool VectorGroup::mergeable(const std::vector<int>& at, const sim::BufferDesc& d
     int lane = std::countr_zero(m);
     int64_t flat0 = first.res.flat[lane];
     int64_t col0 = first.index[last * sim::kMaxLanes + lane];
-    // A register array has no alignment; memory vectors must be aligned to their size.
-    if (desc.space != sim::Space::kLocal && desc.address(flat0) % bytes != 0) return false;
     for (int v = 1; v < extent_; ++v) {
       const Held& h = held_[at[v]];
       if (h.res.flat[lane] != flat0 + v || h.index[last * sim::kMaxLanes + lane] != col0 + v) {
         return false;
       }
+    }
+  }
+  // A register array has no alignment; memory vectors must be aligned to their size.
+  if (desc.space == sim::Space::kLocal) return true;
+  for (uint64_t m = first.res.ok; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    int64_t address = desc.address(first.res.flat[lane]);
+    if (address % bytes != 0) {
+      *misaligned = {lane, address - desc.base, static_cast<int>(bytes)};
+      return false;
     }
   }
   return true;
@@ -87,7 +96,12 @@ void VectorGroup::flush(sim::BlockSim& sim) {
   }
   std::vector<int> merged_sites;
   for (const auto& [site, at] : sites) {
-    if (mergeable(at, sim.buffer(held_[at[0]].req.buffer))) merged_sites.push_back(site);
+    Misaligned off;
+    if (mergeable(at, sim.buffer(held_[at[0]].req.buffer), &off)) {
+      merged_sites.push_back(site);
+    } else if (off.lane >= 0) {  // contiguous but misaligned: scalar accesses, said so
+      sim.misaligned(held_[at[0]].req, off.lane, off.offset, off.bytes, /*benign=*/true);
+    }
   }
   const int extent = extent_;
   extent_ = 0;  // what sim sees from here on is not held

@@ -155,6 +155,7 @@ void BlockSim::observe(const WarpRequest& req, const Resolved& r, uint64_t same_
   per_site_[req.site].lane_accesses += std::popcount(r.ok);
   if (run_.options().counters && d.space != Space::kLocal) count(req, r, d);
   if (!run_.options().detectors) return;
+  if (req.align > 1 && d.space != Space::kLocal) check_alignment(req, r, d);
   switch (d.space) {
     case Space::kShared:
       check_shared(req, r, buffers_[req.buffer - num_globals_], same_value);

@@ -54,6 +54,10 @@ class BlockSim {
   void barrier(const std::vector<Arrival>& arrivals);
   /// A warp-collective instruction (mma, ldmatrix) executed by only `mask` of `live` lanes.
   void partial_warp(int warp, int site, uint64_t mask, uint64_t live, int first_thread);
+  /// Lane `lane` of `req` starts at byte `offset` of its buffer, not a multiple of `width`, the
+  /// size its access needs aligned: cp.async and ldmatrix fault on a GPU (an error); a
+  /// T.vectorized run (`benign`) is issued as scalar accesses instead of one vector.
+  void misaligned(const WarpRequest& req, int lane, int64_t offset, int width, bool benign);
   /// A shuffle in which `thread` reads lane `src_lane`, which is inactive (undefined value).
   void inactive_shuffle_source(int site, int thread, int src_lane);
 
@@ -103,6 +107,8 @@ class BlockSim {
   void count(const WarpRequest& req, const Resolved& r, const BufferDesc& desc);
   void check_shared(const WarpRequest& req, const Resolved& r, BlockBuffer& b, uint64_t same);
   void check_local(const WarpRequest& req, const Resolved& r, BlockBuffer& b);
+  /// Reports the lanes whose address is not a multiple of req.align (their first only).
+  void check_alignment(const WarpRequest& req, const Resolved& r, const BufferDesc& d);
   void check_global(const WarpRequest& req, const Resolved& r, const BufferDesc& desc,
                     uint64_t same);
   void global_race_in_block(const WarpRequest& req, const BufferDesc& d, int64_t e, int t,

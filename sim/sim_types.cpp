@@ -29,6 +29,8 @@ const char* finding_kind_name(FindingKind kind) {
       return "async_race";
     case FindingKind::kWriteConflict:
       return "write_conflict";
+    case FindingKind::kMisaligned:
+      return "misaligned";
   }
   return "?";
 }

@@ -78,6 +78,9 @@ struct WarpRequest {
   /// index[d][lane]: the multi-index each lane starts at, one array per dimension.
   std::array<const int64_t*, 8> index{};
   bool ldmatrix = false;  ///< shared bank phases of ldmatrix (one 8-lane group per matrix)
+  /// The instruction needs each lane's first byte address to be a multiple of this (cp.async:
+  /// its size; ldmatrix: 16 per row); 0 or 1: no requirement.
+  int align = 0;
 };
 
 /// The result of bounds checking a request: lanes inside the logical shape and their flat index.
@@ -109,8 +112,9 @@ enum class FindingKind : uint8_t {
   kBarrierDivergence,  ///< a barrier (or warp-collective instruction) not reached by everyone
   kAsyncRace,          ///< touching a cp.async destination before the wait that lands it
   kWriteConflict,      ///< two threads writing different values to one element between barriers
+  kMisaligned,  ///< an address not a multiple of the access's size (cp.async, ldmatrix, vectors)
 };
-/// "race", "oob", "uninit", "barrier_divergence", "async_race", "write_conflict".
+/// "race", "oob", "uninit", "barrier_divergence", "async_race", "write_conflict", "misaligned".
 const char* finding_kind_name(FindingKind kind);
 
 /// One problem the models found, aggregated over its occurrences: the first occurrence is
@@ -125,6 +129,8 @@ struct Finding {
   std::vector<std::vector<int64_t>> blocks;  ///< block indices involved (1 or 2)
   std::vector<int> sites;                    ///< the sites involved (1 or 2)
   int64_t count = 1;
+  int64_t address = -1;  ///< misaligned: the byte offset in the buffer of the first occurrence
+  int width = 0;         ///< misaligned: the access's size in bytes, which the address must divide
   /// Tells apart findings of one kind at the same sites (part of the aggregation key only).
   int variant = 0;
 };

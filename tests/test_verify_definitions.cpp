@@ -1,7 +1,8 @@
 // `tessel verify` on the lowered kernel itself: completeness (nothing of the tile level left) and
 // ownership/definition of registers (every read of a register its own thread wrote before, every
-// replica of a replicated fragment written). The miscompiles are written out as thread-level
-// code, so the tests hold whatever today's lowering does.
+// replica of a replicated fragment written); and every example, lowered for sm80 and gfx942,
+// passes these checks and the alignment proofs (no false alarm). The miscompiles are written out as
+// thread-level code, so the tests hold whatever today's lowering does.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "examples/registry.h"
 #include "tests/cli_runner.h"
 #include "tools/kernel_source.h"
+#include "verify/alignment_proofs.h"
 #include "verify/completeness.h"
 #include "verify/definition_proofs.h"
 #include "verify/kernel_proofs.h"
@@ -356,7 +358,7 @@ TEST_SUITE("verify definitions") {
     CHECK_FALSE(proofs.all_proved());
   }
 
-  TEST_CASE("every lowered example is complete and its registers defined (sm80, gfx942)") {
+  TEST_CASE("every lowered example is complete, its registers defined, its accesses aligned") {
     std::vector<std::string> names;
     for (const Example& e : examples()) names.push_back(e.name);
     for (const auto& entry : std::filesystem::directory_iterator(std::string(TESSEL_SOURCE_DIR) +
@@ -370,6 +372,7 @@ TEST_SUITE("verify definitions") {
         LoweredKernel lowered = lower_kernel(kernel, find_target(target));
         std::vector<KernelCheck> checks = definitions(lowered.kernel, lowered.layouts);
         checks.push_back(check_complete(lowered.kernel));
+        for (KernelCheck& c : prove_alignment(lowered.kernel, 32, 60000)) checks.push_back(c);
         for (const KernelCheck& c : checks) {
           INFO(target, " ", name, ": ", c.what, " ", c.counterexample.value_or(""));
           CHECK(c.result == "proved");

@@ -6,6 +6,7 @@
 #include "core/passes.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
+#include "verify/alignment_proofs.h"
 
 namespace tessel::cli {
 
@@ -15,7 +16,8 @@ void add_emit_command(CLI::App& app, Context& ctx) {
   static std::string kernel_name, target = "cuda", output;
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
       ->required();
-  sub->add_option("--target", target, "cuda (= sm80), hip (= gfx942), or sm80, sm90, gfx90a, gfx942")
+  sub->add_option("--target", target,
+                  "cuda (= sm80), hip (= gfx942), or sm80, sm90, gfx90a, gfx942")
       ->check(CLI::IsMember({"cuda", "hip", "sm80", "sm90", "gfx90a", "gfx942"}))
       ->default_val("cuda");
   sub->add_option("-o,--output", output, "write the source to FILE instead of stdout");
@@ -25,6 +27,7 @@ void add_emit_command(CLI::App& app, Context& ctx) {
     std::string name = target == "cuda" ? "sm80" : target == "hip" ? "gfx942" : target;
     const Target& t = find_target(name);
     Kernel lowered = is_tile_level(kernel) ? lower_kernel(kernel, t).kernel : kernel;
+    require_alignment(lowered, t, "emit");  // no instruction that faults on the GPU
     EmittedSource src = emit_source(lowered, t);
     if (!output.empty()) {
       std::ofstream f(output);

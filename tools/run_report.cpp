@@ -106,6 +106,10 @@ json sim_json(const sim::SimReport& r) {
                         {"blocks", blocks},
                         {"sites", sites},
                         {"count", f.count}});
+    if (f.kind == sim::FindingKind::kMisaligned) {
+      findings.back()["address"] = f.address;
+      findings.back()["width"] = f.width;
+    }
   }
   j["findings"] = findings;
   json per_op = json::array();

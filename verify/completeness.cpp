@@ -5,7 +5,7 @@
 #include "core/stmt_functor.h"
 #include "core/tile_op.h"
 #include "verify/proof_parts.h"
-#include "verify/register_accesses.h"
+#include "verify/kernel_accesses.h"
 
 namespace tessel {
 

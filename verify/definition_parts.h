@@ -10,7 +10,7 @@
 #include "core/layout.h"
 #include "verify/index_bounds.h"
 #include "verify/kernel_proofs.h"
-#include "verify/register_accesses.h"
+#include "verify/kernel_accesses.h"
 
 namespace tessel::definition_detail {
 

@@ -268,10 +268,12 @@ KernelCheck prove_reads(const Kernel& kernel, const Buffer& buffer,
                         const std::vector<const RegisterAccess*>& writes, const Fragment* fragment,
                         int warp_size, unsigned timeout_ms) {
   Stopwatch clock;
-  std::string what = "registers of " + buffer->name + ": each of its " +
-                     std::to_string(reads.size()) + (reads.size() == 1 ? " read" : " reads") +
-                     " is of a register its own thread wrote before (every thread, block, "
-                     "iteration and register)";
+  std::string what =
+      "registers of " + buffer->name + ": " +
+      (reads.size() == 1 ? std::string("its read")
+                         : "each of its " + std::to_string(reads.size()) + " reads") +
+      " is of a register its own thread wrote before (every thread, block, "
+      "iteration and register)";
   KernelCheck check{what, "proved", std::nullopt, 0};
   std::set<std::string> seen;  // one proof per distinct read (statement, index, guard)
   for (const RegisterAccess* r : reads) {
@@ -293,7 +295,7 @@ KernelCheck prove_reads(const Kernel& kernel, const Buffer& buffer,
 
 std::vector<KernelCheck> prove_register_definitions(const Kernel& kernel, const LayoutMap& layouts,
                                                     int warp_size, unsigned timeout_ms) {
-  std::vector<RegisterAccess> accesses = collect_register_accesses(kernel);
+  std::vector<RegisterAccess> accesses = collect_accesses(kernel).registers;
   std::map<std::string, const Fragment*> fragments;
   for (const auto& [_, d] : layouts.fragments) fragments[d.buffer->name] = &d.layout;
   // Buffers in the order of their first access; reads and writes of each.

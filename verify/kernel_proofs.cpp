@@ -8,6 +8,7 @@
 #include "core/capacity.h"
 #include "core/error.h"
 #include "core/stmt_functor.h"
+#include "verify/alignment_proofs.h"
 #include "verify/bank_proofs.h"
 #include "verify/completeness.h"
 #include "verify/definition_proofs.h"
@@ -284,6 +285,9 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
   prove_partitions(lowered, base, proofs.checks);
   for (KernelCheck& c : prove_register_definitions(lowered.kernel, lowered.layouts,
                                                    target.warp_size, options.timeout_ms)) {
+    proofs.checks.push_back(std::move(c));
+  }
+  for (KernelCheck& c : prove_alignment(lowered.kernel, target.warp_size, options.timeout_ms)) {
     proofs.checks.push_back(std::move(c));
   }
   prove_accesses(lowered, target, base, proofs.checks);

@@ -9,6 +9,8 @@
 //     with no register slot shared, and every owner thread inside the block;
 //   - registers: every read of a register its own thread wrote before, every replica of a
 //     replicated fragment written (verify/definition_proofs.h);
+//   - alignment: every cp.async, ldmatrix row and vector copy at a multiple of its size
+//     (verify/alignment_proofs.h);
 //   - each warp-wide shared-memory access of the thread-level IR (verify/shared_accesses.h):
 //     free of bank conflicts for every value of its loop variables and warp index.
 #pragma once
@@ -32,7 +34,7 @@ struct KernelCheck {
 };
 
 /// The checks of one kernel, in report order: completeness, capacity, layouts, fragments, loops,
-/// registers, accesses.
+/// registers, alignment, accesses.
 struct KernelProofs {
   std::vector<KernelCheck> checks;
 

@@ -71,13 +71,14 @@ KernelCheck prove_replicas(const Kernel& kernel, const Buffer& buffer, const Fra
                            unsigned timeout_ms) {
   Stopwatch clock;
   const int64_t rep = fragment.replicate();
-  KernelCheck check{"replicas of fragment " + buffer->name + " (each element in " +
-                        std::to_string(rep) + " threads): each of its " +
-                        std::to_string(writes.size()) +
-                        (writes.size() == 1 ? " write" : " writes") +
-                        " reaches every replica (the threads holding an element write it "
-                        "together)",
-                    "proved", std::nullopt, 0};
+  KernelCheck check{
+      "replicas of fragment " + buffer->name + " (each element in " + std::to_string(rep) +
+          " threads): " +
+          (writes.size() == 1 ? std::string("its write reaches")
+                              : "each of its " + std::to_string(writes.size()) + " writes reach") +
+          " every replica (the threads holding an element write it "
+          "together)",
+      "proved", std::nullopt, 0};
   const Var& tx = kernel->thread_var;
   Var rep1("replica"), rep2("other_replica");
   std::vector<Expr> index(fragment.iter_vars().begin(), fragment.iter_vars().end());

@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "verify/register_accesses.h"
+#include "verify/kernel_accesses.h"
 
 namespace tessel {
 

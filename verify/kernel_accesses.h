@@ -1,8 +1,11 @@
-// The reads and writes of per-thread registers in a thread-level kernel — local buffers, which
-// are T.alloc_local / T.alloc_var and the register arrays fragments become — each with the loops
-// and conditions around it and its place in program order. The definition proofs
-// (verify/definition_proofs.h) ask of every read whether an earlier write of the same thread
-// covers it.
+// The accesses of a thread-level kernel that the proofs about its registers and alignment reason
+// about, each with the loops and conditions around it and its place in program order:
+//   - reads and writes of per-thread registers — local buffers, which are T.alloc_local /
+//     T.alloc_var and the register arrays fragments become (verify/definition_proofs.h asks of
+//     every read whether an earlier write of the same thread covers it);
+//   - memory operands whose address must be a multiple of their size: cp.async sources and
+//     destinations, ldmatrix rows, and the vector copies codegen issues (core/vector_copy.h)
+//     (verify/alignment_proofs.h).
 //
 // Lets are substituted into every expression. What depends on loaded data cannot be reasoned
 // about: such a condition is kept as undefined (a read under it may happen, a write under it may
@@ -46,9 +49,26 @@ struct RegisterAccess {
   Stmt stmt;
 };
 
-/// Every register read and write of `kernel`, in program order (a statement's reads before its
-/// writes). T.alloc_var with an initial value counts as a write at its allocation.
-std::vector<RegisterAccess> collect_register_accesses(const Kernel& kernel);
+/// A memory operand whose byte address must be a multiple of `bytes`.
+struct AlignedAccess {
+  Buffer buffer;
+  std::vector<Expr> indices;  ///< the first element (lets substituted)
+  int64_t bytes = 0;
+  std::string what;  ///< "cp_async_16 source", "ldmatrix_x4 row", "vector copy destination"
+  bool opaque = false;
+  std::vector<Enclosing> enclosing;
+  Stmt stmt;
+};
+
+struct KernelAccesses {
+  /// Every register read and write, in program order (a statement's reads before its writes).
+  /// T.alloc_var with an initial value counts as a write at its allocation.
+  std::vector<RegisterAccess> registers;
+  /// Every memory operand that must be aligned, in program order.
+  std::vector<AlignedAccess> aligned;
+};
+
+KernelAccesses collect_accesses(const Kernel& kernel);
 
 /// The statement on one line, as the IR prints it (a loop or if: its header).
 std::string statement_text(const Stmt& s);

@@ -1,6 +1,6 @@
 // Collects the register reads and writes of a thread-level kernel with their loops, conditions
-// and program order (see register_accesses.h).
-#include "verify/register_accesses.h"
+// and program order (see kernel_accesses.h).
+#include "verify/kernel_accesses.h"
 
 #include <map>
 #include <set>
@@ -10,6 +10,7 @@
 #include "core/intrinsics.h"
 #include "core/printer.h"
 #include "core/stmt_functor.h"
+#include "core/vector_copy.h"
 
 namespace tessel {
 
@@ -33,7 +34,8 @@ Expr flat_index(const Buffer& b, const std::vector<Expr>& indices) {
 
 class Collector : public StmtFunctor<void> {
  public:
-  std::vector<RegisterAccess> run(const Kernel& kernel) {
+  KernelAccesses run(const Kernel& kernel) {
+    bind_kernel_vars(analyzer_, kernel);
     visit(kernel->body);
     return std::move(found_);
   }
@@ -93,7 +95,23 @@ class Collector : public StmtFunctor<void> {
     a.enclosing = enclosing_;
     a.order = order_;
     a.stmt = s;
-    found_.push_back(std::move(a));
+    found_.registers.push_back(std::move(a));
+  }
+
+  void add_aligned(const Buffer& b, const std::vector<Expr>& indices, int64_t bytes,
+                   std::string what, const Stmt& s) {
+    AlignedAccess a;
+    a.buffer = b;
+    for (const Expr& i : indices) {
+      Expr r = rewrite(i);
+      a.opaque = a.opaque || reads_data(r) || mentions_opaque(r);
+      a.indices.push_back(r);
+    }
+    a.bytes = bytes;
+    a.what = std::move(what);
+    a.enclosing = enclosing_;
+    a.stmt = s;
+    found_.aligned.push_back(std::move(a));
   }
 
   void visit_Seq(const SeqNode* op, const Stmt&) override {
@@ -104,6 +122,21 @@ class Collector : public StmtFunctor<void> {
     ++order_;
     scan(op->min, s);
     scan(op->extent, s);
+    bind_loop(analyzer_, *op);
+    if (std::optional<VectorCopy> c = match_vector_copy(*op, analyzer_)) {
+      // Codegen moves the run as one access: its first element, for v = 0.
+      auto first = [&](const std::vector<Expr>& idx) {
+        std::vector<Expr> out;
+        for (const Expr& i : idx) {
+          out.push_back(substitute(
+              i, [&](const Var& v) -> Expr { return v.same_as(op->var) ? make_int(0) : Expr(); }));
+        }
+        return out;
+      };
+      const std::string bytes = std::to_string(c->bytes) + "-byte vector copy ";
+      add_aligned(c->store->buffer, first(c->store->indices), c->bytes, bytes + "destination", s);
+      add_aligned(c->load->buffer, first(c->load->indices), c->bytes, bytes + "source", s);
+    }
     Enclosing e;
     e.node = op;
     e.var = op->var;
@@ -185,6 +218,14 @@ class Collector : public StmtFunctor<void> {
           for (const Expr& i : arg.indices) scan(i, s);
           if (arg.value.defined()) scan(arg.value, s);
         }
+        if (!writes && arg.buffer.defined() && !is_per_thread(arg.buffer->scope)) {
+          if (info.family == IntrinsicFamily::kCpAsync) {
+            add_aligned(arg.buffer, arg.indices, info.bytes,
+                        info.name + (operand.written ? " destination" : " source"), s);
+          } else if (info.family == IntrinsicFamily::kLdmatrix) {
+            add_aligned(arg.buffer, arg.indices, 16, info.name + " row", s);
+          }
+        }
         if (!arg.buffer.defined() || !is_per_thread(arg.buffer->scope)) continue;
         if (operand.written != writes) continue;
         int64_t count = operand.kind == OperandKind::kRegisters ? std::max(1, operand.elements) : 1;
@@ -201,14 +242,13 @@ class Collector : public StmtFunctor<void> {
   std::map<const ExprNode*, Expr> lets_;
   std::set<const ExprNode*> opaque_vars_;  ///< lets and loop variables that depend on data
   int64_t order_ = 0;
-  std::vector<RegisterAccess> found_;
+  Analyzer analyzer_;  ///< bound as codegen binds, to recognise its vector copies
+  KernelAccesses found_;
 };
 
 }  // namespace
 
-std::vector<RegisterAccess> collect_register_accesses(const Kernel& kernel) {
-  return Collector().run(kernel);
-}
+KernelAccesses collect_accesses(const Kernel& kernel) { return Collector().run(kernel); }
 
 std::string statement_text(const Stmt& s) {
   std::string text = print_stmt(s);

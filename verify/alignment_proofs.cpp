@@ -1,0 +1,157 @@
+// The alignment proofs of verify/alignment_proofs.h: the byte offset of each fixed-width access,
+// a multiple of its size for every value — the Analyzer first, Z3 when it cannot tell.
+#include "verify/alignment_proofs.h"
+
+#include <map>
+
+#include "core/error.h"
+#include "core/expr_printer.h"
+#include "core/vector_copy.h"
+#include "verify/definition_parts.h"
+#include "verify/kernel_accesses.h"
+#include "verify/proof_parts.h"
+#include "verify/proof_session.h"
+
+namespace tessel {
+
+using namespace proof_detail;       // NOLINT(google-build-using-namespace): this file's helpers
+using namespace definition_detail;  // NOLINT(google-build-using-namespace)
+
+namespace {
+
+/// The row-major offset of `indices` in `b`.
+Expr flat(const Buffer& b, const std::vector<Expr>& indices) {
+  Expr off = indices[0];
+  for (size_t d = 1; d < indices.size(); ++d) off = off * b->shape[d] + indices[d];
+  return off;
+}
+
+std::string access_text(const AlignedAccess& a) {
+  std::string s = a.buffer->name + "[";
+  for (size_t d = 0; d < a.indices.size(); ++d) s += (d ? ", " : "") + to_string(a.indices[d]);
+  return s + "]";
+}
+
+/// What became of one access: "" when proved, else the counterexample (or why undecided).
+struct Outcome {
+  std::string result = "proved";
+  std::string message;
+};
+
+/// The bits of the access's offset past a multiple of its size: zero when aligned.
+Expr misalignment(const AlignedAccess& a) {
+  const int64_t bits = int64_t{a.buffer->dtype.storage_bits()} * a.buffer->dtype.lanes;
+  return floormod(flat(a.buffer, a.indices) * make_int(bits), make_int(8 * a.bytes));
+}
+
+Outcome prove_one(const Kernel& kernel, const AlignedAccess& a, int warp_size,
+                  unsigned timeout_ms) {
+  Outcome out;
+  if (a.opaque) {
+    out.result = "undecided";
+    out.message = "the index of " + a.what + " " + access_text(a) + at_text(a.stmt) +
+                  " depends on loaded data";
+    return out;
+  }
+  Expr off = misalignment(a);
+  {  // The common case: every term of the offset a multiple of the size.
+    Analyzer analyzer;
+    bind_kernel_vars(analyzer, kernel);
+    for (const Enclosing& f : a.enclosing) {
+      if (!f.is_loop() || !f.min.defined()) continue;
+      auto lo = as_const_int(f.min), n = as_const_int(f.extent);
+      if (lo && n && *n > 0) analyzer.bind(f.var, *lo, *n);
+    }
+    if (analyzer.can_prove(off == make_int(0))) return out;
+  }
+  VarDomain domain = kernel_domain(kernel);
+  if (!add_enclosing(domain, a.enclosing)) return out;  // never runs
+  bool dropped = false;
+  for (const Enclosing& f : a.enclosing) dropped |= !f.is_loop() && !f.cond.defined();
+  try {
+    Expr bad = off != make_int(0);
+    ProofSession s(domain, {}, {bad, flat(a.buffer, a.indices)}, timeout_ms);
+    z3::check_result res = s.check(s.shared().boolean(bad));
+    if (res == z3::unsat) return out;
+    if (res == z3::unknown) {
+      out.result = "undecided";
+      out.message = "Z3 gave up (timeout " + std::to_string(timeout_ms) + " ms) on " + a.what +
+                    " " + access_text(a);
+      return out;
+    }
+    const int64_t bits = int64_t{a.buffer->dtype.storage_bits()} * a.buffer->dtype.lanes;
+    int64_t byte = s.value(s.shared(), flat(a.buffer, a.indices)) * bits / 8;
+    std::string index = a.buffer->name + "[";
+    for (size_t d = 0; d < a.indices.size(); ++d) {
+      index += (d ? ", " : "") + std::to_string(s.value(s.shared(), a.indices[d]));
+    }
+    index += "]";
+    std::vector<std::pair<std::string, int64_t>> when;
+    for (const auto& [name, value] : s.symbol_values()) {
+      bool fixed = false;
+      for (const auto& [v, r] : domain.ranges) fixed |= v.name() == name && r.min == r.max;
+      if (name != kernel->thread_var.name() && !fixed) when.emplace_back(name, value);
+    }
+    out.result = dropped ? "undecided" : "failed";
+    out.message = thread_words(s.value(s.shared(), kernel->thread_var), warp_size) + " starts " +
+                  a.what + " at " + index + " (byte " + std::to_string(byte) + " of " +
+                  a.buffer->name + ") in `" + statement_text(a.stmt) + "`" + at_text(a.stmt) +
+                  symbols_text(when) + ": not a multiple of " + std::to_string(a.bytes) +
+                  " bytes, which a GPU faults on" +
+                  (dropped ? " (a condition on loaded data around it was not modelled)" : "");
+  } catch (const UserError& err) {
+    out.result = "undecided";
+    out.message = std::string(err.what()) + " (in " + a.what + " " + access_text(a) + ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<KernelCheck> prove_alignment(const Kernel& kernel, int warp_size, unsigned timeout_ms) {
+  std::vector<AlignedAccess> accesses = collect_accesses(kernel).aligned;
+  std::vector<Buffer> order;
+  std::map<const BufferNode*, std::vector<const AlignedAccess*>> by_buffer;
+  for (const AlignedAccess& a : accesses) {
+    auto [it, fresh] = by_buffer.try_emplace(a.buffer.get());
+    if (fresh) order.push_back(a.buffer);
+    it->second.push_back(&a);
+  }
+  std::vector<KernelCheck> checks;
+  for (const Buffer& b : order) {
+    const std::vector<const AlignedAccess*>& list = by_buffer[b.get()];
+    Stopwatch clock;
+    std::string sites;
+    for (size_t k = 0; k < list.size() && k < 3; ++k) {
+      sites += (k ? ", " : "") + list[k]->what + at_text(list[k]->stmt);
+    }
+    if (list.size() > 3) sites += ", ...";
+    std::string subject =
+        list.size() == 1 ? "its fixed-width access ("
+                         : "each of its " + std::to_string(list.size()) + " fixed-width accesses (";
+    KernelCheck check{"alignment of " + b->name + ": " + subject + sites +
+                          ") starts at a multiple of its size (every thread, block, iteration)",
+                      "proved", std::nullopt, 0};
+    for (const AlignedAccess* a : list) {
+      Outcome o = prove_one(kernel, *a, warp_size, timeout_ms);
+      if (o.result == "proved") continue;
+      check.result = o.result;
+      check.counterexample = o.message;
+      if (o.result == "failed") break;
+    }
+    check.ms = clock.ms();
+    checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
+void require_alignment(const Kernel& kernel, const Target& target, const std::string& action) {
+  for (const KernelCheck& c : prove_alignment(kernel, target.warp_size, 60000)) {
+    if (c.result == "proved") continue;
+    user_error("kernel '" + kernel->name + "': " + action +
+               " refuses an access that may fault: " + c.counterexample.value_or(c.what) +
+               ". Start the run at a multiple of its size, or copy fewer bytes per instruction");
+  }
+}
+
+}  // namespace tessel
