@@ -40,23 +40,38 @@ Parser::Parser(const std::string& source, std::string path,
   scope_->names["_tir_packed_to_unsigned_convert"] = Binding{maker, {}, false};
 }
 
-ParsedKernel Parser::run() {
+void Parser::start() {
+  main_cursor_ = TokenCursor(source_, tokenize(source_, TokenizeMode::kFile, path_));
+  main_cursor_.set_file(path_);
+  scan_limits();
+  scan_directives();
+  // Module-level names live in a child of the built-ins, so they may shadow them.
+  auto module = std::make_shared<NameScope>();
+  module->parent = scope_;
+  scope_ = module;
+  parse_module();
+}
+
+/// Runs `fn`, turning a UserError that is not yet located into one that names the file.
+template <typename Fn>
+auto with_file_errors(const std::string& path, Fn&& fn) -> decltype(fn()) {
   try {
-    main_cursor_ = TokenCursor(source_, tokenize(source_, TokenizeMode::kFile, path_));
-    main_cursor_.set_file(path_);
-    scan_limits();
-    scan_directives();
-    // Module-level names live in a child of the built-ins, so they may shadow them.
-    auto module = std::make_shared<NameScope>();
-    module->parent = scope_;
-    scope_ = module;
-    parse_module();
-    if (!have_kernel_) {
-      throw KernelFileError(path_ +
-                            ": no kernel in this file: expected a @T.prim_func (or "
-                            "@tilelang.jit) function whose parameters are T.Tensor((...), dtype) "
-                            "tensors");
-    }
+    return fn();
+  } catch (const KernelFileError&) {
+    throw;
+  } catch (const LocatedError&) {
+    throw;
+  } catch (const UserError& e) {
+    std::string message = e.what();
+    if (message.rfind(path + ":", 0) == 0) throw KernelFileError(message);
+    throw UserError(path + ": " + message);
+  }
+}
+
+ParsedKernel Parser::run() {
+  return with_file_errors(path_, [&] {
+    start();
+    parse_entry(pick_entry());
     for (const auto& [name, d] : tensor_directives_) {
       if (!d.used) {
         fail(token_at(d.line, d.column), "this directive describes '" + name +
@@ -66,15 +81,39 @@ ParsedKernel Parser::run() {
       }
     }
     return result_;
-  } catch (const KernelFileError&) {
-    throw;
-  } catch (const LocatedError&) {
-    throw;
-  } catch (const UserError& e) {
-    std::string message = e.what();
-    if (message.rfind(path_ + ":", 0) == 0) throw KernelFileError(message);
-    throw UserError(path_ + ": " + message);
-  }
+  });
+}
+
+std::vector<KernelFileEntry> Parser::list() {
+  return with_file_errors(path_, [&] {
+    start();
+    std::vector<KernelFileEntry> list;
+    for (const KernelEntry& e : entries_) {
+      KernelFileEntry entry{e.name, loc_of(e.name_token), {}};
+      // The parameters -D sets: of the def's signature, minus the tensors.
+      cur_->rewind(e.start);
+      parse_decorators();
+      cur_->next();  // def
+      cur_->next();  // the name
+      for (const SignatureParam& p : read_signature(e.name)) {
+        bool tensor = p.annotation_head.rfind("T.", 0) == 0 || e.scan.declared.count(p.name.text);
+        if (tensor) continue;
+        KernelFileParam param{p.name.text, std::nullopt, loc_of(p.name)};
+        if (p.default_value) param.default_text = define_text(*p.default_value);
+        entry.params.push_back(param);
+      }
+      for (const std::string& c : e.scan.consts) {
+        entry.params.push_back(
+            {c, std::nullopt, loc_of(e.name_token), KernelFileParam::Kind::kConst});
+      }
+      for (const std::string& d : e.scan.dynamics) {
+        entry.params.push_back(
+            {d, std::nullopt, loc_of(e.name_token), KernelFileParam::Kind::kDynamic});
+      }
+      list.push_back(std::move(entry));
+    }
+    return list;
+  });
 }
 
 void Parser::scan_limits() const {
@@ -166,20 +205,7 @@ void Parser::scan_directives() {
   }
 }
 
-// ---- The module -------------------------------------------------------------------------------
-
-void Parser::parse_module() {
-  context_ = Context::kModule;
-  std::vector<Stmt> out;
-  std::vector<size_t> lets;
-  while (!cur_->at_end()) {
-    if (cur_->peek().kind == TokenKind::kDedent) {
-      cur_->next();
-      continue;
-    }
-    parse_statement(out, lets);
-  }
-}
+// ---- Imports and decorators ---------------------------------------------------------------------
 
 void Parser::parse_import() {
   const Token kw = cur_->next();
@@ -244,16 +270,18 @@ void Parser::parse_import() {
   end_of_simple_statement();
 }
 
-std::vector<CallArgs> Parser::parse_decorators() {
-  std::vector<CallArgs> decorators;
+std::vector<Decorator> Parser::parse_decorators() {
+  def_start_ = cur_->position();
+  std::vector<Decorator> decorators;
   while (cur_->at_op("@")) {
     cur_->next();
     const Token at = cur_->peek();
     if (at.kind != TokenKind::kName) fail(at, "expected a decorator name after '@'");
     std::string dotted;
     read_dotted(dotted);
-    decorators.push_back(CallArgs{normalize(dotted), at, {}});
-    if (cur_->at_op("(")) {  // decorator arguments (out_idx=..., configs=...) do not matter here
+    Decorator d{normalize(dotted), at, std::nullopt};
+    if (cur_->at_op("(")) {  // arguments (out_idx=..., configs=...): read where they matter
+      d.args = cur_->position();
       int depth = 0;
       do {
         if (cur_->at_end()) fail(at, "unclosed '(' in this decorator");
@@ -262,6 +290,7 @@ std::vector<CallArgs> Parser::parse_decorators() {
         cur_->next();
       } while (depth > 0);
     }
+    decorators.push_back(std::move(d));
     if (cur_->peek().kind != TokenKind::kNewline) {
       fail(cur_->peek(),
            "expected the end of the decorator line, found " + TokenCursor::describe(cur_->peek()));
@@ -271,136 +300,28 @@ std::vector<CallArgs> Parser::parse_decorators() {
   return decorators;
 }
 
-bool Parser::params_have_tensors() const {
-  // At the function name: is any parameter annotated `NAME: T.Tensor` / `T.Buffer`?
-  int depth = 0;
-  for (size_t k = 1;; ++k) {
-    const Token& t = cur_->peek(k);
-    if (t.kind == TokenKind::kEnd || t.kind == TokenKind::kNewline) return false;
-    if (t.kind != TokenKind::kOp) continue;
-    if (t.text == "(" || t.text == "[") ++depth;
-    if (t.text == ")" || t.text == "]") {
-      if (--depth == 0) return false;
-    }
-    if (t.text == ":" && depth == 1 && cur_->peek(k + 1).kind == TokenKind::kName) {
-      std::string dotted = cur_->peek(k + 1).text;
-      for (size_t j = k + 2; cur_->at_op(".", j) && cur_->peek(j + 1).kind == TokenKind::kName;
-           j += 2) {
-        dotted += "." + cur_->peek(j + 1).text;
-      }
-      std::string norm = normalize(dotted);
-      if (norm == "T.Tensor" || norm == "T.Buffer") return true;
-    }
-  }
-}
-
-bool Parser::body_has_nested_def() const {
-  // At the function name: skip the signature to its ':' and look for `def` in the block.
-  int depth = 0;
-  size_t k = 1;
-  for (;; ++k) {
-    const Token& t = cur_->peek(k);
-    if (t.kind == TokenKind::kEnd) return false;
-    if (t.kind != TokenKind::kOp) continue;
-    if (t.text == "(" || t.text == "[") ++depth;
-    if (t.text == ")" || t.text == "]") --depth;
-    if (t.text == ":" && depth == 0) break;
-  }
-  if (cur_->peek(k + 1).kind != TokenKind::kNewline ||
-      cur_->peek(k + 2).kind != TokenKind::kIndent) {
-    return false;
-  }
-  int indent = 0;
-  for (k += 2;; ++k) {
-    const Token& t = cur_->peek(k);
-    if (t.kind == TokenKind::kEnd) return false;
-    if (t.kind == TokenKind::kIndent) ++indent;
-    if (t.kind == TokenKind::kDedent && --indent == 0) return false;
-    if (t.kind == TokenKind::kName && t.text == "def") return true;
-  }
-}
-
-void Parser::skip_suite() {
-  const Token colon = cur_->expect_op(":", "to open the block");
-  if (cur_->peek().kind != TokenKind::kNewline) {
-    while (cur_->peek().kind != TokenKind::kNewline && !cur_->at_end()) cur_->next();
-    if (!cur_->at_end()) cur_->next();
-    return;
-  }
-  cur_->next();
-  if (cur_->peek().kind != TokenKind::kIndent) {
-    fail(cur_->peek(),
-         "expected an indented block after the ':' on line " + std::to_string(colon.line));
-  }
-  int depth = 0;
-  do {
-    const Token& t = cur_->next();
-    if (t.kind == TokenKind::kIndent) ++depth;
-    if (t.kind == TokenKind::kDedent) --depth;
-    if (t.kind == TokenKind::kEnd) break;
-  } while (depth > 0);
-}
-
-void Parser::parse_def(std::vector<CallArgs> decorators, const Token& def_token) {
-  if (cur_->peek().kind != TokenKind::kName) {
-    fail(cur_->peek(), "expected a function name after 'def'");
-  }
-  check_binding(cur_->peek());
-  bool macro = false, prim = false;
-  const CallArgs* unknown = nullptr;
-  for (const CallArgs& d : decorators) {
-    if (d.callee == "T.macro")
-      macro = true;
-    else if (d.callee == "T.prim_func")
-      prim = true;
-    else if (d.callee.rfind("tilelang.", 0) != 0 && !unknown)
-      unknown = &d;
-  }
-  bool kernel = !macro && (prim || params_have_tensors());
-  if ((macro || kernel) && unknown) {
-    fail(unknown->at, "unsupported decorator '@" + unknown->callee +
-                          "'; kernels take "
-                          "@T.prim_func or @tilelang.jit, helpers @T.macro");
-  }
-  if (macro) return parse_macro_def(def_token);
-  if (kernel) return parse_kernel_def(def_token);
-  if (context_ == Context::kModule && body_has_nested_def()) {
-    if (unknown) {
-      fail(unknown->at, "unsupported decorator '@" + unknown->callee + "' on the enclosing def");
-    }
-    return parse_generator(def_token);
-  }
-  if (context_ == Context::kModule) {
-    // Host code (a test harness, a reference in PyTorch): skipped unread.
-    cur_->next();
-    int depth = 0;
-    while (!(depth == 0 && cur_->at_op(":")) && !cur_->at_end()) {
-      if (cur_->at_op("(") || cur_->at_op("[")) ++depth;
-      if (cur_->at_op(")") || cur_->at_op("]")) --depth;
-      cur_->next();
-    }
-    skip_suite();
-    return;
-  }
-  fail(def_token,
-       "a plain nested def is not supported: mark helpers @T.macro (they are "
-       "inlined where they are called)");
-}
-
 }  // namespace kernel_parser_detail
 
 ParsedKernel parse_kernel(const std::string& source, const std::string& path,
-                          const std::map<std::string, std::string>& defines) {
-  return kernel_parser_detail::Parser(source, path.empty() ? "<kernel>" : path, defines).run();
+                          const std::map<std::string, std::string>& defines,
+                          const std::string& kernel) {
+  kernel_parser_detail::Parser parser(source, path.empty() ? "<kernel>" : path, defines);
+  parser.set_kernel_choice(kernel);
+  return parser.run();
+}
+
+std::vector<KernelFileEntry> list_kernels(const std::string& source, const std::string& path) {
+  return kernel_parser_detail::Parser(source, path.empty() ? "<kernel>" : path, {}).list();
 }
 
 ParsedKernel parse_kernel_file(const std::string& path,
-                               const std::map<std::string, std::string>& defines) {
+                               const std::map<std::string, std::string>& defines,
+                               const std::string& kernel) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw KernelFileError("cannot read the kernel file '" + path + "'");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_kernel(text.str(), path, defines);
+  return parse_kernel(text.str(), path, defines, kernel);
 }
 
 }  // namespace tessel

@@ -99,11 +99,7 @@ std::optional<Expr> Parser::expression_call(const std::string& norm, const Token
     DataType t = a[1] ? arg_dtype(call, *a[1], "dtype") : DataType::i32();
     if (!t.is_int())
       fail(a[1]->value_at, norm + ": a symbolic dimension is an integer, got " + t.name());
-    for (const Var& v : dynamic_vars_) {
-      if (v.name() == name) return Expr(v);
-    }
-    dynamic_vars_.emplace_back(name, t);
-    return Expr(dynamic_vars_.back());
+    return dynamic_var(name, t);
   }
   if (is_statement_function(norm)) {
     fail(at, norm + " is a statement, not a value: write it on a line of its own" +

@@ -70,7 +70,9 @@ Value Parser::eval_call(const Value& callee, const Token& at) {
                    "' makes a kernel; calling it from kernel code is not supported (Tessel reads "
                    "one kernel function at a time: pick it with --kernel)");
     case K::kHost:
-      fail(at, callee.text + " is host code, which Tessel does not run");
+      fail(at, "cannot call " + callee.text +
+                   ": Tessel does not run host code; the helpers of kernels are @T.macro "
+                   "functions, which it inlines");
     default:
       fail(at, callee.describe() + " cannot be called");
   }
@@ -83,9 +85,15 @@ Value Parser::call_function(const std::string& name, const Token& at) {
     all.kind = Value::Kind::kTuple;
     for (int d = 0; d < 3; ++d) {
       all.items.push_back(Value::of(name == "T.get_thread_bindings" ? thread_binding_of(at, d)
-                                                                     : block_binding_of(at, d)));
+                                                                    : block_binding_of(at, d)));
     }
     return all;
+  }
+  if (name == "T.const") return make_consts(parse_call_args(name, at));
+  if (name == "T.empty") {
+    fail(at,
+         "T.empty(...) makes an output tensor: assign it to a name on a line of its own "
+         "(C = T.empty((M, N), dtype)), before the T.Kernel launch");
   }
   if (auto e = expression_call(name, at)) return Value::of(*e);
   if (auto v = python_call(name, at)) return *v;

@@ -182,9 +182,10 @@ void Parser::parse_with(std::vector<Stmt>& out) {
     if (a.keyword.empty()) {
       grid.push_back(arg_expr(call, a, "grid extent"));
     } else if (a.keyword == "threads") {
-      thread_dims = a.value.kind == Value::Kind::kTuple
-                        ? arg_int_list(call, a, "threads")
-                        : std::vector<int>{static_cast<int>(arg_int(call, a, "threads", 1, 1 << 20))};
+      thread_dims =
+          a.value.kind == Value::Kind::kTuple
+              ? arg_int_list(call, a, "threads")
+              : std::vector<int>{static_cast<int>(arg_int(call, a, "threads", 1, 1 << 20))};
       if (thread_dims.empty() || thread_dims.size() > 3) {
         fail(a.value_at, "T.Kernel: threads= takes 1 to 3 extents (x, y, z), got " +
                              std::to_string(thread_dims.size()));
@@ -248,13 +249,18 @@ void Parser::parse_return() {
     if (!has_value) fail(at, "the enclosing def returns the kernel function it defines");
     const Token value_at = cur_->peek();
     Value v = parse_testlist();
-    if (v.kind != Value::Kind::kKernel) {
+    if (v.kind != Value::Kind::kKernel || !v.kernel.defined()) {
       fail(value_at, "the enclosing def returns the kernel function it defines ('" +
                          (kernel_name_.empty() ? std::string("main") : kernel_name_) + "'), got " +
                          v.describe());
     }
+    generator_result_ = v;
   } else if (context_ == Context::kModule) {
     fail(at, "'return' outside a function");
+  } else if (has_value && declared_ &&
+             (context_ == Context::kPreLaunch || context_ == Context::kPostLaunch)) {
+    const Token value_at = cur_->peek();
+    return_outputs(parse_testlist(), value_at);
   } else if (has_value) {
     fail(at,
          "a kernel or T.macro returns nothing here; T.macro helpers that return a value are "

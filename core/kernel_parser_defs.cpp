@@ -5,9 +5,6 @@
 
 namespace tessel::kernel_parser_detail {
 
-namespace {
-
-/// A parameter's value as -D would spell it.
 std::string define_text(const Value& v) {
   switch (v.kind) {
     case Value::Kind::kExpr:
@@ -29,8 +26,6 @@ std::string define_text(const Value& v) {
       return v.describe();
   }
 }
-
-}  // namespace
 
 // ---- The enclosing def ------------------------------------------------------------------------
 
@@ -100,124 +95,310 @@ Value Parser::define_value(const KernelFileParam& param, const std::string& text
   return parsed ? *parsed : Value::string(text);
 }
 
-void Parser::parse_generator(const Token& def_token) {
-  const Token name_tok = cur_->next();
-  if (have_generator_) {
-    fail(name_tok, "a second kernel generator '" + name_tok.text +
-                       "'; a kernel file holds one "
-                       "kernel (the first is '" +
-                       result_.generator + "')");
-  }
-  have_generator_ = true;
-  result_.generator = name_tok.text;
+// ---- Signatures ------------------------------------------------------------------------------
+
+std::vector<SignatureParam> Parser::read_signature(const std::string& function) {
   cur_->expect_op("(", "after the function name");
-  std::vector<std::optional<Value>> defaults;
-  std::vector<Token> name_tokens;
+  std::vector<SignatureParam> params;
   while (!cur_->at_op(")")) {
     if (cur_->at_op("*") || cur_->at_op("**") || cur_->at_op("/")) {
       fail(cur_->peek(),
-           "variadic and positional-only parameters are not supported; list each "
-           "kernel parameter by name");
+           "variadic and positional-only parameters are not supported; list each parameter of '" +
+               function + "' by name");
     }
-    const Token p = expect_binding("a parameter name");
-    for (const Token& seen : name_tokens) {
-      if (seen.text == p.text) fail(p, "parameter '" + p.text + "' appears twice");
+    SignatureParam p;
+    p.name = expect_binding("a parameter name");
+    for (const SignatureParam& seen : params) {
+      if (seen.name.text == p.name.text)
+        fail(p.name, "parameter '" + p.name.text + "' appears twice");
     }
-    if (cur_->accept_op(":")) {  // an annotation (int, str): skipped
-      int depth = 0;
-      while (!(depth == 0 && (cur_->at_op(",") || cur_->at_op("=") || cur_->at_op(")"))) &&
-             !cur_->at_end()) {
-        if (cur_->at_op("(") || cur_->at_op("[")) ++depth;
-        if (cur_->at_op(")") || cur_->at_op("]")) --depth;
-        cur_->next();
+    if (cur_->at_op(":")) {
+      p.annotation = cur_->position();
+      cur_->next();
+      if (cur_->peek().kind == TokenKind::kName) {
+        size_t at = cur_->position();
+        read_dotted(p.annotation_head);
+        p.annotation_head = normalize(p.annotation_head);
+        cur_->rewind(at);
+      }
+      NoEval skip(*this);  // read where it is needed (T.Tensor shapes), not here
+      parse_value();
+    }
+    if (cur_->accept_op("=")) {
+      const Token at = cur_->peek();
+      size_t start = cur_->position();
+      try {
+        p.default_value = parse_value();
+      } catch (const AssertionFailure&) {
+        throw;
+      } catch (const UserError&) {
+        // A default Tessel cannot evaluate (a host object): an error only where it is used.
+        cur_->rewind(start);
+        {
+          NoEval skip(*this);
+          parse_value();
+        }
+        Value host;
+        host.kind = Value::Kind::kHost;
+        host.text = "the default of '" + p.name.text + "' (line " + std::to_string(at.line) +
+                    "), host code that Tessel does not run";
+        p.default_value = host;
       }
     }
-    std::optional<Value> def;
-    if (cur_->accept_op("=")) def = parse_value();
-    KernelFileParam param{p.text, std::nullopt, loc_of(p)};
-    if (def) param.default_text = define_text(*def);
-    result_.params.push_back(param);
-    defaults.push_back(def);
-    name_tokens.push_back(p);
+    params.push_back(std::move(p));
     if (!cur_->accept_op(",")) break;
   }
-  cur_->expect_op(")", "to close the parameter list");
+  cur_->expect_op(")", "to close the parameter list of '" + function + "'");
   if (cur_->accept_op("->")) {
-    while (!cur_->at_op(":") && !cur_->at_end()) cur_->next();
+    NoEval skip(*this);
+    parse_value();
   }
-  auto scope = std::make_shared<NameScope>();
-  scope->parent = scope_;
-  for (size_t i = 0; i < result_.params.size(); ++i) {
-    const KernelFileParam& param = result_.params[i];
+  return params;
+}
+
+void Parser::bind_compile_time_params(const std::vector<const SignatureParam*>& params,
+                                      const std::string& function, NameScope& scope) {
+  for (const SignatureParam* sp : params) {
+    KernelFileParam param{sp->name.text, std::nullopt, loc_of(sp->name)};
+    if (sp->default_value) param.default_text = define_text(*sp->default_value);
+    result_.params.push_back(param);
     auto it = defines_.find(param.name);
     Value v;
     if (it != defines_.end()) {
-      v = define_value(param, it->second, defaults[i]);
-    } else if (defaults[i]) {
-      v = *defaults[i];
+      v = define_value(param, it->second, sp->default_value);
+    } else if (sp->default_value) {
+      v = *sp->default_value;
     } else {
-      fail(name_tokens[i], "parameter '" + param.name + "' of '" + name_tok.text +
-                               "' has no default; give it with -D " + param.name + "=VALUE");
+      fail(sp->name, "parameter '" + param.name + "' of '" + function +
+                         "' has no default; give it with -D " + param.name + "=VALUE");
     }
-    scope->names[param.name] = Binding{v, param.loc, false};
+    scope.names[param.name] = Binding{v, param.loc, false};
   }
+}
+
+// ---- The enclosing def ------------------------------------------------------------------------
+
+void Parser::parse_generator(const Token& def_token, const std::vector<Decorator>& decorators) {
+  const Token name_tok = cur_->next();
+  have_generator_ = true;
+  result_.generator = name_tok.text;
+  std::vector<SignatureParam> params = read_signature(name_tok.text);
+  auto scope = std::make_shared<NameScope>();
+  scope->parent = scope_;
+  std::vector<const SignatureParam*> all;
+  for (const SignatureParam& p : params) all.push_back(&p);
+  bind_compile_time_params(all, name_tok.text, *scope);
   std::swap(scope_, scope);
+  generator_result_ = Value::none();
   parse_suite(Context::kGenerator);
   std::swap(scope_, scope);
-  if (!have_kernel_) {
+  if (generator_result_.kind != Value::Kind::kKernel || !generator_result_.kernel.defined()) {
     fail(def_token, "the enclosing def '" + name_tok.text +
-                        "' defines no kernel: expected a "
-                        "@T.prim_func function inside it");
+                        "' returns no kernel: expected a @T.prim_func (or @tilelang.jit) "
+                        "function inside it and `return` of that function");
   }
+  result_.kernel = generator_result_.kernel;
+  result_.outputs = generator_result_.outputs;
+  if (result_.outputs.empty()) result_.outputs = outputs_of(decorators, result_.kernel);
 }
 
 // ---- The kernel function ----------------------------------------------------------------------
 
-void Parser::parse_kernel_def(const Token& def_token) {
+void Parser::parse_kernel_def(const Token& def_token, const std::vector<Decorator>& decorators,
+                              const DefScan& scan) {
   const Token name_tok = cur_->next();
-  if (have_kernel_) {
-    fail(name_tok, "a second kernel '" + name_tok.text +
-                       "'; a kernel file holds one kernel (the "
-                       "first is '" +
-                       kernel_name_ + "')");
-  }
-  have_kernel_ = true;
+  bool prim = false;
+  for (const Decorator& d : decorators) prim = prim || d.name == "T.prim_func";
   kernel_name_ = name_tok.text == "main" && have_generator_ ? result_.generator : name_tok.text;
+  if (!have_generator_) result_.generator = name_tok.text;
   node_ = KernelNode{};
   node_.name = kernel_name_;
   node_.loc = loc_of(name_tok);
+  launched_ = false;
+  empty_tensors_.clear();
+  returned_.clear();
+  pending_tensors_.clear();
   auto scope = std::make_shared<NameScope>();
   scope->parent = scope_;
+  std::vector<SignatureParam> params = read_signature(kernel_name_);
+  size_t body = cur_->position();
+  std::set<std::string> declared = scan.declared;
+  std::vector<Buffer> tensors(params.size());
+  std::vector<const SignatureParam*> compile_time;
   std::swap(scope_, scope);
-  cur_->expect_op("(", "after the kernel's name");
-  while (!cur_->at_op(")")) {
-    const Token p = expect_binding("a tensor parameter");
-    if (!cur_->at_op(":")) {
-      fail(p, "kernel parameter '" + p.text + "' needs a tensor annotation, e.g. " + p.text +
-                  ": T.Tensor((M, K), \"float16\")");
+  for (size_t i = 0; i < params.size(); ++i) {
+    const SignatureParam& p = params[i];
+    const Token& pt = p.name;
+    bool tensor = p.annotation_head == "T.Tensor" || p.annotation_head == "T.Buffer";
+    if (tensor || (p.annotation && p.annotation_head.rfind("T.", 0) == 0)) {
+      cur_->rewind(p.annotation);
+      tensors[i] = parse_tensor_param(pt);  // refuses other T.* annotations with the reason
+      if (p.default_value) fail(pt, "kernel parameters take no default");
+      bind(pt.text, Value::of(tensors[i]), pt, true);
+    } else if (declared.count(pt.text)) {
+      pending_tensors_[pt.text] = i;  // `A: T.Tensor(...)` in the body declares it
+      Value pending;
+      pending.kind = Value::Kind::kHost;
+      pending.text =
+          "tensor parameter '" + pt.text + "' before its `" + pt.text + ": T.Tensor(...)` line";
+      bind(pt.text, pending, pt);
+    } else if (prim) {
+      fail(pt, "kernel parameter '" + pt.text + "' needs a tensor annotation, e.g. " + pt.text +
+                   ": T.Tensor((M, K), \"float16\")");
+    } else {
+      compile_time.push_back(&p);
     }
-    Buffer b = parse_tensor_param(p);
-    if (cur_->at_op("=")) fail(cur_->peek(), "kernel parameters take no default");
-    node_.params.push_back(b);
-    bind(p.text, Value::of(b), p, true);
-    if (!cur_->accept_op(",")) break;
   }
-  cur_->expect_op(")", "to close the kernel's parameter list");
-  if (cur_->accept_op("->")) {
-    while (!cur_->at_op(":") && !cur_->at_end()) cur_->next();
-  }
+  bind_compile_time_params(compile_time, kernel_name_, *scope_);
+  cur_->rewind(body);
+  declared_ = &tensors;
   parse_suite(Context::kPreLaunch);
+  declared_ = nullptr;
   std::swap(scope_, scope);
   if (!launched_) {
     fail(name_tok, "kernel '" + kernel_name_ +
                        "' has no T.Kernel(...) launch; open one with "
                        "`with T.Kernel(grid..., threads=128) as (bx, by):`");
   }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (tensors[i].defined()) {
+      node_.params.push_back(tensors[i]);
+    } else if (pending_tensors_.count(params[i].name.text)) {
+      fail(params[i].name, "tensor parameter '" + params[i].name.text + "' of '" + kernel_name_ +
+                               "' is declared (`" + params[i].name.text +
+                               ": T.Tensor(...)`) only in a branch that was not taken");
+    }
+  }
+  for (const Buffer& b : empty_tensors_) node_.params.push_back(b);
   finish_kernel(def_token);
   Value v;
   v.kind = Value::Kind::kKernel;
   v.text = kernel_name_;
+  v.kernel = result_.kernel;
+  v.outputs = returned_;
+  if (v.outputs.empty()) v.outputs = outputs_of(decorators, v.kernel);
   bind(name_tok.text, v, name_tok);
+}
+
+bool Parser::declare_tensor(const Token& name, const Token& at) {
+  std::string dotted;
+  size_t start = cur_->position();
+  if (cur_->peek().kind == TokenKind::kName) read_dotted(dotted);
+  std::string norm = normalize(dotted);
+  cur_->rewind(start);
+  if (norm != "T.Tensor" && norm != "T.Buffer") return false;
+  auto it = pending_tensors_.find(name.text);
+  if (it == pending_tensors_.end() || !declared_ || context_ != Context::kPreLaunch) {
+    fail(name, "`" + name.text + ": " + norm +
+                   "(...)` declares a tensor parameter of an eager @tilelang.jit function, before "
+                   "its T.Kernel launch, but '" +
+                   name.text + "' is not a parameter of " +
+                   (kernel_name_.empty() ? std::string("a kernel") : "'" + kernel_name_ + "'") +
+                   " here; an output tensor is made with " + name.text +
+                   " = T.empty(shape, dtype)");
+  }
+  read_dotted(dotted);
+  CallArgs call;
+  if (cur_->at_op("[")) {  // T.Tensor[(M, K), dtype]
+    const Token open = cur_->next();
+    call.callee = norm;
+    call.at = at;
+    while (!cur_->at_op("]")) {
+      Arg arg;
+      arg.at = arg.value_at = cur_->peek();
+      arg.value = parse_value();
+      call.args.push_back(std::move(arg));
+      if (!cur_->accept_op(",")) break;
+    }
+    if (!cur_->accept_op("]")) unclosed(open, "of " + norm + "[...]");
+  } else if (cur_->at_op("(")) {
+    call = parse_call_args(norm, at);
+  } else {
+    fail(at, "`" + name.text + ": " + norm + "` needs a shape and a dtype: " + name.text + ": " +
+                 norm + "((M, K), \"float16\")");
+  }
+  Buffer b = tensor_from_annotation(name, at, call);
+  (*declared_)[it->second] = b;
+  pending_tensors_.erase(it);
+  bind(name.text, Value::of(b), name, true);
+  return true;
+}
+
+Buffer Parser::make_empty_tensor(const Token& target, const CallArgs& call) {
+  if (context_ != Context::kPreLaunch || !declared_) {
+    fail(call.at,
+         "T.empty makes an output tensor of an eager @tilelang.jit function, before its "
+         "T.Kernel launch (C = T.empty((M, N), dtype), then `return C`)");
+  }
+  Buffer b = tensor_from_annotation(target, call.at, call);
+  empty_tensors_.push_back(b);
+  return b;
+}
+
+void Parser::return_outputs(const Value& value, const Token& at) {
+  std::vector<Value> items = value.kind == Value::Kind::kTuple ? value.items : std::vector{value};
+  for (const Value& v : items) {
+    bool empty = v.kind == Value::Kind::kBuffer &&
+                 std::any_of(empty_tensors_.begin(), empty_tensors_.end(),
+                             [&](const Buffer& b) { return b.get() == v.buffer.get(); });
+    if (!empty) {
+      fail(at, "a kernel function returns the tensors it made with T.empty, got " + v.describe());
+    }
+    returned_.push_back(v.buffer->name);
+  }
+  for (const Buffer& b : empty_tensors_) {
+    if (std::find(returned_.begin(), returned_.end(), b->name) == returned_.end()) {
+      fail(at, "tensor '" + b->name +
+                   "' made with T.empty is not returned; return every output "
+                   "(return " +
+                   b->name + ", ...)");
+    }
+  }
+}
+
+std::vector<std::string> Parser::outputs_of(const std::vector<Decorator>& decorators,
+                                            const Kernel& kernel) {
+  // `@tilelang.jit(out_idx=[-1])`: the other arguments are host values, never read.
+  std::vector<std::string> outputs;
+  size_t resume = cur_->position();
+  for (const Decorator& d : decorators) {
+    if (!d.args) continue;
+    cur_->rewind(*d.args);
+    int depth = 0;
+    std::optional<size_t> found;
+    for (size_t k = 0; !found; ++k) {
+      const Token& t = cur_->peek(k);
+      if (t.kind == TokenKind::kEnd) break;
+      if (t.kind == TokenKind::kOp && (t.text == "(" || t.text == "[" || t.text == "{")) ++depth;
+      if (t.kind == TokenKind::kOp && (t.text == ")" || t.text == "]" || t.text == "}") &&
+          --depth == 0) {
+        break;
+      }
+      if (depth == 1 && t.kind == TokenKind::kName && t.text == "out_idx" &&
+          cur_->at_op("=", k + 1) && (cur_->at_op("(", k - 1) || cur_->at_op(",", k - 1))) {
+        found = k + 2;
+      }
+    }
+    if (!found) continue;
+    cur_->rewind(*d.args + *found);
+    const Token value_at = cur_->peek();
+    Value value = parse_value();
+    std::vector<Value> items = value.kind == Value::Kind::kTuple  ? value.items
+                               : value.kind == Value::Kind::kNone ? std::vector<Value>{}
+                                                                  : std::vector<Value>{value};
+    int64_t n = static_cast<int64_t>(kernel->params.size());
+    for (const Value& item : items) {
+      auto k = py_int(item);
+      if (!k || *k < -n || *k >= n) {
+        fail(value_at, "out_idx must index the " + plural(kernel->params.size(), "tensor") +
+                           " of kernel '" + kernel->name + "' (-" + std::to_string(n) + " to " +
+                           std::to_string(n - 1) + "), got " + item.describe());
+      }
+      outputs.push_back(kernel->params[static_cast<size_t>(*k < 0 ? *k + n : *k)]->name);
+    }
+  }
+  cur_->rewind(resume);
+  return outputs;
 }
 
 Buffer Parser::parse_tensor_param(const Token& name_tok) {
@@ -283,10 +464,45 @@ Buffer Parser::tensor_from_annotation(const Token& name_tok, const Token& at,
   });
 }
 
-bool Parser::declare_tensor(const Token& name, const Token& at) {
-  (void)name;
-  (void)at;
-  return false;
+Expr Parser::dynamic_var(const std::string& name, DataType dtype) {
+  for (const Var& v : dynamic_vars_) {
+    if (v.name() == name) return Expr(v);
+  }
+  dynamic_vars_.emplace_back(name, dtype);
+  return Expr(dynamic_vars_.back());
+}
+
+Value Parser::make_consts(const CallArgs& call) {
+  auto a = bind_args(call, {"name", "dtype"}, 1);
+  std::vector<std::string> names = split_const_names(arg_string(call, *a[0], "name"));
+  DataType t = a[1] ? arg_dtype(call, *a[1], "dtype") : DataType::i32();
+  if (!t.is_int()) fail(a[1]->value_at, "T.const: a size is an integer, got " + t.name());
+  if (names.empty()) fail(a[0]->value_at, "T.const needs names: T.const(\"M, N\")");
+  Value tuple;
+  tuple.kind = Value::Kind::kTuple;
+  for (const std::string& name : names) {
+    bool identifier = !is_keyword(name) && name != "T" &&
+                      (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+    for (char ch : name) {
+      identifier = identifier && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+    }
+    if (!identifier) {
+      fail(a[0]->value_at, "T.const: \"" + name + "\" is not a name; write T.const(\"M, N\")");
+    }
+    KernelFileParam param{name, std::nullopt, loc_of(a[0]->value_at),
+                          KernelFileParam::Kind::kConst};
+    bool listed = std::any_of(result_.params.begin(), result_.params.end(),
+                              [&](const KernelFileParam& p) { return p.name == name; });
+    if (!listed) result_.params.push_back(param);
+    auto it = defines_.find(name);
+    if (it == defines_.end()) {
+      tuple.items.push_back(Value::of(dynamic_var(name, t)));  // symbolic until set
+      continue;
+    }
+    std::optional<Value> size = define_value(param, it->second, Value::of(make_int(0)));
+    tuple.items.push_back(*size);
+  }
+  return tuple.items.size() == 1 ? tuple.items[0] : tuple;
 }
 
 void Parser::finish_kernel(const Token& def_token) {

@@ -68,7 +68,9 @@ struct Value {
   BufferRegion region;        ///< kRegion, kElement (point form)
   std::vector<Expr> indices;  ///< kElement
   std::shared_ptr<const MacroDef> macro;
-  DataType storage;  ///< kConverter: the packed storage type
+  Kernel kernel;                     ///< kKernel, once built
+  std::vector<std::string> outputs;  ///< kKernel: its output tensors (T.empty, out_idx)
+  DataType storage;                  ///< kConverter: the packed storage type
   GemmWarpPolicy policy = GemmWarpPolicy::kSquare;
 
   static Value none() { return Value{}; }
@@ -123,6 +125,48 @@ struct CallArgs {
   std::vector<Arg> args;
 };
 
+/// A decorator: its normalised name and, when it has arguments, where its '(' is.
+struct Decorator {
+  std::string name;
+  Token at;
+  std::optional<size_t> args;
+};
+
+/// What a def is, decided by what it contains.
+enum class DefRole : uint8_t {
+  kHost,       ///< plain Python (a reference, a test harness, main()): never read
+  kMacro,      ///< @T.macro
+  kKernel,     ///< a kernel function: a T.Kernel launch in its own body, @T.prim_func or
+               ///< T.Tensor parameters
+  kGenerator,  ///< a function that defines a kernel function inside and returns it
+};
+
+/// What scanning a def found.
+struct DefScan {
+  DefRole role = DefRole::kHost;
+  bool macro = false;
+  bool jit = false;                   ///< decorated @tilelang.jit / @autotune
+  std::set<std::string> declared;     ///< `NAME: T.Tensor(...)` statements of its own body
+  std::vector<std::string> consts;    ///< names of T.const("...") in its body
+  std::vector<std::string> dynamics;  ///< names of T.dynamic("...") in its body
+};
+
+/// A top-level def that makes a kernel: what --kernel NAME picks.
+struct KernelEntry {
+  std::string name;
+  DefScan scan;
+  size_t start = 0;  ///< token position of its first decorator (or `def`)
+  Token name_token;
+};
+
+/// A parameter of a def as written.
+struct SignatureParam {
+  Token name;
+  size_t annotation = 0;        ///< token position of the ':' of its annotation (0: none)
+  std::string annotation_head;  ///< the annotation's dotted head, normalised: "T.Tensor", "int"
+  std::optional<Value> default_value;
+};
+
 /// Where the statement being read sits, which decides what it may be.
 enum class Context : uint8_t {
   kModule,      ///< top level of the file
@@ -157,29 +201,66 @@ class Parser {
   /// Reads the whole file. Throws KernelFileError or UserError (see core/kernel_parser.h).
   ParsedKernel run();
 
-  // ---- kernel_parser.cpp: limits, directives, imports, decorators, kinds of def ------------
+  /// Lists the kernels of the whole file (module scan only; nothing is built).
+  std::vector<KernelFileEntry> list();
+  /// Picks the kernel called `name` (empty: the file's only kernel).
+  void set_kernel_choice(std::string name) { kernel_choice_ = std::move(name); }
+
+  // ---- kernel_parser.cpp: limits, directives, imports, decorators --------------------------
  private:
+  void start();
   void scan_limits() const;
   void scan_directives();
-  void parse_module();
   void parse_import();
-  std::vector<CallArgs> parse_decorators();
-  /// At a def's name: is any parameter annotated T.Tensor / T.Buffer (then it is a kernel)?
+  std::vector<Decorator> parse_decorators();
+
+  // ---- kernel_parser_module.cpp: the file's statements, kinds of def, picking a kernel ------
+  void parse_module();
+  void parse_module_statement();
+  /// Binds the targets of the host statement at the cursor as host values (for messages).
+  void mark_host_targets(const std::string& why);
+  void parse_module_if();
+  /// At a def's name: what the def is, from its decorators, signature and body.
+  DefScan scan_def(const std::vector<Decorator>& decorators) const;
+  /// At a def's name: is any parameter annotated T.Tensor / T.Buffer?
   bool params_have_tensors() const;
-  /// At a def's name: does its body define a function (then it is the enclosing def)?
-  bool body_has_nested_def() const;
-  void parse_def(std::vector<CallArgs> decorators, const Token& def_token);
+  void parse_def(std::vector<Decorator> decorators, const Token& def_token);
   /// Skips ':' and the block after it unread.
   void skip_suite();
+  /// Skips to the ':' that opens the block of the statement at the cursor.
+  void skip_to_colon();
+  /// Skips a compound statement with its clauses (elif/else/except/finally) unread.
+  void skip_compound();
+  void skip_simple_statement();
+  /// The kernel to read: --kernel NAME, or the file's only one (KernelFileError otherwise).
+  const KernelEntry& pick_entry() const;
+  void parse_entry(const KernelEntry& entry);
 
-  // ---- kernel_parser_defs.cpp: the enclosing def, the kernel's signature, T.macro ---------
-  void parse_generator(const Token& def_token);
+  // ---- kernel_parser_defs.cpp: signatures, the enclosing def, kernel functions, T.macro -----
+  /// Reads `(params...)` and an optional `-> annotation`; the cursor ends on the ':'.
+  std::vector<SignatureParam> read_signature(const std::string& function);
+  /// Binds parameters set with -D (or their defaults) in `scope` and lists them in result_.
+  void bind_compile_time_params(const std::vector<const SignatureParam*>& params,
+                                const std::string& function, NameScope& scope);
+  void parse_generator(const Token& def_token, const std::vector<Decorator>& decorators);
   /// The value of a -D text for `param`, of the kind of its default.
   Value define_value(const KernelFileParam& param, const std::string& text,
                      const std::optional<Value>& fallback);
-  void parse_kernel_def(const Token& def_token);
+  void parse_kernel_def(const Token& def_token, const std::vector<Decorator>& decorators,
+                        const DefScan& scan);
   Buffer parse_tensor_param(const Token& name_tok);
   Buffer tensor_from_annotation(const Token& name_tok, const Token& at, const CallArgs& call);
+  /// `C = T.empty(shape, dtype)`: a new output parameter of the kernel function.
+  Buffer make_empty_tensor(const Token& target, const CallArgs& call);
+  /// `return C` / `return C, D` of a kernel function: the T.empty outputs, in order.
+  void return_outputs(const Value& value, const Token& at);
+  /// The outputs named by `out_idx=` of a decorator, for `kernel`'s parameters.
+  std::vector<std::string> outputs_of(const std::vector<Decorator>& decorators,
+                                      const Kernel& kernel);
+  /// `T.const("M, N")`: each name a -D integer, or a symbolic size when not set.
+  Value make_consts(const CallArgs& call);
+  /// The symbolic size called `name` (made on first use).
+  Expr dynamic_var(const std::string& name, DataType dtype);
   void finish_kernel(const Token& def_token);
   void parse_macro_def(const Token& def_token);
 
@@ -389,8 +470,11 @@ class Parser {
   Context context_ = Context::kModule;
   std::map<std::string, TensorDirective> tensor_directives_;
   ParsedKernel result_;
+  std::vector<KernelEntry> entries_;  ///< the file's kernels, in order
+  std::string kernel_choice_;         ///< --kernel NAME
+  size_t def_start_ = 0;              ///< where the def being read starts (its first decorator)
   bool have_generator_ = false;
-  bool have_kernel_ = false;
+  Value generator_result_;  ///< what the enclosing def returned
 
   // The kernel being built.
   KernelNode node_;
@@ -398,7 +482,11 @@ class Parser {
   bool launched_ = false;
   Token launch_token_;
   std::vector<Var> dynamic_vars_;
-  std::set<const BufferNode*> var_buffers_;  ///< T.alloc_var buffers, read and written bare
+  std::set<const BufferNode*> var_buffers_;        ///< T.alloc_var buffers, read and written bare
+  std::vector<Buffer> empty_tensors_;              ///< made by T.empty, in order
+  std::vector<std::string> returned_;              ///< the tensors the kernel function returns
+  std::map<std::string, size_t> pending_tensors_;  ///< parameters declared in the body, by slot
+  std::vector<Buffer>* declared_ = nullptr;        ///< the kernel function's tensor slots
 
   int block_depth_ = 0;
   int let_depth_ = 0;
@@ -421,6 +509,12 @@ inline std::string plural(size_t n, const char* word) {
 
 /// True for Python's keywords (which cannot name anything).
 bool is_keyword(const std::string& word);
+
+/// A parameter's value as -D would spell it.
+std::string define_text(const Value& v);
+
+/// The names of T.const("M, N") or T.const("B S H").
+std::vector<std::string> split_const_names(const std::string& text);
 
 /// The module name as the parser spells it: tilelang.language (and its submodules) is T.
 std::string module_name(const std::string& dotted);

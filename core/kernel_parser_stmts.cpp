@@ -131,7 +131,7 @@ void Parser::parse_statement(std::vector<Stmt>& out, std::vector<size_t>& lets) 
       return;
     case TokenKind::kOp:
       if (t.text == "@") {
-        std::vector<CallArgs> decorators = parse_decorators();
+        std::vector<Decorator> decorators = parse_decorators();
         if (!cur_->at_name("def")) {
           fail(cur_->peek(),
                "expected 'def' after the decorators, found " + TokenCursor::describe(cur_->peek()));
@@ -142,6 +142,7 @@ void Parser::parse_statement(std::vector<Stmt>& out, std::vector<size_t>& lets) 
       break;
     case TokenKind::kName:
       if (t.text == "def") {
+        def_start_ = cur_->position();
         parse_def({}, cur_->next());
         return;
       }
@@ -493,7 +494,8 @@ bool Parser::parse_special_assignment(const Token& target, std::vector<Stmt>& ou
       return false;
     }
     bool linear = norm == "T.linear_thread_index";
-    auto a = bind_args(call, linear ? std::vector<std::string>{} : std::vector<std::string>{"dim"}, 0);
+    auto a =
+        bind_args(call, linear ? std::vector<std::string>{} : std::vector<std::string>{"dim"}, 0);
     int dim = !linear && a[0] ? static_cast<int>(arg_int(call, *a[0], "dim", 0, 2)) : 0;
     if (linear && !node_.thread_var.defined()) {
       require_kernel_body(parts[0], norm + "()");
@@ -501,6 +503,11 @@ bool Parser::parse_special_assignment(const Token& target, std::vector<Stmt>& ou
     }
     Expr index = thread_binding_of(parts[0], dim, target.text);
     bind(target.text, Value::of(linear ? Expr(node_.thread_var) : index), target, true);
+    return true;
+  }
+  if (norm == "T.empty") {
+    Buffer b = make_empty_tensor(target, parse_call_args(norm, parts[0]));
+    bind(target.text, Value::of(b), target, true);
     return true;
   }
   if (norm == "T.dynamic" || norm == "T.symbolic") {

@@ -295,8 +295,7 @@ Value Parser::attribute(const Value& base, const std::string& attr, const Token&
                    "'; dtypes have .bits, .lanes and .itemsize");
     }
   }
-  if (base.kind == Value::Kind::kHost)
-    fail(at, base.text + " is host code, which Tessel does not run");
+  if (base.kind == Value::Kind::kHost) fail(at, "cannot read ." + attr + " of " + base.text);
   fail(at, base.describe() + " has no attribute '" + attr + "'");
 }
 

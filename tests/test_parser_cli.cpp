@@ -38,7 +38,8 @@ TEST_SUITE("parser cli") {
   }
 
   TEST_CASE("the paper's Fig. 17 runs from its file and matches the dequant_gemm reference") {
-    CliResult r = run_tessel({"run", example("dequant_gemm.py"), "-D", "M=256", "-D", "N=128", "--json"});
+    CliResult r =
+        run_tessel({"run", example("dequant_gemm.py"), "-D", "M=256", "-D", "N=128", "--json"});
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["passed"] == true);
@@ -198,6 +199,110 @@ TEST_SUITE("parser cli") {
     CliResult r = run_tessel({"run", "no/such/kernel.py"});
     CHECK(r.status == 2);
     CHECK(r.err.find("cannot read the kernel file 'no/such/kernel.py'") != std::string::npos);
+  }
+
+  TEST_CASE("several kernels in a file: list them, pick one with --kernel") {
+    std::string path = write_file("two.py",
+                                  "import tilelang.language as T\n"
+                                  "def fwd(n=64, dtype=\"float32\"):\n"
+                                  "    @T.prim_func\n"
+                                  "    def main(A: T.Tensor((n,), dtype)):\n"
+                                  "        with T.Kernel(1, threads=32) as bx:\n"
+                                  "            A[bx] = 1.0\n"
+                                  "    return main\n"
+                                  "@T.prim_func\n"
+                                  "def bwd(B: T.Tensor((8,), \"float32\")):\n"
+                                  "    with T.Kernel(2, threads=32) as bx:\n"
+                                  "        B[bx] = 2.0\n"
+                                  "def test_fwd():\n"
+                                  "    fwd()\n");
+    CliResult r = run_tessel({"print", path});
+    CHECK(r.status == 2);
+    CHECK(r.err.find(path + ": this file holds 2 kernels: fwd (line 2), bwd (line 9); pick one "
+                            "with --kernel NAME") != std::string::npos);
+    r = run_tessel({"print", path, "--kernel", "bwd"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("def bwd(B: T.Tensor((8,), \"float32\")):") != std::string::npos);
+    r = run_tessel({"run", path, "--kernel", "fwd", "-D", "n=16", "--json"});
+    CHECK(r.status == 0);
+    r = run_tessel({"print", "gemm", "--kernel", "fwd"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("--kernel fwd picks a kernel of a kernel file; 'gemm' is a built-in") !=
+          std::string::npos);
+
+    r = run_tessel({"list", path});
+    CHECK(r.status == 0);
+    CHECK(r.out == path +
+                       ": 2 kernels (pick one with --kernel NAME)\n"
+                       "fwd (line 2)\n"
+                       "    n=64  (parameter)\n"
+                       "    dtype=float32  (parameter)\n"
+                       "bwd (line 9)\n");
+    r = run_tessel({"list", path, "--json"});
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["kernels"].size() == 2);
+    CHECK(j["kernels"][0]["name"] == "fwd");
+    CHECK(j["kernels"][0]["params"][0]["default"] == "64");
+    CHECK(j["kernels"][1]["line"] == 9);
+  }
+
+  TEST_CASE("an eager @tilelang.jit kernel: T.const sizes from -D, symbolic otherwise") {
+    std::string path =
+        write_file("eager_add.py",
+                   "import tilelang\n"
+                   "import tilelang.language as T\n"
+                   "@tilelang.jit\n"
+                   "def add(A, B, block: int = 32):\n"
+                   "    N = T.const(\"N\")\n"
+                   "    A: T.Tensor((N,), T.float32)\n"
+                   "    B: T.Tensor((N,), T.float32)\n"
+                   "    C = T.empty((N,), T.float32)\n"
+                   "    with T.Kernel(T.ceildiv(N, block), threads=block) as bx:\n"
+                   "        for i in T.Parallel(block):\n"
+                   "            C[bx * block + i] = A[bx * block + i] + B[bx * block + i]\n"
+                   "    return C\n");
+    CliResult r = run_tessel({"list", path});
+    CHECK(r.out.find("    N  (size made by T.const: symbolic when not given)") !=
+          std::string::npos);
+    r = run_tessel({"run", path});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("symbolic dimension 'N' needs a positive size for a run; give it with -D "
+                     "N=1000") != std::string::npos);
+    r = run_tessel({"run", path, "-D", "N=64", "--json"});
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["blocks"] == 2);  // 64 / 32
+    r = run_tessel({"run", path, "-D", "N=64", "--level", "thread"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("tile level: same results") != std::string::npos);
+    r = run_tessel({"print", path, "-D", "N=64", "-D", "block=16"});
+    CHECK(r.out.find("with T.Kernel(4, threads=16)") != std::string::npos);
+  }
+
+  TEST_CASE("asserts: a false one is a kernel error, one on a symbolic size is checked at run") {
+    std::string path =
+        write_file("asserts.py",
+                   "import tilelang.language as T\n"
+                   "N = T.dynamic(\"N\")\n"
+                   "def k(block=32):\n"
+                   "    assert block % 32 == 0, f\"block must be a multiple of 32\"\n"
+                   "    @T.prim_func\n"
+                   "    def main(A: T.Tensor((N,), \"float32\")):\n"
+                   "        assert N % block == 0, \"N must be a multiple of block\"\n"
+                   "        with T.Kernel(T.ceildiv(N, block), threads=32) as bx:\n"
+                   "            A[bx] = 1.0\n"
+                   "    return main\n");
+    CliResult r = run_tessel({"print", path, "-D", "block=48"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find(path + ":4:5: assertion failed: block must be a multiple of 32") !=
+          std::string::npos);
+    r = run_tessel({"run", path, "-D", "N=96"});
+    CHECK(r.status == 0);
+    r = run_tessel({"run", path, "-D", "N=100"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find(path + ":7:9: assertion failed: N must be a multiple of block (with N=100)") !=
+          std::string::npos);
   }
 
 }  // TEST_SUITE

@@ -67,8 +67,8 @@ TEST_SUITE("parser errors") {
                   "assignments (constants, T.alloc_*, element stores), tile operators",
                   0) == 0);
     CHECK(w.find(quote("        while True:", 9)) != std::string::npos);
-    CHECK(error_of("class Foo:\n    pass\n")
-              .rfind("file: k.py:1:1: classes are not supported in kernel files: kernels are "
+    CHECK(error_of(kHead + "        class Foo:\n            pass\n")
+              .rfind("file: k.py:4:9: classes are not supported in kernel files: kernels are "
                      "@T.prim_func functions and helpers are @T.macro functions; supported",
                      0) == 0);
     CHECK(error_of(kHead + "        for i in T.serial(4):\n            break\n")
@@ -188,8 +188,9 @@ TEST_SUITE("parser errors") {
           "file: k.py:4:9: kernel 'k': T.Kernel is entered twice; a kernel has one launch" +
               quote("        with T.Kernel(2) as by:", 9));
     CHECK(error_of("M = 4\n") ==
-          "file: k.py: no kernel in this file: expected a @T.prim_func (or @tilelang.jit) function "
-          "whose parameters are T.Tensor((...), dtype) tensors");
+          "file: k.py: no kernel in this file: expected a @T.prim_func or @tilelang.jit function "
+          "with a `with T.Kernel(...)` launch (its tensors annotated T.Tensor((...), dtype)), or a "
+          "function that defines one and returns it");
     CHECK(
         error_of("@T.prim_func\ndef k(A: T.Tensor):\n    pass\n") ==
         "file: k.py:2:10: parameter 'A' is annotated with a bare T.Tensor, so its shape and dtype "
@@ -208,9 +209,8 @@ TEST_SUITE("parser errors") {
                       "        pass\n@T.prim_func\ndef k2(B: T.Tensor((4,), \"float32\")):\n"
                       "    pass\n";
     CHECK(error_of(two) ==
-          "file: k.py:6:5: a second kernel 'k2'; a kernel file holds one kernel "
-          "(the first is 'k')" +
-              quote("def k2(B: T.Tensor((4,), \"float32\")):", 5));
+          "file: k.py: this file holds 2 kernels: k (line 2), k2 (line 6); pick one with "
+          "--kernel NAME");
   }
 
   TEST_CASE("enclosing def parameters need a default or a -D value of their kind") {

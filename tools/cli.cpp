@@ -14,6 +14,12 @@ void add_common_options(CLI::App& sub, Context& ctx) {
       ->allow_extra_args(false);
 }
 
+void add_kernel_option(CLI::App& sub, Context& ctx) {
+  sub.add_option("--kernel", ctx.kernel_choice,
+                 "the kernel to read from a file that defines several (tessel list FILE)")
+      ->type_name("NAME");
+}
+
 void emit_json(Context& ctx, const nlohmann::json& object) { *ctx.out << object.dump(2) << "\n"; }
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -40,7 +46,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     out << app.help("", CLI::AppFormatMode::All);
     return kOk;
   } catch (const CLI::ParseError& e) {
-    err << "tessel: " << e.what() << "\n" << "run 'tessel --help' for usage\n";
+    err << "tessel: " << e.what() << "\n"
+        << "run 'tessel --help' for usage\n";
     return kUsage;
   } catch (const UsageError& e) {
     err << "tessel: " << e.what() << "\n";

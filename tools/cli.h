@@ -2,13 +2,12 @@
 // function per command (each command lives in its own tools/cmd_*.cpp file).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 namespace tessel::cli {
 
@@ -25,13 +24,16 @@ class UsageError : public std::runtime_error {
 struct Context {
   bool json = false;                 ///< --json: one JSON object on stdout
   std::vector<std::string> defines;  ///< -D name=value
+  std::string kernel_choice;         ///< --kernel NAME: one kernel of a file with several
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
-  int exit_code = kOk;               ///< set by the command that ran
+  int exit_code = kOk;  ///< set by the command that ran
 };
 
 /// Adds `--json` and `-D` to a subcommand, bound to `ctx`.
 void add_common_options(CLI::App& sub, Context& ctx);
+/// Adds `--kernel NAME` to a subcommand that takes a KERNEL.
+void add_kernel_option(CLI::App& sub, Context& ctx);
 
 /// Prints a JSON object (with --json) and sets the exit code.
 void emit_json(Context& ctx, const nlohmann::json& object);

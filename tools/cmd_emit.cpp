@@ -13,6 +13,7 @@ namespace tessel::cli {
 void add_emit_command(CLI::App& app, Context& ctx) {
   CLI::App* sub = app.add_subcommand("emit", "print the CUDA or HIP source of a kernel");
   add_common_options(*sub, ctx);
+  add_kernel_option(*sub, ctx);
   static std::string kernel_name, target = "cuda", output;
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
       ->required();
@@ -22,7 +23,7 @@ void add_emit_command(CLI::App& app, Context& ctx) {
       ->default_val("cuda");
   sub->add_option("-o,--output", output, "write the source to FILE instead of stdout");
   sub->callback([&ctx] {
-    ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines);
+    ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines, ctx.kernel_choice);
     Kernel kernel = k.example->build(k.params);
     std::string name = target == "cuda" ? "sm80" : target == "hip" ? "gfx942" : target;
     const Target& t = find_target(name);

@@ -1,13 +1,92 @@
-// `tessel list`: the built-in kernels with their parameters and defaults.
+// `tessel list [FILE]`: the built-in kernels, or the kernels a kernel file defines, with their
+// parameters and defaults.
+#include <fstream>
+#include <sstream>
+
+#include "core/kernel_parser.h"
 #include "examples/registry.h"
 #include "tools/cli.h"
 
 namespace tessel::cli {
 
+namespace {
+
+const char* kind_help(KernelFileParam::Kind kind) {
+  switch (kind) {
+    case KernelFileParam::Kind::kParameter:
+      return "parameter";
+    case KernelFileParam::Kind::kConst:
+      return "size made by T.const: symbolic when not given";
+    case KernelFileParam::Kind::kDynamic:
+      return "symbolic size (T.dynamic): -D sizes it for a run";
+  }
+  return "";
+}
+
+const char* kind_name(KernelFileParam::Kind kind) {
+  switch (kind) {
+    case KernelFileParam::Kind::kParameter:
+      return "parameter";
+    case KernelFileParam::Kind::kConst:
+      return "const";
+    case KernelFileParam::Kind::kDynamic:
+      return "dynamic";
+  }
+  return "";
+}
+
+void list_file(Context& ctx, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read the kernel file '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::vector<KernelFileEntry> kernels;
+  try {
+    kernels = list_kernels(text.str(), path);
+  } catch (const KernelFileError& e) {
+    throw UsageError(e.what());
+  }
+  if (ctx.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const KernelFileEntry& k : kernels) {
+      nlohmann::json params = nlohmann::json::array();
+      for (const KernelFileParam& p : k.params) {
+        params.push_back({{"name", p.name},
+                          {"default", p.default_text ? nlohmann::json(*p.default_text)
+                                                     : nlohmann::json(nullptr)},
+                          {"kind", kind_name(p.kind)},
+                          {"help", kind_help(p.kind)}});
+      }
+      list.push_back({{"name", k.name}, {"line", k.loc.line}, {"params", params}});
+    }
+    emit_json(ctx, {{"file", path}, {"kernels", list}});
+    return;
+  }
+  *ctx.out << path << ": " << kernels.size() << (kernels.size() == 1 ? " kernel" : " kernels")
+           << (kernels.size() > 1 ? " (pick one with --kernel NAME)" : "") << "\n";
+  for (const KernelFileEntry& k : kernels) {
+    *ctx.out << k.name << " (line " << k.loc.line << ")\n";
+    for (const KernelFileParam& p : k.params) {
+      *ctx.out << "    " << p.name;
+      if (p.kind == KernelFileParam::Kind::kParameter) {
+        *ctx.out << "=" << (p.default_text ? *p.default_text : "(required)");
+      }
+      *ctx.out << "  (" << kind_help(p.kind) << ")\n";
+    }
+  }
+}
+
+}  // namespace
+
 void add_list_command(CLI::App& app, Context& ctx) {
-  CLI::App* sub = app.add_subcommand("list", "built-in kernels with their parameters and defaults");
+  CLI::App* sub = app.add_subcommand(
+      "list", "built-in kernels, or the kernels of a kernel file, with their parameters");
   add_common_options(*sub, ctx);
+  static std::string file;
+  file.clear();
+  sub->add_option("FILE", file, "a kernel file (.py): list the kernels it defines");
   sub->callback([&ctx] {
+    if (!file.empty()) return list_file(ctx, file);
     if (ctx.json) {
       nlohmann::json list = nlohmann::json::array();
       for (const Example& e : examples()) {

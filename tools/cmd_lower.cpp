@@ -10,6 +10,7 @@ namespace tessel::cli {
 void add_lower_command(CLI::App& app, Context& ctx) {
   CLI::App* sub = app.add_subcommand("lower", "lower a kernel to thread-level IR for a target");
   add_common_options(*sub, ctx);
+  add_kernel_option(*sub, ctx);
   static std::string kernel_name, target = "sm80";
   static bool after_all = false;
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
@@ -19,7 +20,7 @@ void add_lower_command(CLI::App& app, Context& ctx) {
       ->default_val("sm80");
   sub->add_flag("--print-after-all", after_all, "print the IR after every pass");
   sub->callback([&ctx] {
-    ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines);
+    ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines, ctx.kernel_choice);
     Kernel kernel = k.example->build(k.params);
     LoweredKernel lowered = lower_kernel(kernel, find_target(target), {after_all});
     if (ctx.json) {

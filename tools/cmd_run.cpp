@@ -57,6 +57,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   CLI::App* sub =
       app.add_subcommand("run", "run a kernel on the CPU and check it against its reference");
   add_common_options(*sub, ctx);
+  add_kernel_option(*sub, ctx);
   static RunOptions o;
   auto data = std::make_shared<DataOptions>();  // fresh for every App (in-process runs)
   sub->add_option("KERNEL", o.kernel, "built-in kernel name or path to a .py kernel file")
@@ -86,7 +87,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->default_val(5);
   add_data_options(*sub, *data);
   sub->callback([&ctx, data] {
-    ResolvedKernel k = resolve_kernel(o.kernel, ctx.defines);
+    ResolvedKernel k = resolve_kernel(o.kernel, ctx.defines, ctx.kernel_choice);
     if (o.device == "cuda" && data->given()) {
       throw UsageError("--input/--expect/--save run on the CPU only; leave out --device cuda");
     }

@@ -43,6 +43,7 @@ void add_verify_command(CLI::App& app, Context& ctx) {
   CLI::App* sub = app.add_subcommand(
       "verify", "prove every layout, fragment and shared-memory access of the lowered kernel (Z3)");
   add_common_options(*sub, ctx);
+  add_kernel_option(*sub, ctx);
   static std::string kernel_name, target = "sm80";
   static unsigned timeout_ms = 60000;
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
@@ -54,7 +55,7 @@ void add_verify_command(CLI::App& app, Context& ctx) {
       ->default_val(60000)
       ->check(CLI::PositiveNumber);
   sub->callback([&ctx] {
-    ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines);
+    ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines, ctx.kernel_choice);
     Kernel kernel = k.example->build(k.params);
     KernelProofs proofs = verify_kernel(kernel, find_target(target), {timeout_ms});
     ctx.exit_code = proofs.all_proved() ? kOk : kKernelWrong;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/int_eval.h"
 #include "core/kernel_parser.h"
 #include "interp/tile_interpreter.h"
 #include "tools/cli.h"
@@ -70,8 +71,28 @@ void check_fits_reference(const Example& file, const Example& ref, const Params&
   }
 }
 
+/// Checks the file's asserts on symbolic sizes for the sizes of a run (a kernel error naming the
+/// assert and the sizes when one fails).
+void check_assertions(const std::vector<KernelAssertion>& assertions, const Kernel& kernel,
+                      const std::map<std::string, int64_t>& sizes) {
+  IntEnv env;
+  std::string with;
+  for (const Var& v : kernel->dynamic_vars) {
+    auto it = sizes.find(v.name());
+    if (it == sizes.end()) continue;
+    env[static_cast<const VarNode*>(v.get())] = it->second;
+    with += (with.empty() ? "" : ", ") + v.name() + "=" + std::to_string(it->second);
+  }
+  for (const KernelAssertion& a : assertions) {
+    if (eval_int(a.condition, env) == 0) {
+      user_error(a.loc.str() + ": " + a.message + " (with " + with + ")");
+    }
+  }
+}
+
 ResolvedKernel resolve_file(const std::string& path,
-                            const std::map<std::string, std::string>& values) {
+                            const std::map<std::string, std::string>& values,
+                            const std::string& choice) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw UsageError("cannot read the kernel file '" + path + "' (KERNEL is a built-in name — " +
@@ -82,7 +103,7 @@ ResolvedKernel resolve_file(const std::string& path,
   auto source = std::make_shared<const std::string>(text.str());
   ParsedKernel parsed;
   try {
-    parsed = parse_kernel(*source, path, values);
+    parsed = parse_kernel(*source, path, values, choice);
   } catch (const KernelFileError& e) {
     throw UsageError(e.what());  // a malformed input file
   }
@@ -100,14 +121,21 @@ ResolvedKernel resolve_file(const std::string& path,
   ex->description =
       "kernel file " + path +
       (ref ? ", checked against the reference of '" + ref->name + "'" : ", no reference");
+  // -D sets the def's parameters and T.const sizes (in the file: the parser reads them); the
+  // sizes still symbolic (T.dynamic, T.const not set) are given for a run.
   std::set<std::string> def_params, dims;
   for (const KernelFileParam& p : parsed.params) {
+    bool size = p.kind == KernelFileParam::Kind::kConst;
     ex->params.push_back({p.name, p.default_text.value_or(""),
-                          "parameter of " + parsed.generator + " (" + p.loc.str() + ")"});
+                          size ? "size of " + parsed.generator + " made by T.const (" +
+                                     p.loc.str() + "); symbolic when not given"
+                               : "parameter of " + parsed.generator + " (" + p.loc.str() + ")"});
     def_params.insert(p.name);
   }
   for (const Var& v : kernel->dynamic_vars) {
-    if (def_params.count(v.name()) || dims.count(v.name())) continue;
+    if (dims.count(v.name())) continue;
+    dims.insert(v.name());
+    if (def_params.count(v.name())) continue;  // a T.const size: listed above
     std::string size;
     if (ref) {
       for (const ParamSpec& rp : ref->params) {
@@ -116,7 +144,6 @@ ResolvedKernel resolve_file(const std::string& path,
     }
     ex->params.push_back(
         {v.name(), size, "size of the symbolic dimension " + v.name() + " for a run"});
-    dims.insert(v.name());
   }
   for (const auto& [name, value] : values) {
     if (!def_params.count(name) && !dims.count(name)) {
@@ -129,16 +156,17 @@ ResolvedKernel resolve_file(const std::string& path,
     }
   }
   std::vector<ParamSpec> specs = ex->params;
-  ex->build = [source, path, def_params, specs](const Params& p) {
+  ex->build = [source, path, def_params, specs, choice](const Params& p) {
     std::map<std::string, std::string> defines;
     for (const ParamSpec& s : specs) {
       if (def_params.count(s.name) && p.text(s.name) != s.default_value)
         defines[s.name] = p.text(s.name);
     }
-    return parse_kernel(*source, path, defines).kernel;
+    return parse_kernel(*source, path, defines, choice).kernel;
   };
   if (!dims.empty()) {
-    ex->dynamic_dims = [dims, name = kernel->name](const Params& p) {
+    ex->dynamic_dims = [dims, name = kernel->name, assertions = parsed.assertions,
+                        kernel](const Params& p) {
       std::map<std::string, int64_t> sizes;
       for (const std::string& d : dims) {
         const std::string& s = p.text(d);
@@ -152,6 +180,7 @@ ResolvedKernel resolve_file(const std::string& path,
         }
         sizes[d] = v;
       }
+      check_assertions(assertions, kernel, sizes);
       return sizes;
     };
   }
@@ -161,7 +190,10 @@ ResolvedKernel resolve_file(const std::string& path,
       ref->reference(reference_params(*ref, specs, p), t);
     };
   } else {
-    ex->reference = [](const Params&, TensorMap&) {};  // no reference: nothing is checked
+    // No reference: the outputs (T.empty returns, out_idx) start as NaN bytes like a fresh
+    // allocation, and no values are checked against a reference.
+    ex->outputs = parsed.outputs;
+    ex->reference = [](const Params&, TensorMap&) {};
   }
   Params params = make_params(*ex, values);
   if (ref) check_fits_reference(*ex, *ref, params, kernel, parsed);
@@ -187,9 +219,14 @@ bool is_kernel_path(const std::string& kernel) {
          (kernel.size() > 3 && kernel.compare(kernel.size() - 3, 3, ".py") == 0);
 }
 
-ResolvedKernel resolve_kernel(const std::string& name, const std::vector<std::string>& defines) {
+ResolvedKernel resolve_kernel(const std::string& name, const std::vector<std::string>& defines,
+                              const std::string& choice) {
   auto values = parse_defines(defines);
-  if (is_kernel_path(name)) return resolve_file(name, values);
+  if (is_kernel_path(name)) return resolve_file(name, values, choice);
+  if (!choice.empty()) {
+    throw UsageError("--kernel " + choice + " picks a kernel of a kernel file; '" + name +
+                     "' is a built-in kernel ('tessel list' describes them)");
+  }
   const Example* example = find_example(name);
   if (!example) {
     throw UsageError("no built-in kernel named '" + name + "'; the built-in kernels are " +

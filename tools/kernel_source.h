@@ -16,8 +16,10 @@ namespace tessel::cli {
 /// from the file) plus one per symbolic dimension (T.dynamic: the size a run uses), `build`
 /// parses the file, and the reference, outputs and dimension sizes are those of the built-in
 /// named by `# tessel: reference=NAME`. Without that directive the file has no reference:
-/// `outputs` is empty and `reference` changes nothing, so a run executes the kernel (reporting
-/// every runtime error with its file:line:column) and checks no values.
+/// `outputs` are the file's (T.empty returns, out_idx) and `reference` changes nothing, so a run
+/// executes the kernel (reporting every runtime error with its file:line:column) and checks no
+/// values against a reference. Asserts of the file on symbolic sizes are checked by
+/// `dynamic_dims`, before a run.
 struct ResolvedKernel {
   const Example* example = nullptr;
   Params params;
@@ -37,6 +39,8 @@ bool is_kernel_path(const std::string& kernel);
 /// (syntax, unsupported construct, unknown name, wrong arguments), a -D name is not a parameter,
 /// or the reference directive names no built-in or one whose tensors differ from the file's.
 /// Errors of the kernel itself (an invalid gemm, a bad thread count) stay UserErrors (exit 1).
-ResolvedKernel resolve_kernel(const std::string& name, const std::vector<std::string>& defines);
+/// `choice` (--kernel NAME) picks one kernel of a file that defines several.
+ResolvedKernel resolve_kernel(const std::string& name, const std::vector<std::string>& defines,
+                              const std::string& choice = "");
 
 }  // namespace tessel::cli
