@@ -62,6 +62,13 @@ std::optional<Expr> Parser::expression_call(const std::string& norm, const Token
     }
     return located(at, [&] { return ceildiv(x, y); });
   }
+  if (norm == "T.clamp") {
+    // TileLang's clamp: T.min(T.max(x, lo), hi) (hi wins when lo > hi).
+    auto [call, a] = args({"dst", "min_val", "max_val"}, 3);
+    Expr x = arg_expr(call, *a[0], "dst"), lo = arg_expr(call, *a[1], "min_val"),
+         hi = arg_expr(call, *a[2], "max_val");
+    return located(at, [&] { return tessel::min(tessel::max(x, lo), hi); });
+  }
   if (norm == "T.infinity" || norm == "T.max_value" || norm == "T.min_value") {
     auto [call, a] = args({"dtype"}, 1);
     DataType t = arg_dtype(call, *a[0], "dtype");
@@ -110,10 +117,18 @@ std::optional<Expr> Parser::expression_call(const std::string& norm, const Token
 
 std::optional<Value> Parser::value_method(const Value& base, const Token& method,
                                           const CallArgs& call) {
-  // Methods of expressions (x.astype(dtype), ...) go here.
-  (void)base;
-  (void)method;
-  (void)call;
+  if (method.text == "astype") {
+    // `x.astype(dtype)`: a cast, as T.cast(x, dtype).
+    Value x = numeric(base, method);
+    if (x.kind != Value::Kind::kExpr) {
+      fail(method, base.describe() +
+                       " has no method 'astype'; it casts a number or an "
+                       "expression (A[i, j].astype(\"float32\"))");
+    }
+    auto a = bind_args(call, {"dtype"}, 1);
+    DataType t = arg_dtype(call, *a[0], "dtype");
+    return Value::of(located(method, [&] { return cast(t, x.expr); }));
+  }
   return std::nullopt;
 }
 
@@ -183,7 +198,18 @@ CallArgs Parser::parse_call_args(const std::string& callee, const Token& at) {
       fail(arg.at, "a positional argument follows a keyword argument");
     }
     arg.value_at = cur_->peek();
-    arg.value = parse_value();
+    if (arg.keyword == "loop_layout" || arg.keyword == "annotations") {
+      // Hints to TileLang's layout inference and code generation (a T.Fragment with lambdas,
+      // a dict): skipped unread, as a callee that takes them ignores them.
+      int depth = 0;
+      while (!cur_->at_end() && !(depth == 0 && (cur_->at_op(",") || cur_->at_op(")")))) {
+        if (cur_->at_op("(") || cur_->at_op("[") || cur_->at_op("{")) ++depth;
+        if (cur_->at_op(")") || cur_->at_op("]") || cur_->at_op("}")) --depth;
+        cur_->next();
+      }
+    } else {
+      arg.value = parse_value();
+    }
     call.args.push_back(std::move(arg));
     if (!cur_->accept_op(",")) break;
   }

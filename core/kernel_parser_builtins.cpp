@@ -89,6 +89,7 @@ Value Parser::call_function(const std::string& name, const Token& at) {
     }
     return all;
   }
+  if (auto why = refusal_of(name)) fail(at, *why);
   if (name == "T.const") return make_consts(parse_call_args(name, at));
   if (name == "T.empty") {
     fail(at,
@@ -97,6 +98,11 @@ Value Parser::call_function(const std::string& name, const Token& at) {
   }
   if (auto e = expression_call(name, at)) return Value::of(*e);
   if (auto v = python_call(name, at)) return *v;
+  if (name.rfind("T.alloc_", 0) == 0) {
+    fail(at, name +
+                 " is not supported; the allocations Tessel has are T.alloc_shared, "
+                 "T.alloc_fragment, T.alloc_local and T.alloc_var");
+  }
   CallArgs call = parse_call_args(name, at);
   std::vector<Expr> args;
   for (const Arg& a : call.args) {
@@ -112,12 +118,6 @@ Value Parser::call_function(const std::string& name, const Token& at) {
     fail(at, e.what());
   }
   if (result) return Value::of(*result);
-  if (name.rfind("T.alloc_", 0) == 0) {
-    fail(at, name +
-                 " is not supported: the allocations Tessel has are T.alloc_shared, "
-                 "T.alloc_fragment, T.alloc_local and T.alloc_var, each assigned to a name on a "
-                 "line of its own");
-  }
   if (name.rfind("T.", 0) == 0) {
     fail(at, name +
                  " is not a function Tessel supports in expressions; the functions are T.cast, "

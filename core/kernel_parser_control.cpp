@@ -30,6 +30,11 @@ void Parser::parse_for(std::vector<Stmt>& out) {
   std::string dotted;
   read_dotted(dotted);
   std::string norm = normalize(dotted);
+  // TileLang's capitalised aliases of the serial loop kinds.
+  if (norm == "T.Serial") norm = "T.serial";
+  if (norm == "T.Unroll") norm = "T.unroll";
+  if (norm == "T.Vectorized") norm = "T.vectorized";
+  if (auto why = refusal_of(norm)) fail(it_at, *why);
   if (!cur_->at_op("(")) fail(it_at, std::string(kIterators) + "; found '" + dotted + "'");
   CallArgs call = parse_call_args(norm, it_at);
 
@@ -39,8 +44,14 @@ void Parser::parse_for(std::vector<Stmt>& out) {
   if (norm == "T.Parallel" || norm == "T.grid") {
     kind = norm == "T.Parallel" ? ForKind::kParallel : ForKind::kSerial;
     for (const Arg& a : call.args) {
+      if (norm == "T.Parallel" && a.keyword == "loop_layout") {
+        // A thread mapping for the loop: a hint to layout inference, which Tessel makes itself
+        // (and `tessel verify` proves); the loop's meaning does not depend on it.
+        continue;
+      }
       if (!a.keyword.empty()) {
-        fail(a.at, norm + " has no argument '" + a.keyword + "'; it takes the loop extents only");
+        fail(a.at, norm + " has no argument '" + a.keyword + "'; it takes the loop extents" +
+                       (norm == "T.Parallel" ? " and loop_layout=" : " only"));
       }
       mins.push_back(make_int(0));
       extents.push_back(arg_expr(call, a, "extent"));
@@ -160,6 +171,7 @@ void Parser::parse_with(std::vector<Stmt>& out) {
   std::string dotted;
   if (at.kind == TokenKind::kName) read_dotted(dotted);
   std::string norm = normalize(dotted);
+  if (auto why = refusal_of(norm)) fail(at, *why);
   if (norm != "T.Kernel" || !cur_->at_op("(")) {
     fail(at,
          "only `with T.Kernel(grid..., threads=N) as (bx, by):` is supported as a with "
@@ -289,6 +301,7 @@ void Parser::parse_call_statement(std::vector<Stmt>& out) {
     fail(at, kNoEffect);
   }
   std::string norm = normalize(dotted);
+  if (auto why = refusal_of(norm)) fail(at, *why);
   if (norm == "T.annotate_layout") return parse_annotate_layout(at, out);
   if (norm.rfind("T.annotate_", 0) == 0) {
     fail(at, norm +

@@ -519,6 +519,11 @@ std::vector<std::string> split_const_names(const std::string& text);
 /// The module name as the parser spells it: tilelang.language (and its submodules) is T.
 std::string module_name(const std::string& dotted);
 
+/// The message for a TileLang construct Tessel refuses by name (Hopper warp specialisation,
+/// Blackwell tensor memory, ...), naming what is supported instead; nullopt for other names.
+/// `norm` is normalised (`T.alloc_barrier`). Defined in core/kernel_parser_refusals.cpp.
+std::optional<std::string> refusal_of(const std::string& norm);
+
 /// Binds Python's built-in functions (float, int, len, min, max, ...) in `scope`.
 void bind_python_builtins(NameScope& scope);
 

@@ -1,5 +1,6 @@
 // Tile operators, allocations and thread-level calls of the kernel-file parser: each reads its
 // arguments as TileLang spells them and builds IR through the operator's own make().
+#include <algorithm>
 #include <cstdio>
 
 #include "core/intrinsics.h"
@@ -42,8 +43,24 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
   };
   if (op == "T.copy") {
     start();
-    auto a = bind_args(call, {"src", "dst"}, 2);
+    auto a = bind_args(call,
+                       {"src", "dst", "coalesced_width", "disable_tma", "eviction_policy",
+                        "annotations", "loop_layout"},
+                       2);
     BufferRegion src = arg_region(call, *a[0], "src"), dst = arg_region(call, *a[1], "dst");
+    // Hints to TileLang's code generation that do not change what is copied: the vector width
+    // (Tessel picks widths itself and proves them aligned), TMA, the L2 eviction policy.
+    if (a[2]) arg_int(call, *a[2], "coalesced_width", 1, 64);
+    if (a[3]) arg_bool(call, *a[3], "disable_tma");
+    if (a[4]) {
+      std::string policy = arg_string(call, *a[4], "eviction_policy");
+      if (policy != "evict_normal" && policy != "evict_first" && policy != "evict_last") {
+        fail(a[4]->value_at,
+             "T.copy: eviction_policy is \"evict_normal\", \"evict_first\" or "
+             "\"evict_last\", got \"" +
+                 policy + "\"");
+      }
+    }
     emit_op([&] { return CopyOp::make(src, dst, loc); });
     return true;
   }
@@ -78,9 +95,28 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
   }
   if (auto kind = atomic_kind(op)) {
     start();
-    auto a = bind_args(call, {"dst", "value"}, 2);
+    auto a = bind_args(call, {"dst", "value", "memory_order", "return_prev", "use_tma"}, 2);
     BufferRegion dst = arg_region(call, *a[0], "dst");
     const Value& v = a[1]->value;
+    if (a[2] && a[2]->value.kind != Value::Kind::kNone) {
+      // The ordering of the atomic against the thread's other memory accesses. A kernel here
+      // cannot read an atomic's result (no return_prev, no atomic loads), so no race-free
+      // kernel can tell orders apart: every level runs it as a relaxed atomic.
+      std::string order = arg_string(call, *a[2], "memory_order");
+      static const char* kOrders[] = {"relaxed", "consume", "acquire",
+                                      "release", "acq_rel", "seq_cst"};
+      if (std::find(std::begin(kOrders), std::end(kOrders), order) == std::end(kOrders)) {
+        fail(a[2]->value_at, op +
+                                 ": memory_order is \"relaxed\", \"consume\", \"acquire\", "
+                                 "\"release\", \"acq_rel\" or \"seq_cst\", got \"" +
+                                 order + "\"");
+      }
+    }
+    if (a[3] && arg_bool(call, *a[3], "return_prev")) {
+      fail(a[3]->value_at, op + "(..., return_prev=True) is not supported: an atomic here is a "
+                                "statement; its previous value cannot be read");
+    }
+    if (a[4]) arg_bool(call, *a[4], "use_tma");  // sm90 TMA reduction: the same sums
     if (v.kind == Value::Kind::kBuffer && !var_buffers_.count(v.buffer.get())) {
       emit_op([&] { return AtomicOp::make_tile(*kind, dst, BufferRegion::full(v.buffer), loc); });
     } else if (v.kind == Value::Kind::kRegion) {
@@ -105,6 +141,13 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
     auto a = bind_args(call, {"buffer"}, 1);
     BufferRegion dst = arg_region(call, *a[0], "buffer");
     emit_op([&] { return FillOp::make(dst, make_int(0), true, loc); });
+    return true;
+  }
+  if (op == "T.no_set_max_nreg" || op == "T.disable_warp_group_reg_alloc") {
+    // Tells TileLang not to rebalance registers between warp groups (setmaxnreg, Hopper): Tessel
+    // never emits setmaxnreg, so this is already so.
+    start();
+    bind_args(call, {}, 0);
     return true;
   }
   if (op == "T.sync_threads") {

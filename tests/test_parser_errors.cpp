@@ -110,15 +110,18 @@ TEST_SUITE("parser errors") {
 
   TEST_CASE("wrong argument counts, unknown and repeated keywords name the operator's arguments") {
     CHECK(error_of(kHead + "        T.copy(A)\n") ==
-          "file: k.py:4:9: T.copy needs argument 'dst' (it takes src, dst), got 1 argument" +
+          "file: k.py:4:9: T.copy needs argument 'dst' (it takes src, dst, coalesced_width, "
+          "disable_tma, eviction_policy, annotations, loop_layout; the first 2 are required), "
+          "got 1 argument" +
               quote("        T.copy(A)", 9));
     CHECK(error_of(kHead + "        T.clear(A, A)\n") ==
           "file: k.py:4:20: T.clear takes 1 argument (buffer), got 2" +
               quote("        T.clear(A, A)", 20));
     std::string alloc = "        A_s = T.alloc_shared((64, 64), \"float16\")\n";
-    CHECK(error_of(kHead + alloc + "        T.copy(A, A_s, coalesced_width=8)\n") ==
-          "file: k.py:5:24: T.copy has no argument 'coalesced_width'; its arguments are src, dst" +
-              quote("        T.copy(A, A_s, coalesced_width=8)", 24));
+    CHECK(error_of(kHead + alloc + "        T.copy(A, A_s, vector_width=8)\n") ==
+          "file: k.py:5:24: T.copy has no argument 'vector_width'; its arguments are src, dst, "
+          "coalesced_width, disable_tma, eviction_policy, annotations, loop_layout" +
+              quote("        T.copy(A, A_s, vector_width=8)", 24));
     CHECK(error_of(kHead + alloc + "        T.copy(A, A_s, src=A)\n") ==
           "file: k.py:5:24: T.copy got argument 'src' twice" +
               quote("        T.copy(A, A_s, src=A)", 24));

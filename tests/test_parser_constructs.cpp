@@ -1,0 +1,212 @@
+// Constructs inside kernels that real TileLang files use (T.clamp, `.astype`, the T.Serial
+// alias, T.copy hints, T.Parallel(loop_layout=), atomics with memory_order=,
+// T.no_set_max_nreg): each kernel runs from its text at tile level and, lowered, at thread
+// level against values derived by hand; and the constructs Tessel refuses are named as what
+// they are, never with a message about something else.
+#include <doctest/doctest.h>
+
+#include <functional>
+
+#include "core/kernel_parser.h"
+#include "core/passes.h"
+#include "core/printer.h"
+#include "interp/thread_interpreter.h"
+#include "interp/tile_interpreter.h"
+#include "tests/cli_runner.h"
+
+using namespace tessel;
+
+namespace {
+
+std::string test_kernel(const std::string& name) {
+  return std::string(TESSEL_SOURCE_DIR) + "/tests/kernels/" + name;
+}
+
+/// A tensor whose element at flat index i is f(i).
+HostTensor tensor(
+    DataType dtype, std::vector<int64_t> shape,
+    const std::function<double(int64_t)>& f = [](int64_t) { return 0.0; }) {
+  HostTensor t(dtype, std::move(shape));
+  for (int64_t i = 0; i < t.size(); ++i) t.set(i, f(i));
+  return t;
+}
+
+/// Runs `kernel` at tile level on `tile` and, lowered for sm80, at thread level on a copy of
+/// its inputs; returns the thread level's tensors.
+TensorMap run_levels(const Kernel& kernel, TensorMap& tile) {
+  TensorMap thread = tile;
+  run_tile_level(kernel, tile);
+  run_thread_level(lower_kernel(kernel, find_target("sm80")).kernel, thread);
+  return thread;
+}
+
+/// The first line of the error parsing `source` raises, or "no error".
+std::string error_of(const std::string& source) {
+  try {
+    parse_kernel(source, "k.py");
+  } catch (const UserError& e) {
+    std::string m = e.what();
+    return m.substr(0, m.find('\n'));
+  }
+  return "no error";
+}
+
+/// A kernel file whose kernel body is `body` (indented by 12), over A (64,) and B (64,).
+std::string kernel_with(const std::string& body) {
+  return "import tilelang.language as T\n"
+         "\n"
+         "\n"
+         "def k(dtype=\"float32\"):\n"
+         "    @T.prim_func\n"
+         "    def main(A: T.Tensor((64,), dtype), B: T.Tensor((64,), dtype)):\n"
+         "        with T.Kernel(1, threads=64) as bx:\n" +
+         body +
+         "\n"
+         "    return main\n";
+}
+
+}  // namespace
+
+TEST_SUITE("parser constructs") {
+  TEST_CASE("clamp_cast_count.py clamps, casts and counts the clipped elements at both levels") {
+    ParsedKernel p =
+        parse_kernel_file(test_kernel("clamp_cast_count.py"), {{"M", "8"}, {"N", "16"}});
+    // A[k] = k % 11 - 5 takes the values -5..5; [lo, hi] = [-2, 3] clips -5, -4, -3, 4 and 5.
+    auto a = [](int64_t k) { return static_cast<double>(k % 11 - 5); };
+    TensorMap tile{{"A", tensor(DataType::f32(), {8, 16}, a)},
+                   {"B", tensor(DataType::f16(), {8, 16})},
+                   {"Clipped", tensor(DataType::i32(), {1})}};
+    TensorMap thread = run_levels(p.kernel, tile);
+    for (TensorMap* t : {&tile, &thread}) {
+      // 128 elements = 11 full cycles of 11 values (5 clipped each: 55) and k = 121..127, whose
+      // values -5..1 clip three more: 58.
+      CHECK((*t)["Clipped"].at(0) == 58);
+      for (int64_t k = 0; k < 128; ++k) {
+        double want = std::min(std::max(a(k), -2.0), 3.0);
+        CHECK((*t)["B"].at(k) == want);
+        CHECK((*t)["A"].at(k) == want);  // clamped in place (twice, through T.Serial)
+      }
+    }
+  }
+
+  TEST_CASE("clamp_cast_count.py goes through print, both runs, verify and emit") {
+    for (std::vector<std::string> command : {std::vector<std::string>{"print"},
+                                             {"run", "--level", "tile"},
+                                             {"run", "--level", "thread"},
+                                             {"verify"},
+                                             {"emit", "--target", "cuda"}}) {
+      CAPTURE(command[0]);
+      command.insert(command.begin() + 1, test_kernel("clamp_cast_count.py"));
+      for (const char* d : {"M=8", "N=16"}) command.insert(command.end(), {"-D", d});
+      CliResult r = run_tessel(command);
+      CHECK_MESSAGE(r.status == 0, r.err);
+    }
+  }
+
+  TEST_CASE("T.clamp is T.min(T.max(x, lo), hi) and `.astype(dtype)` is a cast") {
+    ParsedKernel p = parse_kernel(kernel_with("            for i in T.Parallel(64):\n"
+                                              "                B[i] = T.clamp(A[i], -1.5, 2.0)"
+                                              ".astype(\"int32\").astype(dtype)\n"),
+                                  "k.py");
+    std::string printed = print_kernel(p.kernel);
+    CHECK(printed.find(
+              "B[i] = T.cast(T.cast(T.min(T.max(A[i], -1.5), 2.0), \"int32\"), \"float32\")") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("T.Serial, T.Unroll and T.Vectorized are the loops T.serial, T.unroll, T.vectorized") {
+    ParsedKernel p = parse_kernel(kernel_with("            for i in T.Serial(2):\n"
+                                              "                for j in T.Unroll(4):\n"
+                                              "                    for v in T.Vectorized(8):\n"
+                                              "                        B[i * 32 + j * 8 + v] = "
+                                              "A[i * 32 + j * 8 + v]\n"),
+                                  "k.py");
+    std::string printed = print_kernel(p.kernel);
+    CHECK(printed.find("for i in T.serial(2):") != std::string::npos);
+    CHECK(printed.find("for j in T.unroll(4):") != std::string::npos);
+    CHECK(printed.find("for v in T.vectorized(8):") != std::string::npos);
+  }
+
+  TEST_CASE("T.no_set_max_nreg and the hints of T.copy and T.Parallel leave the kernel as is") {
+    std::string plain = kernel_with(
+        "            S = T.alloc_shared((64,), dtype)\n"
+        "            T.copy(A, S)\n"
+        "            for i in T.Parallel(64):\n"
+        "                B[i] = S[i]\n");
+    std::string hinted = kernel_with(
+        "            T.no_set_max_nreg()\n"
+        "            S = T.alloc_shared((64,), dtype)\n"
+        "            T.copy(A, S, coalesced_width=4, disable_tma=True, "
+        "eviction_policy=\"evict_first\")\n"
+        "            for i in T.Parallel(64, loop_layout=T.Fragment([64], "
+        "forward_thread_fn=lambda i: i)):\n"
+        "                B[i] = S[i]\n");
+    CHECK(print_kernel(parse_kernel(hinted, "k.py").kernel) ==
+          print_kernel(parse_kernel(plain, "k.py").kernel));
+  }
+
+  TEST_CASE("memory_order= is accepted with TileLang's names and refused with another") {
+    std::string body = "            T.atomic_add(B[0], A[0], memory_order=ORDER)\n";
+    for (const char* order : {"\"relaxed\"", "\"release\"", "\"seq_cst\"", "None"}) {
+      CAPTURE(order);
+      std::string b = body;
+      b.replace(b.find("ORDER"), 5, order);
+      CHECK(error_of(kernel_with(b)) == "no error");
+    }
+    std::string b = body;
+    b.replace(b.find("ORDER"), 5, "\"strong\"");
+    CHECK(error_of(kernel_with(b)) ==
+          "k.py:8:51: T.atomic_add: memory_order is \"relaxed\", \"consume\", \"acquire\", "
+          "\"release\", \"acq_rel\" or \"seq_cst\", got \"strong\"");
+    CHECK(error_of(kernel_with("            T.atomic_add(B[0], A[0], return_prev=True)\n")) ==
+          "k.py:8:50: T.atomic_add(..., return_prev=True) is not supported: an atomic here is "
+          "a statement; its previous value cannot be read");
+  }
+
+  TEST_CASE("Hopper warp specialisation is refused as such, as a statement, value or with") {
+    const char* kHopper =
+        " is Hopper warp specialisation (mbarriers, TMA, producer/consumer warp groups), which "
+        "Tessel does not support yet";
+    struct Case {
+      const char* line;
+      int column;
+      const char* name;
+    };
+    for (Case c :
+         {Case{"            bar = T.alloc_barrier([128, 128])\n", 19, "T.alloc_barrier"},
+          Case{"            T.barrier_wait(bar, 0)\n", 13, "T.barrier_wait"},
+          Case{"            T.barrier_arrive(bar)\n", 13, "T.barrier_arrive"},
+          Case{"            T.tma_copy(A, S, barrier=bar)\n", 13, "T.tma_copy"},
+          Case{"            T.set_max_nreg(240, 1)\n", 13, "T.set_max_nreg"},
+          Case{"            with T.ws(0):\n                pass\n", 18, "T.ws"},
+          Case{"            T.mbarrier_wait_parity(bar, 0)\n", 13, "T.mbarrier_wait_parity"}}) {
+      CAPTURE(c.line);
+      std::string e = error_of(kernel_with(c.line));
+      CHECK(e.rfind("k.py:8:" + std::to_string(c.column) + ": " + c.name + kHopper, 0) == 0);
+    }
+  }
+
+  TEST_CASE("an allocator Tessel lacks is named as unsupported, with the ones it has") {
+    CHECK(error_of(kernel_with("            d = T.alloc_descriptor()\n")).find("Hopper") !=
+          std::string::npos);
+    CHECK(error_of(kernel_with("            t = T.alloc_tmem([128, 256], \"float32\")\n")) ==
+          "k.py:8:17: T.alloc_tmem is a Blackwell (sm100) tensor-memory construct, which Tessel "
+          "does not support; use T.alloc_fragment accumulators with T.gemm");
+    CHECK(error_of(kernel_with("            t = T.alloc_something((4, 4), \"float32\")\n")) ==
+          "k.py:8:17: T.alloc_something is not supported; the allocations Tessel has are "
+          "T.alloc_shared, T.alloc_fragment, T.alloc_local and T.alloc_var");
+  }
+
+  TEST_CASE("T.Persistent and T.thread_binding loops say what to write instead") {
+    CHECK(error_of(kernel_with("            for i in T.Persistent([4], 8, bx):\n"
+                               "                pass\n"))
+              .rfind("k.py:8:22: T.Persistent (persistent-kernel tile scheduling) is not "
+                     "supported yet",
+                     0) == 0);
+    CHECK(error_of(kernel_with("            for tx in T.thread_binding(0, 64, "
+                               "thread=\"threadIdx.x\"):\n"
+                               "                pass\n"))
+              .rfind("k.py:8:23: T.thread_binding is TVM TIR's scheduling form, not supported",
+                     0) == 0);
+  }
+}
