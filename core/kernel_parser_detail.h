@@ -455,6 +455,12 @@ class Parser {
   Buffer parse_alloc(const CallArgs& call, const std::string& name, std::vector<Stmt>& out);
   Stmt parse_intrinsic(const CallArgs& call);
   void parse_annotate_layout(const Token& at, std::vector<Stmt>& out);
+
+  // ---- kernel_parser_layouts.cpp: TileLang's layout makers in T.annotate_layout ---------------
+  /// True at `maker(` or `tilelang.layout.maker(` for one of TileLang's public layout makers.
+  bool at_layout_maker() const;
+  /// Reads the maker's call and builds its layout for the buffer it is given.
+  std::variant<Layout, Fragment> parse_layout_maker();
   /// The byte offset of a token in the source.
   size_t offset_of(const Token& t) const;
 

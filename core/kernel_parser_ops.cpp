@@ -203,6 +203,11 @@ void Parser::parse_annotate_layout(const Token& at, std::vector<Stmt>& out) {
     }
     cur_->expect_op(":", "after the buffer in T.annotate_layout");
     const Token spec_at = cur_->peek();
+    if (at_layout_maker()) {
+      entries.emplace_back(key.buffer, parse_layout_maker());
+      if (!cur_->accept_op(",")) break;
+      continue;
+    }
     int depth = 0;
     while (!(depth == 0 && (cur_->at_op(",") || cur_->at_op("}"))) && !cur_->at_end()) {
       if (cur_->at_op("(") || cur_->at_op("[") || cur_->at_op("{")) ++depth;

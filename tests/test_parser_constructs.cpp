@@ -7,6 +7,7 @@
 
 #include <functional>
 
+#include "core/builtin_layouts.h"
 #include "core/kernel_parser.h"
 #include "core/passes.h"
 #include "core/printer.h"
@@ -208,5 +209,61 @@ TEST_SUITE("parser constructs") {
                                "                pass\n"))
               .rfind("k.py:8:23: T.thread_binding is TVM TIR's scheduling form, not supported",
                      0) == 0);
+  }
+}
+
+TEST_SUITE("parser constructs") {
+  TEST_CASE("make_swizzled_layout picks TileLang's swizzle by the tile's row width") {
+    ParsedKernel p = parse_kernel_file(test_kernel("gemm_swizzle_annotated.py"));
+    std::string printed = print_kernel(p.kernel);
+    // A_shared (64 x 32 float16): a row is 32 elements = 4 chunks of 8; 32 % 64 != 0 and
+    // 32 % 32 == 0, so the 64B swizzle. B_shared (32 x 64): 64 % 64 == 0, the 128B swizzle.
+    CHECK(printed.find("A_shared: " + swizzle_64b(64, 32, DataType::f16()).to_string()) !=
+          std::string::npos);
+    CHECK(printed.find("B_shared: " + swizzle_128b(32, 64, DataType::f16()).to_string()) !=
+          std::string::npos);
+  }
+
+  TEST_CASE("gemm_swizzle_annotated.py goes through print, both runs, verify and emit") {
+    for (std::vector<std::string> command : {std::vector<std::string>{"print"},
+                                             {"run", "--level", "tile"},
+                                             {"run", "--level", "thread"},
+                                             {"verify"},
+                                             {"emit", "--target", "cuda"}}) {
+      CAPTURE(command[0]);
+      command.insert(command.begin() + 1, test_kernel("gemm_swizzle_annotated.py"));
+      CliResult r = run_tessel(command);
+      CHECK_MESSAGE(r.status == 0, r.err);
+    }
+  }
+
+  TEST_CASE("the other layout makers build their layouts; Volta's is refused by name") {
+    auto annotated = [](const std::string& value) {
+      return kernel_with(
+          "            S = T.alloc_shared((16, 64), dtype)\n"
+          "            T.annotate_layout({S: " +
+          value + "})\n");
+    };
+    auto layout_of = [&](const std::string& value) {
+      std::string printed = print_kernel(parse_kernel(annotated(value), "k.py").kernel);
+      size_t at = printed.find("{S: ");
+      return at == std::string::npos ? printed
+                                     : printed.substr(at + 4, printed.find("})") - at - 4);
+    };
+    DataType f32 = DataType::f32();
+    CHECK(layout_of("tilelang.layout.make_full_bank_swizzled_layout(S)") ==
+          swizzle_128b(16, 64, f32).to_string());
+    CHECK(layout_of("tilelang.layout.make_half_bank_swizzled_layout(S)") ==
+          swizzle_64b(16, 64, f32).to_string());
+    CHECK(layout_of("tilelang.layout.make_quarter_bank_swizzled_layout(S)") ==
+          swizzle_32b(16, 64, f32).to_string());
+    CHECK(layout_of("tilelang.layout.make_linear_layout(S)") ==
+          Layout::row_major({16, 64}).to_string());
+    // float32: 4 elements per 16-byte chunk; 64 % 32 == 0, so the wgmma rule picks 128B too.
+    CHECK(layout_of("tilelang.layout.make_wgmma_swizzled_layout(S)") ==
+          swizzle_128b(16, 64, f32).to_string());
+    CHECK(error_of(annotated("tilelang.layout.make_volta_swizzled_layout(S)")) ==
+          "k.py:9:35: make_volta_swizzled_layout is a layout for Volta (sm70) mma, which Tessel "
+          "does not target; use make_swizzled_layout");
   }
 }
