@@ -24,8 +24,8 @@ int main() {
   std::ofstream out(csv);
   out << "date,machine,kernel,target,generate_ms,compiler,compile_s,source_lines,runs\n";
   std::printf("%-8s %12s %12s %8s  %s\n", "target", "generate ms", "compile s", "lines", "compiler");
-  for (const char* name : {"sm80", "sm90", "gfx90a", "gfx942"}) {
-    const Target& target = find_target(name);
+  for (const Target& target : all_targets()) {
+    const char* name = target.name.c_str();
     std::vector<double> gen;
     EmittedSource src;
     for (int i = 0; i < 9; ++i) {

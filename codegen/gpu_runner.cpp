@@ -138,11 +138,20 @@ bool first_device(Device& out, std::string* why) {
 std::string cuda_device_target(std::string* why) {
   Device dev;
   if (!first_device(dev, why)) return "";
-  if (dev.major < 8) {
-    if (why) *why = "the GPU (" + dev.name + ") is older than sm_80; Tessel targets sm80 and sm90";
+  const Target* target = nvidia_target_for(dev.major * 10 + dev.minor);
+  if (!target) {
+    std::string names;
+    for (const Target& t : all_targets()) {
+      if (t.nvidia) names += (names.empty() ? "" : ", ") + t.arch;
+    }
+    if (why) {
+      *why = "the GPU (" + dev.name + ", sm_" + std::to_string(dev.major) +
+             std::to_string(dev.minor) + ") runs none of the NVIDIA targets' code (" + names +
+             "; a cubin runs on its own major version only)";
+    }
     return "";
   }
-  return dev.major >= 9 ? "sm90" : "sm80";
+  return target->name;
 }
 
 std::unique_ptr<CudaSession> CudaSession::open(std::string* why) {
@@ -281,7 +290,7 @@ GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
   std::unique_ptr<CudaSession> s = CudaSession::open(&out.unavailable);
   if (!s) return out;
   out.device = s->device();
-  out.arch = s->target() == "sm90" ? "sm_90a" : "sm_80";
+  out.arch = find_target(s->target()).arch;
   void* fn = s->load(source, &out.compile_seconds);
   if (!fn) {
     out.unavailable = s->last_error();

@@ -85,17 +85,17 @@ CompileResult compile_device_code(const EmittedSource& source, const Target& tar
       r.skipped = "no nvcc (looked at $TESSEL_NVCC, PATH and /usr/local/cuda/bin)";
       return r;
     }
-    std::string arch = target.name == "sm90" ? "sm_90a" : "sm_" + target.name.substr(2);
+    const std::string& arch = target.arch;
     r.output = dir + "/" + source.entry + "_" + target.name + ".cubin";
     command = quote(*nvcc) + " -arch=" + arch + " -cubin -O3 -o " + quote(r.output) + " " + quote(src);
   } else {
-    auto clang = find_amd_clang(target.name);
+    auto clang = find_amd_clang(target.arch);
     if (!clang) {
       r.skipped = "no clang that knows " + target.name + " (install clang-19, or set $TESSEL_HIP_CLANG)";
       return r;
     }
     r.output = dir + "/" + source.entry + "_" + target.name + ".s";
-    command = quote(*clang) + " -x hip --offload-arch=" + target.name +
+    command = quote(*clang) + " -x hip --offload-arch=" + target.arch +
               " -nogpulib -nogpuinc --cuda-device-only -O3 -S -o " + quote(r.output) + " " +
               quote(src);
   }

@@ -17,22 +17,6 @@ int64_t floor_div_pos(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b 
 BankModel BankModel::nvidia() { return {BankVendor::kNvidia, 32, 4, 32}; }
 BankModel BankModel::amd_cdna3() { return {BankVendor::kAmd, 32, 4, 64}; }
 
-std::optional<BankModel> BankModel::for_target(std::string_view target) {
-  if (target == "sm80" || target == "sm90" || target == "sm86" || target == "sm89" ||
-      target == "cuda" || target == "nvidia") {
-    return nvidia();
-  }
-  if (target == "gfx942" || target == "gfx90a" || target == "hip" || target == "amd") {
-    return amd_cdna3();
-  }
-  return std::nullopt;
-}
-
-std::string BankModel::accepted_targets() {
-  return "sm80, sm86, sm89, sm90, cuda, nvidia (NVIDIA: 32 banks, warp 32); gfx90a, gfx942, hip, "
-         "amd (AMD CDNA LDS: 32 banks, wave64)";
-}
-
 int BankModel::bank_of(int64_t byte_addr) const {
   int64_t word = floor_div_pos(byte_addr, bank_bytes);
   int64_t bank = word % num_banks;

@@ -1,6 +1,6 @@
-// Shared-memory bank rules per target, in one place: how a warp-wide access splits into phases and
-// how many wavefronts (bank passes) it costs. Used by the simulator (counting) and verify/
-// (proofs).
+// Shared-memory bank rules, in one place: how a warp-wide access splits into phases and how many
+// wavefronts (bank passes) it costs. Used by the simulator (counting) and verify/ (proofs); which
+// target uses which model is core/target.h's business.
 //
 // Sources (see shared/REFERENCE.md):
 // - NVIDIA, compute capability 5.x-9.x (CUDA C++ Programming Guide, "Shared Memory"): 32 banks of
@@ -18,10 +18,8 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace tessel {
@@ -40,11 +38,6 @@ struct BankModel {
   static BankModel nvidia();
   /// AMD CDNA3 (gfx942) and CDNA2 (gfx90a) LDS: 32 banks x 4 B, wave64.
   static BankModel amd_cdna3();
-  /// The model for a target name: "sm80", "sm90", "cuda", "nvidia" or "gfx90a", "gfx942", "hip",
-  /// "amd"; nullopt for anything else.
-  static std::optional<BankModel> for_target(std::string_view target);
-  /// The accepted target names, for error messages.
-  static std::string accepted_targets();
 
   /// The lane groups that are checked for conflicts together, in issue order. Every lane of the
   /// warp is in exactly one group. `access_bytes` is the width each lane reads or writes;

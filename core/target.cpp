@@ -20,6 +20,9 @@ const std::vector<Target>& all_targets() {
     Target sm80;
     sm80.name = "sm80";
     sm80.nvidia = true;
+    sm80.arch = "sm_80";
+    sm80.compute_capability = 80;
+    sm80.aliases = {"cuda", "nvidia"};
     sm80.warp_size = 32;
     sm80.shared_bytes = 163 * 1024;
     sm80.max_threads = 1024;
@@ -30,11 +33,15 @@ const std::vector<Target>& all_targets() {
     sm80.description = "NVIDIA Ampere (A100): mma.sync m16n8k16, ldmatrix, cp.async";
     Target sm90 = sm80;
     sm90.name = "sm90";
+    sm90.arch = "sm_90a";  // the arch-specific feature set (wgmma, setmaxnreg) needs the "a"
+    sm90.compute_capability = 90;
+    sm90.aliases = {};
     sm90.shared_bytes = 227 * 1024;
     sm90.description = "NVIDIA Hopper (H100), sm80's instructions for now (no wgmma/TMA yet)";
     Target gfx90a;
     gfx90a.name = "gfx90a";
     gfx90a.nvidia = false;
+    gfx90a.arch = "gfx90a";
     gfx90a.warp_size = 64;
     gfx90a.shared_bytes = 64 * 1024;
     gfx90a.max_threads = 1024;
@@ -45,10 +52,21 @@ const std::vector<Target>& all_targets() {
     gfx90a.description = "AMD CDNA2 (MI200): MFMA 16x16x16 and 32x32x8, wave64";
     Target gfx942 = gfx90a;
     gfx942.name = "gfx942";
+    gfx942.arch = "gfx942";
+    gfx942.aliases = {"hip", "amd"};
     gfx942.description = "AMD CDNA3 (MI300): MFMA 16x16x16 and 32x32x8, wave64";
     return std::vector<Target>{sm80, sm90, gfx90a, gfx942};
   }();
   return targets;
+}
+
+std::vector<std::string> target_name_list(bool aliases) {
+  std::vector<std::string> out;
+  for (const Target& t : all_targets()) out.push_back(t.name);
+  if (aliases) {
+    for (const Target& t : all_targets()) out.insert(out.end(), t.aliases.begin(), t.aliases.end());
+  }
+  return out;
 }
 
 std::string target_names() {
@@ -57,11 +75,49 @@ std::string target_names() {
   return out;
 }
 
-const Target& find_target(std::string_view name) {
+std::string target_aliases() {
+  std::string out;
   for (const Target& t : all_targets()) {
-    if (t.name == name) return t;
+    for (const std::string& a : t.aliases) out += (out.empty() ? "" : ", ") + a;
   }
+  return out;
+}
+
+const Target* lookup_target(std::string_view name, bool aliases) {
+  for (const Target& t : all_targets()) {
+    if (t.name == name) return &t;
+  }
+  if (!aliases) return nullptr;
+  for (const Target& t : all_targets()) {
+    for (const std::string& a : t.aliases) {
+      if (a == name) return &t;
+    }
+  }
+  return nullptr;
+}
+
+const Target& find_target(std::string_view name) {
+  if (const Target* t = lookup_target(name, false)) return *t;
   user_error("unknown target '" + std::string(name) + "'; the targets are " + target_names());
+}
+
+const Target& default_target(bool nvidia) {
+  for (const Target& t : all_targets()) {
+    if (t.nvidia == nvidia && !t.aliases.empty()) return t;
+  }
+  internal_error("no target of a vendor in the registry");
+}
+
+const Target* nvidia_target_for(int cc) {
+  const Target* best = nullptr;
+  for (const Target& t : all_targets()) {
+    // A cubin runs on devices of its own major version and a minor version at least its own.
+    if (t.nvidia && t.compute_capability / 10 == cc / 10 && t.compute_capability <= cc &&
+        (!best || t.compute_capability > best->compute_capability)) {
+      best = &t;
+    }
+  }
+  return best;
 }
 
 }  // namespace tessel

@@ -53,17 +53,13 @@ namespace {
 ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
                                  const ThreadRunOptions& options) {
   auto start = std::chrono::steady_clock::now();
-  std::optional<BankModel> banks = BankModel::for_target(options.target);
-  if (!banks) {
-    user_error("unknown target '" + options.target + "'; use one of " +
-               BankModel::accepted_targets());
+  const Target* target = lookup_target(options.target, false);
+  if (!target) {
+    user_error("unknown target '" + options.target + "'; use one of " + target_names());
   }
+  const BankModel* banks = &target->banks;
   IntEnv env = bind_tensors(kernel, tensors);
   // Before any block allocates its shared and register buffers.
-  const Target* target = nullptr;
-  for (const Target& t : all_targets()) {
-    if (t.name == options.target) target = &t;
-  }
   check_capacity(kernel, target, env);
   std::unique_ptr<ThreadProgram> prog = compile_thread_program(kernel);
 

@@ -28,7 +28,7 @@ struct Schedule {
 };
 
 struct ThreadRunOptions {
-  std::string target = "sm80";  ///< picks the warp size and bank rules (BankModel::for_target)
+  std::string target = "sm80";  ///< a core/target.h name: the warp size, bank rules and limits
   Schedule schedule;
   int workers = 0;        ///< CPU threads running blocks; 0 = all cores
   bool detectors = true;  ///< races, uninitialised reads, async races

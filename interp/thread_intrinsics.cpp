@@ -12,6 +12,7 @@
 
 #include "core/bank_rules.h"
 #include "core/op_atomic.h"
+#include "core/target.h"
 #include "interp/thread_exec.h"
 
 namespace tessel::thread_detail {
@@ -96,7 +97,7 @@ void WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
                (info.nvidia ? "an NVIDIA" : "an AMD") + " instruction (" +
                (info.nvidia ? info.cuda : info.hip) + "), but the target has " +
                std::to_string(block_.warp_size()) + "-lane warps; run with --target " +
-               (info.nvidia ? "sm80" : "gfx942"));
+               default_target(info.nvidia).name);
   }
   block_.lane_ops +=
       std::popcount(mask) * static_cast<int64_t>(std::max<size_t>(1, s->args.size()));

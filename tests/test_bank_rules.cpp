@@ -159,10 +159,9 @@ TEST_SUITE("bank rules") {
     CHECK(std::count(seen.begin(), seen.end(), 1) == 64);
   }
 
-  TEST_CASE("targets by name; bad widths and ldmatrix on AMD are user errors") {
-    CHECK(BankModel::for_target("gfx942")->warp_size == 64);
-    CHECK(BankModel::for_target("sm90")->warp_size == 32);
-    CHECK_FALSE(BankModel::for_target("sm7").has_value());
+  TEST_CASE("the two vendors' models; bad widths and ldmatrix on AMD are user errors") {
+    CHECK(BankModel::amd_cdna3().warp_size == 64);
+    CHECK(BankModel::nvidia().warp_size == 32);
     CHECK(BankModel::nvidia().bank_of(-4) == 31);
     CHECK_THROWS_AS(BankModel::nvidia().phases(3, false), UserError);
     CHECK_THROWS_AS(BankModel::nvidia().phases(4, true), UserError);

@@ -7,6 +7,7 @@
 #include "core/bank_rules.h"
 #include "core/error.h"
 #include "core/expr_parser.h"
+#include "core/target.h"
 #include "tools/cli.h"
 #include "verify/bank_proofs.h"
 
@@ -149,10 +150,11 @@ json cex_json(const Counterexample& cex) {
 }
 
 void run_banks(const BanksArgs& args, Context& ctx) {
-  std::optional<BankModel> model = BankModel::for_target(args.target);
-  if (!model)
-    throw UsageError("unknown --target '" + args.target + "'; use one of " +
-                     BankModel::accepted_targets());
+  const Target* target = lookup_target(args.target, true);
+  if (!target)
+    throw UsageError("unknown --target '" + args.target + "'; use one of " + target_names() +
+                     " (or " + target_aliases() + ")");
+  const BankModel* model = &target->banks;
   std::optional<DataType> dtype = DataType::parse(args.dtype);
   if (!dtype)
     throw UsageError("unknown --dtype '" + args.dtype + "'; use one of " +
@@ -263,7 +265,7 @@ void add_banks_command(CLI::App& app, Context& ctx) {
   sub->add_flag("--write", args->write,
                 "the access is a store (AMD 16-byte stores use other phases)");
   sub->add_option("--target", args->target,
-                  "bank rules: sm80, sm90, gfx90a, gfx942 (default sm80)");
+                  "bank rules of a target: " + target_names() + " (default sm80)");
   sub->add_option("--lanes", args->lanes,
                   "only the first N lanes take part (ldmatrix.x1: 8, .x2: 16)");
   sub->add_option("--range", args->ranges, "a symbol's inclusive range, name=lo:hi (repeatable)");

@@ -1,9 +1,10 @@
-// `tessel emit KERNEL --target cuda|hip|sm80|sm90|gfx90a|gfx942 [-o FILE]`: the kernel lowered
+// `tessel emit KERNEL --target cuda|hip|<a core/target.h name> [-o FILE]`: the kernel lowered
 // for the target and printed as CUDA (NVIDIA) or HIP (AMD) source.
 #include <fstream>
 
 #include "codegen/emit.h"
 #include "core/passes.h"
+#include "core/target.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
 #include "verify/alignment_proofs.h"
@@ -18,15 +19,16 @@ void add_emit_command(CLI::App& app, Context& ctx) {
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
       ->required();
   sub->add_option("--target", target,
-                  "cuda (= sm80), hip (= gfx942), or sm80, sm90, gfx90a, gfx942")
-      ->check(CLI::IsMember({"cuda", "hip", "sm80", "sm90", "gfx90a", "gfx942"}))
+                  "cuda (= " + default_target(true).name +
+                      "), hip (= " + default_target(false).name + "), or " + target_names())
+      ->check(CLI::IsMember(target_name_list(true)))
       ->default_val("cuda");
   sub->add_option("-o,--output", output, "write the source to FILE instead of stdout");
   sub->callback([&ctx] {
     ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines, ctx.kernel_choice);
     Kernel kernel = k.example->build(k.params);
-    std::string name = target == "cuda" ? "sm80" : target == "hip" ? "gfx942" : target;
-    const Target& t = find_target(name);
+    const Target& t = *lookup_target(target, true);  // the option accepts nothing else
+    const std::string& name = t.name;
     Kernel lowered = is_tile_level(kernel) ? lower_kernel(kernel, t).kernel : kernel;
     require_alignment(lowered, t, "emit");  // no instruction that faults on the GPU
     EmittedSource src = emit_source(lowered, t);

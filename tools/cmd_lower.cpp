@@ -2,6 +2,7 @@
 // passes produce for a target (and, with --print-after-all, the IR after every pass).
 #include "core/passes.h"
 #include "core/printer.h"
+#include "core/target.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
 
@@ -15,8 +16,8 @@ void add_lower_command(CLI::App& app, Context& ctx) {
   static bool after_all = false;
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
       ->required();
-  sub->add_option("--target", target, "sm80, sm90, gfx90a or gfx942")
-      ->check(CLI::IsMember({"sm80", "sm90", "gfx90a", "gfx942"}))
+  sub->add_option("--target", target, target_names())
+      ->check(CLI::IsMember(target_name_list(false)))
       ->default_val("sm80");
   sub->add_flag("--print-after-all", after_all, "print the IR after every pass");
   sub->callback([&ctx] {

@@ -2,6 +2,7 @@
 // arrays, tools/data_options.h) and checks the results against the kernel's reference and the
 // user's expected arrays. At thread level it also compares with the tile level on the same inputs
 // and prints the simulator's report. The work is run_kernel's; this file maps flags to it.
+#include "core/target.h"
 #include "tools/cli.h"
 #include "tools/data_options.h"
 #include "tools/kernel_run.h"
@@ -75,8 +76,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "reverse or random:SEED")
       ->default_val("in-order");
   sub->add_option("--target", o.target,
-                  "thread level: the GPU whose warps and banks are simulated (sm80, sm90: warp 32; "
-                  "gfx90a, gfx942: wave64)")
+                  "thread level: the GPU whose warps and banks are simulated: " + target_names())
       ->default_val("sm80");
   sub->add_option("--device", o.device,
                   "cpu (the interpreters) or cuda (lowered, compiled with nvcc and run on the "

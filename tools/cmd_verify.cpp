@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/passes.h"
+#include "core/target.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
 #include "verify/kernel_proofs.h"
@@ -48,8 +49,8 @@ void add_verify_command(CLI::App& app, Context& ctx) {
   static unsigned timeout_ms = 60000;
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
       ->required();
-  sub->add_option("--target", target, "sm80, sm90, gfx90a or gfx942")
-      ->check(CLI::IsMember({"sm80", "sm90", "gfx90a", "gfx942"}))
+  sub->add_option("--target", target, target_names())
+      ->check(CLI::IsMember(target_name_list(false)))
       ->default_val("sm80");
   sub->add_option("--timeout-ms", timeout_ms, "limit of one Z3 query (undecided past it)")
       ->default_val(60000)

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <set>
 
-#include "core/bank_rules.h"
 #include "core/error.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
+#include "core/target.h"
 #include "tools/cli.h"
 
 namespace tessel::cli {
@@ -89,9 +89,7 @@ void check_request(const RunRequest& req) {
     throw UsageError("schedule '" + req.schedule +
                      "': expected in-order, reverse or random:SEED (e.g. random:7)");
   }
-  bool known = std::any_of(all_targets().begin(), all_targets().end(),
-                           [&](const Target& t) { return t.name == req.target; });
-  if (!known || !BankModel::for_target(req.target)) {
+  if (!lookup_target(req.target, false)) {
     throw UsageError("target '" + req.target + "': unknown target; use one of " + target_names());
   }
 }
