@@ -249,6 +249,14 @@ void Parser::parse_with(std::vector<Stmt>& out) {
   launch_token_ = at;
   std::swap(scope_, scope);
   node_.body = parse_suite(Context::kKernelBody);
+  if (!hoisted_allocs_.empty()) {
+    // Buffers the front end adds (a fragment's shared staging tile for T.cumsum) live for the
+    // whole kernel, allocated before its first statement.
+    std::vector<Stmt> body = std::move(hoisted_allocs_);
+    body.push_back(node_.body);
+    node_.body = SeqNode::make(std::move(body));
+    hoisted_allocs_.clear();
+  }
   std::swap(scope_, scope);
   context_ = Context::kPostLaunch;
   (void)out;

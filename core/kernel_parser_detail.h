@@ -493,6 +493,7 @@ class Parser {
   std::vector<std::string> returned_;              ///< the tensors the kernel function returns
   std::map<std::string, size_t> pending_tensors_;  ///< parameters declared in the body, by slot
   std::vector<Buffer>* declared_ = nullptr;        ///< the kernel function's tensor slots
+  std::vector<Stmt> hoisted_allocs_;  ///< buffers the front end adds, allocated first
 
   int block_depth_ = 0;
   int let_depth_ = 0;

@@ -7,6 +7,7 @@
 #include "core/kernel_parser_detail.h"
 #include "core/op_annotate_layout.h"
 #include "core/op_copy.h"
+#include "core/op_cumsum.h"
 #include "core/op_fill.h"
 
 namespace tessel::kernel_parser_detail {
@@ -126,6 +127,39 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
       Expr value = arg_expr(call, *a[1], "value");
       emit_op([&] { return AtomicOp::make_scalar(*kind, dst, value, loc); });
     }
+    return true;
+  }
+  if (op == "T.cumsum" || op == "T.cummax") {
+    start();
+    auto a = bind_args(call, {"src", "dst", "dim", "reverse"}, 1);
+    BufferRegion src = arg_region(call, *a[0], "src");
+    BufferRegion dst = a[1] && a[1]->value.kind != Value::Kind::kNone
+                           ? arg_region(call, *a[1], "dst")
+                           : src;  // in place, as TileLang's dst=None
+    int64_t rank = static_cast<int64_t>(src.ranges.size());
+    int64_t dim = a[2] ? arg_int(call, *a[2], "dim", -rank, rank - 1) : 0;
+    if (dim < 0) dim += rank;  // Python-style: -1 is the last
+    bool reverse = a[3] ? arg_bool(call, *a[3], "reverse") : false;
+    ScanKind kind = op == "T.cumsum" ? ScanKind::kSum : ScanKind::kMax;
+    if (src.buffer->scope != Scope::kFragment && dst.buffer->scope != Scope::kFragment) {
+      emit_op([&] { return ScanOp::make(kind, src, dst, static_cast<int>(dim), reverse, loc); });
+      return true;
+    }
+    // A fragment is scanned as TileLang does it: copied to a shared tile of its shape, scanned
+    // there in place and copied to dst.
+    std::vector<Expr> shape;
+    for (const Range& r : src.ranges) shape.push_back(r.extent);
+    std::string name = src.buffer->name + "_scan";
+    while (lookup(name)) name += "_";
+    Buffer tile = located(call.at, [&] {
+      return BufferNode::make(name, shape, src.buffer->dtype, Scope::kShared, loc);
+    });
+    hoisted_allocs_.push_back(AllocNode::make(tile, Expr(), false, loc));
+    bind(name, Value::of(tile), call.at, true);
+    BufferRegion whole = BufferRegion::full(tile);
+    emit_op([&] { return CopyOp::make(src, whole, loc); });
+    emit_op([&] { return ScanOp::make(kind, whole, whole, static_cast<int>(dim), reverse, loc); });
+    emit_op([&] { return CopyOp::make(whole, dst, loc); });
     return true;
   }
   if (op == "T.fill") {

@@ -267,3 +267,81 @@ TEST_SUITE("parser constructs") {
           "does not target; use make_swizzled_layout");
   }
 }
+
+TEST_SUITE("parser constructs") {
+  TEST_CASE("chunk_local_cumsum.py scans each chunk forward, in reverse and by maximum") {
+    ParsedKernel p = parse_kernel_file(test_kernel("chunk_local_cumsum.py"));
+    const int64_t B = 2, S = 64, H = 4, chunk = 16;
+    // G[b, s, h] = (7 * s + 3 * h + b) % 9 - 4: small integers, so every sum is exact.
+    auto g = [&](int64_t b, int64_t s, int64_t h) {
+      return static_cast<double>((7 * s + 3 * h + b) % 9 - 4);
+    };
+    auto at = [&](int64_t f) { return g(f / (S * H), f / H % S, f % H); };
+    DataType f32 = DataType::f32();
+    TensorMap tile{{"G", tensor(f32, {B, S, H}, at)},
+                   {"O", tensor(f32, {B, S, H})},
+                   {"R", tensor(f32, {B, S, H})},
+                   {"X", tensor(f32, {B, S, H})}};
+    TensorMap thread = run_levels(p.kernel, tile);
+    // Chunk 0 of sequence 0, column 0: G = -4, 3, 1, -1, -3, 4, 2, 0, -2, -4, 3, 1, -1, -3, 4, 2
+    // (7s % 9 - 4), so O starts -4, -1, 0, -1, -4, 0, 2, 2 and ends at the chunk's sum, 2;
+    // R[0] is that sum too, and the running maximum is -4, 3, 3, ...
+    CHECK(tile["O"].at(0 * H) == -4);
+    CHECK(tile["O"].at(5 * H) == 0);
+    CHECK(tile["O"].at(15 * H) == 2);
+    CHECK(tile["R"].at(0) == 2);
+    CHECK(tile["X"].at(1 * H) == 3);
+    for (TensorMap* t : {&tile, &thread}) {
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t c = 0; c < S / chunk; ++c) {
+          for (int64_t h = 0; h < H; ++h) {
+            double sum = 0, best = -1e9, total = 0;
+            for (int64_t s = c * chunk; s < (c + 1) * chunk; ++s) total += g(b, s, h);
+            double suffix = total;
+            for (int64_t s = c * chunk; s < (c + 1) * chunk; ++s) {
+              int64_t f = (b * S + s) * H + h;
+              sum += g(b, s, h);
+              best = std::max(best, g(b, s, h));
+              CHECK((*t)["O"].at(f) == sum);
+              CHECK((*t)["R"].at(f) == suffix);  // the sum from s to the chunk's end
+              CHECK((*t)["X"].at(f) == best);
+              suffix -= g(b, s, h);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  TEST_CASE("chunk_local_cumsum.py goes through print, both runs, verify and emit") {
+    for (std::vector<std::string> command : {std::vector<std::string>{"print"},
+                                             {"run", "--level", "tile"},
+                                             {"run", "--level", "thread"},
+                                             {"verify"},
+                                             {"emit", "--target", "cuda"}}) {
+      CAPTURE(command[0]);
+      command.insert(command.begin() + 1, test_kernel("chunk_local_cumsum.py"));
+      CliResult r = run_tessel(command);
+      CHECK_MESSAGE(r.status == 0, r.err);
+    }
+  }
+
+  TEST_CASE("a printed scan (a fragment's staging tile included) parses back to itself") {
+    std::string printed =
+        print_kernel(parse_kernel_file(test_kernel("chunk_local_cumsum.py")).kernel);
+    CHECK(printed.find("G_fragment_scan = T.alloc_shared((16, 4), \"float32\")") !=
+          std::string::npos);
+    CHECK(printed.find("T.cumsum(R_shared") == std::string::npos);
+    CHECK(printed.find("T.cumsum(G_shared, R_shared, dim=0, reverse=True)") != std::string::npos);
+    CHECK(print_kernel(parse_kernel(printed, "printed.py").kernel) == printed);
+  }
+
+  TEST_CASE("T.cumsum checks its regions and dimension") {
+    CHECK(error_of(kernel_with("            T.cumsum(A, dim=1)\n")) ==
+          "k.py:8:29: T.cumsum: argument 'dim' must be between -1 and 0, got 1");
+    CHECK(error_of(kernel_with("            S = T.alloc_shared((32,), dtype)\n"
+                               "            T.cumsum(A, S)\n")) ==
+          "T.cumsum at k.py:9:13: the regions of 'A' and 'S' differ in shape; dst "
+          "must have src's shape");
+  }
+}
