@@ -1,0 +1,128 @@
+// Random tile programs for differential testing (`tessel fuzz`): a small description of a kernel
+// — buffers and a list of steps, each one tile operator or loop of the kinds users write — that
+// the generator draws from a seed, the shrinker edits, and build_program turns into a Kernel
+// with the C++ builder.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/kernel.h"
+
+namespace tessel::fuzz {
+
+/// Program shapes that hit bugs already reported (each names its bug). The generator leaves
+/// them out unless asked, so that `tessel fuzz` stays green while the bug is open.
+struct KnownBugs {
+  /// T.reduce into a 1-d fragment first written by T.fill takes the fill's layout and loses
+  /// replicas (soundness inbox: "reduce into a T.fill-laid-out vector").
+  bool reduce_into_filled = true;
+  /// Reductions where the block has a number of threads that is not a power of two.
+  bool reduce_non_pow2_threads = true;
+  /// A replicated 1-d fragment over a non-power-of-two block read by a 1-d T.Parallel.
+  bool replicated_vector_non_pow2 = true;
+  /// T.reduce (either axis) into a vector whose layout another operator chose — a T.Parallel
+  /// that reads it with a gemm accumulator, or a reduce from another tile laid out differently:
+  /// the reduce folds each thread's values into registers that hold other elements (soundness
+  /// inbox, fuzz seeds 17, 666, 786).
+  bool reduce_into_foreign_laid_out_vector = true;
+
+  /// Every switch off: the generator draws the shapes above too.
+  static KnownBugs none();
+  /// The names of the switches that are on (for reports).
+  std::vector<std::string> active() const;
+};
+
+/// Shape class of a buffer, in units of the program's tile sizes.
+enum class Shape : uint8_t {
+  kTile,  ///< (R, C)
+  kRow,   ///< (R,): one value per tile row
+  kCol,   ///< (C,): one value per tile column
+};
+
+enum class FScope : uint8_t { kShared, kFragment };
+
+struct FBuffer {
+  std::string name;
+  FScope scope = FScope::kFragment;
+  Shape shape = Shape::kTile;
+  bool f16 = false;  ///< float16, else float32
+  /// Shared tiles only: T.annotate_layout with a swizzle (1, padding by 1 where the shape allows
+  /// none) or rows padded by 4 (2) or 8 (3) elements; 0 none.
+  int annotate = 0;
+};
+
+enum class StepKind : uint8_t {
+  kLoad,      ///< T.copy(X[bx * R, 0], dst): global -> tile, ragged at the tensor's edge
+  kCopy,      ///< T.copy(src, dst): between tiles of any two scopes
+  kFill,      ///< T.fill(dst, v) / T.clear(dst)
+  kElemwise,  ///< T.Parallel: dst = a op b (+ X where inside), mixing scopes
+  kLocalTmp,  ///< T.Parallel through a T.alloc_local temporary
+  kReduce,    ///< T.reduce_<kind>(a, dst, dim, clear)
+  kBroadcast, ///< T.Parallel: dst[i, j] = a[i, j] op vec[i or j]
+  kVecOp,     ///< 1-d T.Parallel over a vector: dst[i] = a[i] * c + d
+  kGemm,      ///< T.gemm of two f16 operands loaded from GA / GB into dst (R, C) f32
+  kPipeline,  ///< T.Pipelined over K tiles: copies into shared and a gemm into dst
+  kStore,     ///< T.copy(a, O_n[bx * R, 0]) or a guarded T.Parallel store
+  kAtomic,    ///< T.atomic_add(O_n[0, 0], a): every block adds into one tile
+};
+
+struct Step {
+  StepKind kind = StepKind::kLoad;
+  int dst = -1, a = -1, b = -1, vec = -1;  ///< buffer indices
+  int op = 0;                             ///< operator choice (meaning depends on the kind)
+  int dim = 1;                            ///< reduce / broadcast axis
+  bool flag = false;                      ///< clear (reduce/gemm), parallel store, global term
+  bool trans_a = false, trans_b = false;  ///< gemm
+  int a_scope = 0, b_scope = 0;           ///< gemm operands: 0 shared, 1 fragment
+  int stages = 0;                         ///< pipeline stages (0-4)
+  int out = -1;                           ///< output tensor index (store, atomic)
+};
+
+/// One random program.
+struct Program {
+  uint64_t seed = 0;
+  std::string target = "sm80";
+  int threads = 128;
+  int grid = 1;          ///< blocks along x
+  int R = 32, C = 32;    ///< tile rows and columns
+  int K = 16;            ///< gemm depth of one tile
+  int k_tiles = 1;       ///< pipelined loops: K tiles
+  int ragged_rows = 0;   ///< the tensors have grid * R - ragged_rows rows
+  int ragged_cols = 0;   ///< and C - ragged_cols columns
+  int ragged_k = 0;      ///< and K * k_tiles - ragged_k gemm depth
+  bool symbolic = false; ///< the row count is T.dynamic("M")
+  std::vector<FBuffer> buffers;
+  std::vector<Step> steps;
+
+  int rows() const { return grid * R - ragged_rows; }
+  int cols() const { return C - ragged_cols; }
+  int depth() const { return K * k_tiles - ragged_k; }
+};
+
+/// Draws a program from `seed` for `target` (sm80 or gfx942) without the shapes `bugs` lists.
+Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs = {});
+
+/// Empty when `p` is a valid program: every buffer read is written first, shapes fit, no shape
+/// `bugs` excludes. Else why not (the shrinker keeps only valid programs).
+std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bugs = {});
+
+/// The program as a tile-level kernel, with its output tensors and those that start at zero.
+struct BuiltProgram {
+  Kernel kernel;
+  std::vector<std::string> outputs;  ///< written by the kernel (start as NaN bytes)
+  std::vector<std::string> zeroed;   ///< accumulated into with atomics (start at zero)
+  std::map<std::string, int64_t> dims;
+};
+BuiltProgram build_program(const Program& p);
+
+/// Drops buffers no step uses and renumbers the rest (names stay).
+Program drop_unused_buffers(const Program& p);
+
+/// A one-line summary: target, threads, grid, tile sizes, steps by kind.
+std::string summary(const Program& p);
+
+}  // namespace tessel::fuzz
