@@ -30,18 +30,30 @@ Layout annotated_layout(const FBuffer& b, int R, int C) {
 
 const char* kind_name(StepKind k) {
   switch (k) {
-    case StepKind::kLoad: return "load";
-    case StepKind::kCopy: return "copy";
-    case StepKind::kFill: return "fill";
-    case StepKind::kElemwise: return "elemwise";
-    case StepKind::kLocalTmp: return "local";
-    case StepKind::kReduce: return "reduce";
-    case StepKind::kBroadcast: return "broadcast";
-    case StepKind::kVecOp: return "vecop";
-    case StepKind::kGemm: return "gemm";
-    case StepKind::kPipeline: return "pipelined";
-    case StepKind::kStore: return "store";
-    case StepKind::kAtomic: return "atomic";
+    case StepKind::kLoad:
+      return "load";
+    case StepKind::kCopy:
+      return "copy";
+    case StepKind::kFill:
+      return "fill";
+    case StepKind::kElemwise:
+      return "elemwise";
+    case StepKind::kLocalTmp:
+      return "local";
+    case StepKind::kReduce:
+      return "reduce";
+    case StepKind::kBroadcast:
+      return "broadcast";
+    case StepKind::kVecOp:
+      return "vecop";
+    case StepKind::kGemm:
+      return "gemm";
+    case StepKind::kPipeline:
+      return "pipelined";
+    case StepKind::kStore:
+      return "store";
+    case StepKind::kAtomic:
+      return "atomic";
   }
   return "?";
 }
@@ -69,9 +81,9 @@ class Builder {
       int d = s.kind == StepKind::kGemm ? p_.K : depth;
       ga_[i] = T_.tensor("GA" + n, s.trans_a ? std::vector<Expr>{d, M} : std::vector<Expr>{M, d},
                          DataType::f16());
-      gb_[i] = T_.tensor("GB" + n,
-                         s.trans_b ? std::vector<Expr>{cols, d} : std::vector<Expr>{d, cols},
-                         DataType::f16());
+      gb_[i] =
+          T_.tensor("GB" + n, s.trans_b ? std::vector<Expr>{cols, d} : std::vector<Expr>{d, cols},
+                    DataType::f16());
     }
     for (const Step& s : p_.steps) {
       if (s.kind == StepKind::kStore) {
@@ -186,7 +198,14 @@ class Builder {
         store_out(s, row0);
         break;
       case StepKind::kAtomic:
-        T_.atomic_add(outs_[s.out](0, 0), bufs_[s.a]);
+        if (s.flag) {
+          // Element atomics inside a T.Parallel (split-K style).
+          T_.parallel(p_.R, p_.C, [&](Var i, Var j) {
+            T_.atomic_add(outs_[s.out](i, j), bufs_[s.a](i, j).load());
+          });
+        } else {
+          T_.atomic_add(outs_[s.out](0, 0), bufs_[s.a]);
+        }
         break;
     }
   }
@@ -205,6 +224,7 @@ class Builder {
     GemmOptions opt;
     opt.transpose_A = s.trans_a;
     opt.transpose_B = s.trans_b;
+    opt.policy = static_cast<GemmWarpPolicy>(s.op % 3);
     const BufferRef& ga = ga_.at(index);
     const BufferRef& gb = gb_.at(index);
     auto body = [&](Expr k0) {
@@ -226,7 +246,8 @@ class Builder {
       return;
     }
     if (s.flag) T_.clear(bufs_[s.dst]);
-    T_.pipelined(p_.k_tiles, s.stages, [&](Var k) { body(k * K); }, {}, "k" + n);
+    T_.pipelined(
+        p_.k_tiles, s.stages, [&](Var k) { body(k * K); }, {}, "k" + n);
   }
 
   void store_out(const Step& s, const Expr& row0) {
@@ -246,17 +267,15 @@ class Builder {
         T_.copy(src, o(row0));
         return;
       }
-      T_.parallel(p_.R, [&](Var i) {
-        T_.if_then(row0 + i < M_, [&] { o(row0 + i) = src(i).load(); });
-      });
+      T_.parallel(p_.R,
+                  [&](Var i) { T_.if_then(row0 + i < M_, [&] { o(row0 + i) = src(i).load(); }); });
     } else {
       if (!s.flag) {
         T_.copy(src, o(bx_, 0));
         return;
       }
-      T_.parallel(p_.C, [&](Var j) {
-        T_.if_then(j < p_.cols(), [&] { o(bx_, j) = src(j).load(); });
-      });
+      T_.parallel(p_.C,
+                  [&](Var j) { T_.if_then(j < p_.cols(), [&] { o(bx_, j) = src(j).load(); }); });
     }
   }
 

@@ -34,9 +34,9 @@ std::vector<int> reads_of(const Step& s) {
     if (b >= 0) r.push_back(b);
   }
   // Accumulating gemms and reductions read their destination.
-  bool accumulates = (s.kind == StepKind::kGemm || s.kind == StepKind::kPipeline ||
-                      s.kind == StepKind::kReduce) &&
-                     !s.flag;
+  bool accumulates =
+      (s.kind == StepKind::kGemm || s.kind == StepKind::kPipeline || s.kind == StepKind::kReduce) &&
+      !s.flag;
   if (accumulates) r.push_back(s.dst);
   return r;
 }
@@ -59,8 +59,7 @@ std::vector<std::string> KnownBugs::active() const {
   if (reduce_into_filled) names.push_back("reduce_into_filled");
   if (reduce_non_pow2_threads) names.push_back("reduce_non_pow2_threads");
   if (replicated_vector_non_pow2) names.push_back("replicated_vector_non_pow2");
-  if (reduce_into_foreign_laid_out_vector)
-    names.push_back("reduce_into_foreign_laid_out_vector");
+  if (reduce_into_foreign_laid_out_vector) names.push_back("reduce_into_foreign_laid_out_vector");
   return names;
 }
 
@@ -95,8 +94,8 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
                    "copy between different shapes");
         break;
       case StepKind::kElemwise:
-        bad = need(s.dst >= 0 && s.a >= 0 && s.b >= 0 && !is_vec(buf(s.dst)) &&
-                       !is_vec(buf(s.a)) && !is_vec(buf(s.b)),
+        bad = need(s.dst >= 0 && s.a >= 0 && s.b >= 0 && !is_vec(buf(s.dst)) && !is_vec(buf(s.a)) &&
+                       !is_vec(buf(s.b)),
                    "elementwise needs tiles");
         break;
       case StepKind::kLocalTmp:
@@ -139,9 +138,9 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
         bad = need(s.a >= 0 && s.out >= 0, "store needs a source");
         break;
       case StepKind::kAtomic:
-        bad = need(s.a >= 0 && s.out >= 0 && !is_vec(buf(s.a)) &&
-                       buf(s.a).scope == FScope::kFragment,
-                   "atomic needs a fragment tile");
+        bad =
+            need(s.a >= 0 && s.out >= 0 && !is_vec(buf(s.a)) && buf(s.a).scope == FScope::kFragment,
+                 "atomic needs a fragment tile");
         break;
     }
     if (bad) return bad;
@@ -204,7 +203,9 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
     return n;
   };
   std::vector<bool> written;
-  auto is_written = [&](int i) { return i >= 0 && i < static_cast<int>(written.size()) && written[i]; };
+  auto is_written = [&](int i) {
+    return i >= 0 && i < static_cast<int>(written.size()) && written[i];
+  };
   int outputs = 0;
   // Appends `s` when the program stays valid; marks its destination written.
   auto push = [&](const Step& s) {
@@ -278,7 +279,8 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
     int kind = rng.below(100);
     if (kind < 10) {
       s.kind = StepKind::kCopy;
-      s.a = rng.chance(75) ? source_tile(false) : source_vec(rng.chance(50) ? Shape::kRow : Shape::kCol);
+      s.a = rng.chance(75) ? source_tile(false)
+                           : source_vec(rng.chance(50) ? Shape::kRow : Shape::kCol);
       if (s.a < 0) continue;
       s.dst = add_buffer(p.buffers[s.a].shape, false);
     } else if (kind < 15) {
@@ -306,9 +308,8 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
       s.op = rng.below(5);
       s.flag = rng.chance(70);
       Shape want = s.dim == 1 ? Shape::kRow : Shape::kCol;
-      int old = pick_written([&](const FBuffer& b) {
-        return b.shape == want && b.scope == FScope::kFragment;
-      });
+      int old = pick_written(
+          [&](const FBuffer& b) { return b.shape == want && b.scope == FScope::kFragment; });
       if (!s.flag && old < 0) s.flag = true;
       s.dst = (!s.flag || (old >= 0 && rng.chance(30))) ? old : add_buffer(want, true);
     } else if (kind < 64) {
@@ -333,6 +334,7 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
       s.a_scope = s.kind == StepKind::kGemm && rng.chance(40) ? 1 : 0;
       s.b_scope = s.kind == StepKind::kGemm && rng.chance(40) ? 1 : 0;
       s.stages = rng.below(5);
+      s.op = rng.chance(60) ? 0 : 1 + rng.below(2);  // warp policy: Square, FullRow, FullCol
     } else if (kind < 92) {
       s.kind = StepKind::kStore;
       s.a = pick_written([](const FBuffer&) { return true; });
@@ -343,6 +345,7 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
       s.kind = StepKind::kAtomic;
       s.a = source_tile(true);
       if (s.a < 0) continue;
+      s.flag = rng.chance(40);
       s.out = outputs++;
     }
     push(s);
@@ -358,7 +361,8 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
       if (t.a == d || t.b == d || t.vec == d) read_later = true;
       if (t.dst == d) break;
     }
-    if (!read_later && std::find(leaves.begin(), leaves.end(), d) == leaves.end()) leaves.push_back(d);
+    if (!read_later && std::find(leaves.begin(), leaves.end(), d) == leaves.end())
+      leaves.push_back(d);
   }
   for (int d : leaves) {
     Step s;

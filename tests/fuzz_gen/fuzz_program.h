@@ -56,26 +56,27 @@ struct FBuffer {
 };
 
 enum class StepKind : uint8_t {
-  kLoad,      ///< T.copy(X[bx * R, 0], dst): global -> tile, ragged at the tensor's edge
-  kCopy,      ///< T.copy(src, dst): between tiles of any two scopes
-  kFill,      ///< T.fill(dst, v) / T.clear(dst)
-  kElemwise,  ///< T.Parallel: dst = a op b (+ X where inside), mixing scopes
-  kLocalTmp,  ///< T.Parallel through a T.alloc_local temporary
-  kReduce,    ///< T.reduce_<kind>(a, dst, dim, clear)
-  kBroadcast, ///< T.Parallel: dst[i, j] = a[i, j] op vec[i or j]
-  kVecOp,     ///< 1-d T.Parallel over a vector: dst[i] = a[i] * c + d
-  kGemm,      ///< T.gemm of two f16 operands loaded from GA / GB into dst (R, C) f32
-  kPipeline,  ///< T.Pipelined over K tiles: copies into shared and a gemm into dst
-  kStore,     ///< T.copy(a, O_n[bx * R, 0]) or a guarded T.Parallel store
-  kAtomic,    ///< T.atomic_add(O_n[0, 0], a): every block adds into one tile
+  kLoad,       ///< T.copy(X[bx * R, 0], dst): global -> tile, ragged at the tensor's edge
+  kCopy,       ///< T.copy(src, dst): between tiles of any two scopes
+  kFill,       ///< T.fill(dst, v) / T.clear(dst)
+  kElemwise,   ///< T.Parallel: dst = a op b (+ X where inside), mixing scopes
+  kLocalTmp,   ///< T.Parallel through a T.alloc_local temporary
+  kReduce,     ///< T.reduce_<kind>(a, dst, dim, clear)
+  kBroadcast,  ///< T.Parallel: dst[i, j] = a[i, j] op vec[i or j]
+  kVecOp,      ///< 1-d T.Parallel over a vector: dst[i] = a[i] * c + d
+  kGemm,       ///< T.gemm of two f16 operands loaded from GA / GB into dst (R, C) f32
+  kPipeline,   ///< T.Pipelined over K tiles: copies into shared and a gemm into dst
+  kStore,      ///< T.copy(a, O_n[bx * R, 0]) or a guarded T.Parallel store
+  kAtomic,     ///< T.atomic_add(O_n[0, 0], a), or element atomics in a T.Parallel: every block
+               ///< adds into one tile
 };
 
 struct Step {
   StepKind kind = StepKind::kLoad;
   int dst = -1, a = -1, b = -1, vec = -1;  ///< buffer indices
-  int op = 0;                             ///< operator choice (meaning depends on the kind)
-  int dim = 1;                            ///< reduce / broadcast axis
-  bool flag = false;                      ///< clear (reduce/gemm), parallel store, global term
+  int op = 0;         ///< operator choice (meaning depends on the kind; gemm: the warp policy)
+  int dim = 1;        ///< reduce / broadcast axis
+  bool flag = false;  ///< clear (reduce/gemm), parallel store or atomic, global term
   bool trans_a = false, trans_b = false;  ///< gemm
   int a_scope = 0, b_scope = 0;           ///< gemm operands: 0 shared, 1 fragment
   int stages = 0;                         ///< pipeline stages (0-4)
@@ -87,14 +88,14 @@ struct Program {
   uint64_t seed = 0;
   std::string target = "sm80";
   int threads = 128;
-  int grid = 1;          ///< blocks along x
-  int R = 32, C = 32;    ///< tile rows and columns
-  int K = 16;            ///< gemm depth of one tile
-  int k_tiles = 1;       ///< pipelined loops: K tiles
-  int ragged_rows = 0;   ///< the tensors have grid * R - ragged_rows rows
-  int ragged_cols = 0;   ///< and C - ragged_cols columns
-  int ragged_k = 0;      ///< and K * k_tiles - ragged_k gemm depth
-  bool symbolic = false; ///< the row count is T.dynamic("M")
+  int grid = 1;           ///< blocks along x
+  int R = 32, C = 32;     ///< tile rows and columns
+  int K = 16;             ///< gemm depth of one tile
+  int k_tiles = 1;        ///< pipelined loops: K tiles
+  int ragged_rows = 0;    ///< the tensors have grid * R - ragged_rows rows
+  int ragged_cols = 0;    ///< and C - ragged_cols columns
+  int ragged_k = 0;       ///< and K * k_tiles - ragged_k gemm depth
+  bool symbolic = false;  ///< the row count is T.dynamic("M")
   std::vector<FBuffer> buffers;
   std::vector<Step> steps;
 
