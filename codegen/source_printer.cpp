@@ -235,9 +235,7 @@ class SourcePrinter {
   /// Row-major offset of `idx` in `b` (per-thread and shared buffers are declared with their
   /// own shape flattened the same way).
   std::string flat_index(const Buffer& b, const std::vector<Expr>& idx) {
-    Expr flat = idx[0];
-    for (size_t d = 1; d < idx.size(); ++d) flat = flat * b->shape[d] + idx[d];
-    return expr_text(analyzer_.simplify(flat));
+    return expr_text(analyzer_.simplify(flat_offset(b, idx)));
   }
 
   // ---- Statements ------------------------------------------------------------------------------
@@ -262,7 +260,7 @@ class SourcePrinter {
           line(o, "#pragma unroll");
         }
         std::string v = name(f->var);
-        line(o, "for (int " + v + " = " + expr_text(f->min) + "; " + v + " < " +
+        line(o, "for (" + c_type(lang_, f->var.dtype()) + " " + v + " = " + expr_text(f->min) + "; " + v + " < " +
                     expr_text(analyzer_.simplify(f->min + f->extent)) + "; ++" + v + ") {");
         ++indent_;
         stmt(o, f->body);

@@ -254,25 +254,26 @@ void KernelBuilder::loop(ForKind kind, std::vector<Var> vars, std::vector<Expr> 
 }
 
 void KernelBuilder::parallel(Expr e0, const std::function<void(Var)>& body, SourceLoc loc) {
-  Var i("i");
+  Var i("i", loop_var_type(make_int(0), e0));
   loop(ForKind::kParallel, {i}, {std::move(e0)}, [&] { body(i); }, std::move(loc));
 }
 void KernelBuilder::parallel(Expr e0, Expr e1, const std::function<void(Var, Var)>& body,
                              SourceLoc loc) {
-  Var i("i"), j("j");
+  Var i("i", loop_var_type(make_int(0), e0)), j("j", loop_var_type(make_int(0), e1));
   loop(ForKind::kParallel, {i, j}, {std::move(e0), std::move(e1)}, [&] { body(i, j); },
        std::move(loc));
 }
 void KernelBuilder::parallel(Expr e0, Expr e1, Expr e2,
                              const std::function<void(Var, Var, Var)>& body, SourceLoc loc) {
-  Var i("i"), j("j"), k("k");
+  Var i("i", loop_var_type(make_int(0), e0)), j("j", loop_var_type(make_int(0), e1)),
+      k("k", loop_var_type(make_int(0), e2));
   loop(ForKind::kParallel, {i, j, k}, {std::move(e0), std::move(e1), std::move(e2)},
        [&] { body(i, j, k); }, std::move(loc));
 }
 
 void KernelBuilder::pipelined(Expr extent, int num_stages, const std::function<void(Var)>& body,
                               PipelineInfo extra, std::string var, SourceLoc loc) {
-  Var k(std::move(var));
+  Var k(std::move(var), loop_var_type(make_int(0), extent));
   extra.num_stages = num_stages;
   loop(ForKind::kPipelined, {k}, {std::move(extent)}, [&] { body(k); }, std::move(loc),
        std::move(extra));
@@ -280,17 +281,17 @@ void KernelBuilder::pipelined(Expr extent, int num_stages, const std::function<v
 
 void KernelBuilder::serial(Expr extent, const std::function<void(Var)>& body, std::string var,
                            SourceLoc loc) {
-  Var i(std::move(var));
+  Var i(std::move(var), loop_var_type(make_int(0), extent));
   loop(ForKind::kSerial, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
 }
 void KernelBuilder::unroll(Expr extent, const std::function<void(Var)>& body, std::string var,
                            SourceLoc loc) {
-  Var i(std::move(var));
+  Var i(std::move(var), loop_var_type(make_int(0), extent));
   loop(ForKind::kUnrolled, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
 }
 void KernelBuilder::vectorized(Expr extent, const std::function<void(Var)>& body,
                                std::string var, SourceLoc loc) {
-  Var i(std::move(var));
+  Var i(std::move(var), loop_var_type(make_int(0), extent));
   loop(ForKind::kVectorized, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
 }
 

@@ -151,6 +151,10 @@ std::string gemm_operand_layout_kind(int64_t rows, int64_t cols, DataType dtype,
   if (rows % 8 != 0) return "padded";
   if (cols % (vec * 8) == 0) return "swizzle_128b";
   if (cols % (vec * 4) == 0) return "swizzle_64b";
+  // A 32-byte row: padding to 48 bytes puts rows r and r + 3 of one cp.async phase (8 lanes x
+  // 16 bytes) in the same banks, a 2-way conflict; the 32B swizzle is conflict-free for it and
+  // for ldmatrix.
+  if (cols % (vec * 2) == 0) return "swizzle_32b";
   return "padded";
 }
 
@@ -158,6 +162,7 @@ Layout gemm_operand_layout(int64_t rows, int64_t cols, DataType dtype, bool k_in
   std::string kind = gemm_operand_layout_kind(rows, cols, dtype, k_inner);
   if (kind == "swizzle_128b") return swizzle_128b(rows, cols, dtype);
   if (kind == "swizzle_64b") return swizzle_64b(rows, cols, dtype);
+  if (kind == "swizzle_32b") return swizzle_32b(rows, cols, dtype);
   return gemm_padded(rows, cols, dtype);
 }
 

@@ -42,14 +42,20 @@ Expr FloatImmNode::make(DataType dtype, double value) {
 }
 
 Expr make_int(int64_t value) {
-  bool fits32 = value >= std::numeric_limits<int32_t>::min() &&
-                value <= std::numeric_limits<int32_t>::max();
+  bool fits32 =
+      value >= std::numeric_limits<int32_t>::min() && value <= std::numeric_limits<int32_t>::max();
   return IntImmNode::make(fits32 ? DataType::i32() : DataType::i64(), value);
 }
 
 Expr make_const(DataType dtype, double value) {
   if (dtype.is_float()) return FloatImmNode::make(dtype, value);
   return IntImmNode::make(dtype, static_cast<int64_t>(std::nearbyint(value)));
+}
+
+DataType loop_var_type(const Expr& min, const Expr& extent) {
+  bool wide = (min.dtype().is_integral() && min.dtype().bits > 32) ||
+              (extent.dtype().is_integral() && extent.dtype().bits > 32);
+  return wide ? DataType::i64() : DataType::i32();
 }
 
 std::optional<int64_t> as_const_int(const Expr& e) {
@@ -87,24 +93,65 @@ void require_defined(const Expr& e, const char* op) {
   if (!e.defined()) internal_error(std::string("undefined operand of ") + op);
 }
 
-/// Folds integer arithmetic on two literals, Python semantics; nullopt when not foldable.
-std::optional<int64_t> fold_int(ExprKind k, int64_t a, int64_t b) {
+/// The exact result of integer arithmetic on two literals, Python semantics: nullopt when not
+/// foldable (division by zero, a negative shift) and `*overflow` set when it leaves int64.
+std::optional<int64_t> fold_int(ExprKind k, int64_t a, int64_t b, bool* overflow) {
+  int64_t r = 0;
   switch (k) {
-    // Wrapping arithmetic: the result is then wrapped to the operands' dtype by the caller.
-    case ExprKind::kAdd: return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-    case ExprKind::kSub: return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
-    case ExprKind::kMul: return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-    case ExprKind::kFloorDiv: return b == 0 ? std::nullopt : std::optional(floor_div(a, b));
-    case ExprKind::kFloorMod: return b == 0 ? std::nullopt : std::optional(floor_mod(a, b));
-    case ExprKind::kMin: return std::min(a, b);
-    case ExprKind::kMax: return std::max(a, b);
-    case ExprKind::kBitAnd: return a & b;
-    case ExprKind::kBitOr: return a | b;
-    case ExprKind::kBitXor: return a ^ b;
-    case ExprKind::kShl: return (b < 0 || b >= 63) ? std::nullopt : std::optional(a << b);
-    case ExprKind::kShr: return (b < 0 || b >= 63) ? std::nullopt : std::optional(a >> b);
-    default: return std::nullopt;
+    case ExprKind::kAdd:
+      *overflow = __builtin_add_overflow(a, b, &r);
+      return r;
+    case ExprKind::kSub:
+      *overflow = __builtin_sub_overflow(a, b, &r);
+      return r;
+    case ExprKind::kMul:
+      *overflow = __builtin_mul_overflow(a, b, &r);
+      return r;
+    case ExprKind::kFloorDiv:
+      if (b == 0) return std::nullopt;
+      *overflow = a == std::numeric_limits<int64_t>::min() && b == -1;
+      return floor_div(a, b);
+    case ExprKind::kFloorMod:
+      return b == 0 ? std::nullopt : std::optional(floor_mod(a, b));
+    case ExprKind::kMin:
+      return std::min(a, b);
+    case ExprKind::kMax:
+      return std::max(a, b);
+    case ExprKind::kBitAnd:
+      return a & b;
+    case ExprKind::kBitOr:
+      return a | b;
+    case ExprKind::kBitXor:
+      return a ^ b;
+    case ExprKind::kShl:
+      if (b < 0) return std::nullopt;
+      *overflow = a != 0 && (b >= 63 || (a > 0 ? a > (std::numeric_limits<int64_t>::max() >> b)
+                                               : a < (std::numeric_limits<int64_t>::min() >> b)));
+      return *overflow ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+    case ExprKind::kShr:
+      return b < 0 ? std::nullopt : std::optional(a >> std::min<int64_t>(b, 63));
+    default:
+      return std::nullopt;
   }
+}
+
+/// An integer literal folded from `a k b`. Literals of the default index type (int32, what a
+/// Python integer becomes) fold exactly, as Python integers do: a result past int32 becomes an
+/// int64 literal, one past int64 is a user error. Literals of another integer dtype were given
+/// that dtype on purpose and wrap around to it.
+std::optional<Expr> fold_literals(ExprKind k, const char* symbol, DataType t, int64_t a,
+                                  int64_t b) {
+  bool overflow = false;
+  auto folded = fold_int(k, a, b, &overflow);
+  if (!folded) return std::nullopt;
+  bool exact = t == DataType::i32() || t == DataType::i64();
+  if (!exact) return IntImmNode::make(t, *folded);
+  if (overflow) {
+    user_error("integer overflow: " + std::to_string(a) + " " + symbol + " " + std::to_string(b) +
+               " does not fit in 64 bits; index arithmetic is exact up to int64, so use smaller "
+               "sizes or offsets");
+  }
+  return t == DataType::i64() ? IntImmNode::make(t, *folded) : make_int(*folded);
 }
 
 bool is_bitwise(ExprKind k) {
@@ -127,7 +174,7 @@ Expr make_binary(Expr a, Expr b) {
   b = convert(b, t);
   auto ca = as_const_int(a), cb = as_const_int(b);
   if (ca && cb) {
-    if (auto folded = fold_int(k, *ca, *cb)) return IntImmNode::make(t, *folded);
+    if (auto folded = fold_literals(k, Node::kSymbol, t, *ca, *cb)) return *folded;
   }
   // Identities that keep printed index expressions readable: x + 0, x * 1, x * 0, x // 1.
   if (k == ExprKind::kAdd && cb == 0) return a;
@@ -163,13 +210,17 @@ Expr make_compare(Expr a, Expr b) {
 
 }  // namespace
 
-#define TESSEL_DEFINE_BINARY_(name, sym) \
-  Expr name##Node::make(Expr a, Expr b) { return make_binary<name##Node>(std::move(a), std::move(b)); }
+#define TESSEL_DEFINE_BINARY_(name, sym)                        \
+  Expr name##Node::make(Expr a, Expr b) {                       \
+    return make_binary<name##Node>(std::move(a), std::move(b)); \
+  }
 TESSEL_BINARY_NODES(TESSEL_DEFINE_BINARY_)
 #undef TESSEL_DEFINE_BINARY_
 
-#define TESSEL_DEFINE_COMPARE_(name, sym) \
-  Expr name##Node::make(Expr a, Expr b) { return make_compare<name##Node>(std::move(a), std::move(b)); }
+#define TESSEL_DEFINE_COMPARE_(name, sym)                        \
+  Expr name##Node::make(Expr a, Expr b) {                        \
+    return make_compare<name##Node>(std::move(a), std::move(b)); \
+  }
 TESSEL_COMPARE_NODES(TESSEL_DEFINE_COMPARE_)
 #undef TESSEL_DEFINE_COMPARE_
 
@@ -230,7 +281,10 @@ Expr sqrt(Expr x) { return call(Builtin::kSqrt, {std::move(x)}); }
 Expr operator+(Expr a, Expr b) { return AddNode::make(std::move(a), std::move(b)); }
 Expr operator-(Expr a, Expr b) { return SubNode::make(std::move(a), std::move(b)); }
 Expr operator-(Expr a) {
-  if (auto c = as_const_int(a)) return IntImmNode::make(a.dtype(), -*c);
+  if (auto c = as_const_int(a)) {
+    if (a.dtype() == DataType::i32()) return make_int(-*c);  // a Python integer: exact
+    return IntImmNode::make(a.dtype(), static_cast<int64_t>(0 - static_cast<uint64_t>(*c)));
+  }
   if (const auto* f = a.as<FloatImmNode>()) return FloatImmNode::make(a.dtype(), -f->value);
   Expr zero = make_const(a.dtype(), 0);
   return SubNode::make(zero, a);

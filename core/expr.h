@@ -301,6 +301,10 @@ Expr operator&&(Expr a, Expr b);
 Expr operator||(Expr a, Expr b);
 Expr operator!(Expr a);
 
+/// The dtype of a loop variable counting from `min` over `extent`: int64 when either bound is a
+/// 64-bit integer (a loop past 2^31 iterations), int32 otherwise.
+DataType loop_var_type(const Expr& min, const Expr& extent);
+
 /// The constant value of an integer immediate, if `e` is one.
 std::optional<int64_t> as_const_int(const Expr& e);
 /// Structural equality (Vars and Buffers compare by identity).

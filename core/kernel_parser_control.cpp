@@ -98,8 +98,9 @@ void Parser::parse_for(std::vector<Stmt>& out) {
   std::vector<Var> vars;
   auto loop_scope = std::make_shared<NameScope>();
   loop_scope->parent = scope_;
-  for (const Token& n : names) {
-    vars.emplace_back(n.text);
+  for (size_t d = 0; d < names.size(); ++d) {
+    const Token& n = names[d];
+    vars.emplace_back(n.text, loop_var_type(mins[d], extents[d]));
     loop_scope->names[n.text] = Binding{Value::of(Expr(vars.back())), loc_of(n), true};
   }
   std::swap(scope_, loop_scope);

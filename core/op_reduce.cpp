@@ -46,11 +46,21 @@ TileOpRef ReduceOp::make(ReduceKind kind, Buffer src, Buffer dst, int dim, bool 
                          SourceLoc loc) {
   std::string op = "T.reduce_" + std::string(reduce_kind_name(kind)) +
                    (loc.known() ? " at " + loc.str() : "");
+  // Both levels run only what the thread level can lower: reductions of fragments.
+  for (const Buffer* b : {&src, &dst}) {
+    if ((*b)->scope != Scope::kFragment) {
+      user_error(op + ": '" + (*b)->name + "' is in " + scope_name((*b)->scope) +
+                 " memory; at thread level reductions run on fragments — copy it into a "
+                 "T.alloc_fragment buffer first");
+    }
+  }
   int nd = static_cast<int>(src->ndim());
+  const int given = dim;
   if (dim < 0) dim += nd;  // Python-style negative dims
   if (dim < 0 || dim >= nd) {
-    user_error(op + ": dim=" + std::to_string(dim) + " but '" + src->name + "' has " +
-               std::to_string(nd) + " dimension(s); pick a dim in [0, " + std::to_string(nd) + ")");
+    user_error(op + ": dim=" + std::to_string(given) + " but '" + src->name + "' has " +
+               std::to_string(nd) + " dimension(s); pick a dim in [-" + std::to_string(nd) +
+               ", " + std::to_string(nd) + ")");
   }
   std::vector<Expr> want;
   for (int d = 0; d < nd; ++d) {

@@ -7,6 +7,7 @@
 // thread holds the whole destination and step 2-3 become one pass through shared memory.
 #include <bit>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -57,7 +58,8 @@ Expr identity(ReduceKind kind, DataType t) {
   switch (kind) {
     case ReduceKind::kSum:
     case ReduceKind::kAbsSum:
-    case ReduceKind::kAbsMax: return make_const(t, 0);
+    case ReduceKind::kAbsMax:
+      return make_const(t, 0);
     case ReduceKind::kMax:
       return make_const(t, t.is_float() ? -std::numeric_limits<double>::infinity() : min_value(t));
     case ReduceKind::kMin:
@@ -69,10 +71,13 @@ Expr identity(ReduceKind kind, DataType t) {
 Expr combine(ReduceKind kind, const Expr& a, const Expr& b) {
   switch (kind) {
     case ReduceKind::kSum:
-    case ReduceKind::kAbsSum: return a + b;
+    case ReduceKind::kAbsSum:
+      return a + b;
     case ReduceKind::kMax:
-    case ReduceKind::kAbsMax: return max(a, b);
-    case ReduceKind::kMin: return min(a, b);
+    case ReduceKind::kAbsMax:
+      return max(a, b);
+    case ReduceKind::kMin:
+      return min(a, b);
   }
   return a + b;
 }
@@ -104,6 +109,39 @@ std::optional<Holding> holding(const Fragment& dst, int64_t threads) {
   return std::nullopt;
 }
 
+/// A source element whose owning thread does not hold the destination element of its row:
+/// its partial would go to a thread that never combines it (nullopt when there is none). The
+/// shuffles and the workspace combine partials only among the holders of each destination
+/// element, so the source's owners must be among them.
+std::optional<std::string> unheld_source(const ReduceOp& op, const Fragment& S, const Fragment& D) {
+  std::optional<std::string> found;
+  std::map<std::vector<int64_t>, std::set<int64_t>> held;
+  for_each_index(S.input_shape(), [&](const std::vector<int64_t>& idx) {
+    if (found) return;
+    std::vector<int64_t> key;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      if (static_cast<int>(d) != op.dim()) key.push_back(idx[d]);
+    }
+    if (key.empty()) key.push_back(0);
+    auto it = held.find(key);
+    if (it == held.end()) {
+      std::vector<int64_t> h = holders(D, key);
+      it = held.emplace(key, std::set<int64_t>(h.begin(), h.end())).first;
+    }
+    int64_t owner = S.map_fragment(idx, 0).first;
+    if (it->second.count(owner)) return;
+    auto list = [](const std::vector<int64_t>& v) {
+      std::string s;
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+      return s;
+    };
+    found = "thread " + std::to_string(owner) + " holds " + op.src()->name + "[" + list(idx) +
+            "] but not " + op.dst()->name + "[" + list(key) + "] (held by thread " +
+            std::to_string(*it->second.begin()) + (it->second.size() > 1 ? ", ..." : "") + ")";
+  });
+  return found;
+}
+
 }  // namespace
 
 void ReduceOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
@@ -120,8 +158,9 @@ void ReduceOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
       return;
     }
   }
-  ctx.set_fragment(dst_, Fragment::fully_replicated(dst_shape, ctx.threads()),
-                   describe() + " (every thread: " + (why.empty() ? "replicated source" : why) + ")");
+  ctx.set_fragment(
+      dst_, Fragment::fully_replicated(dst_shape, ctx.threads()),
+      describe() + " (every thread: " + (why.empty() ? "replicated source" : why) + ")");
 }
 
 Stmt ReduceOp::lower(LowerContext& ctx) const {
@@ -133,7 +172,18 @@ Stmt ReduceOp::lower(LowerContext& ctx) const {
     user_error(describe() + ": cannot reduce '" + src_->name + "' laid out as " + S.to_string() +
                " into '" + dst_->name + "' laid out as " + D.to_string() +
                "; the source must not be replicated and the destination must be held by the "
-               "threads of each row; fix: drop the T.annotate_layout of '" + dst_->name + "'");
+               "threads of each row; fix: drop the T.annotate_layout of '" +
+               dst_->name + "'");
+  }
+  if (!hold->all_threads) {
+    if (auto why = unheld_source(*this, S, D)) {
+      user_error(describe() + ": '" + dst_->name + "' is laid out as " + D.to_string() +
+                 ", which does not follow '" + src_->name + "' (" + S.to_string() + "): " + *why +
+                 "; fix: let the reduction lay out '" + dst_->name +
+                 "' (drop its "
+                 "T.annotate_layout, or reduce into a fresh fragment and copy that into '" +
+                 dst_->name + "')");
+    }
   }
   const SourceLoc& loc = this->loc();
   const DataType t = dst_->dtype;
@@ -144,7 +194,9 @@ Stmt ReduceOp::lower(LowerContext& ctx) const {
     return ForNode::make(r, make_int(0), make_int(regs), ForKind::kSerial, body(r), loc);
   };
   auto acc_at = [&](const Expr& r) { return BufferLoadNode::make(acc, {r}); };
-  auto set_acc = [&](const Expr& r, Expr v) { return StoreNode::make(acc, {r}, std::move(v), loc); };
+  auto set_acc = [&](const Expr& r, Expr v) {
+    return StoreNode::make(acc, {r}, std::move(v), loc);
+  };
   std::vector<Stmt> out;
   out.push_back(each_register([&](const Var& r) { return set_acc(r, identity(kind_, t)); }));
 
@@ -171,9 +223,11 @@ Stmt ReduceOp::lower(LowerContext& ctx) const {
     }
   };
   if (hold->all_threads || hold->group >> warp_bits) {
-    Buffer ws = ctx.temporary(dst_->name + "_red", {make_int(threads), make_int(regs)}, t,
-                              Scope::kShared);
-    auto ws_at = [&](Expr who, const Expr& r) { return BufferLoadNode::make(ws, {std::move(who), r}); };
+    Buffer ws =
+        ctx.temporary(dst_->name + "_red", {make_int(threads), make_int(regs)}, t, Scope::kShared);
+    auto ws_at = [&](Expr who, const Expr& r) {
+      return BufferLoadNode::make(ws, {std::move(who), r});
+    };
     int64_t lanes = hold->all_threads ? 0 : hold->group & ((int64_t{1} << warp_bits) - 1);
     shuffles(lanes);  // inside the warp first
     out.push_back(each_register([&](const Var& r) {
@@ -182,12 +236,13 @@ Stmt ReduceOp::lower(LowerContext& ctx) const {
     if (hold->all_threads) {
       Var u = ctx.fresh_var("u");
       out.push_back(each_register([&](const Var& r) {
-        return SeqNode::make({set_acc(r, identity(kind_, t)),
-                              ForNode::make(u, make_int(0), make_int(threads), ForKind::kSerial,
-                                            set_acc(r, combine(kind_, acc_at(r), ws_at(u, r))), loc)});
+        return SeqNode::make(
+            {set_acc(r, identity(kind_, t)),
+             ForNode::make(u, make_int(0), make_int(threads), ForKind::kSerial,
+                           set_acc(r, combine(kind_, acc_at(r), ws_at(u, r))), loc)});
       }));
     } else {
-      int64_t warps = hold->group >> warp_bits;  // the warp bits of the group
+      int64_t warps = hold->group >> warp_bits;              // the warp bits of the group
       for (int64_t m = warps; m > 0; m = (m - 1) & warps) {  // every non-empty subset
         Expr partner = thread ^ make_int(m << warp_bits);
         out.push_back(each_register([&](const Var& r) {
@@ -202,15 +257,15 @@ Stmt ReduceOp::lower(LowerContext& ctx) const {
   // (4) The destination.
   if (clear_) {
     Buffer dst_regs = ctx.registers(dst_);
-    out.push_back(each_register([&](const Var& r) {
-      return StoreNode::make(dst_regs, {r}, acc_at(r), loc);
-    }));
+    out.push_back(each_register(
+        [&](const Var& r) { return StoreNode::make(dst_regs, {r}, acc_at(r), loc); }));
   } else {
     std::vector<Var> key_vars;
     for (const std::string& n : default_iter_var_names(dst_->ndim())) key_vars.emplace_back(n);
     std::vector<Expr> key(key_vars.begin(), key_vars.end());
     Expr r = D.forward(key).second;
-    Stmt body = StoreNode::make(dst_, key, combine(kind_, BufferLoadNode::make(dst_, key), acc_at(r)), loc);
+    Stmt body =
+        StoreNode::make(dst_, key, combine(kind_, BufferLoadNode::make(dst_, key), acc_at(r)), loc);
     out.push_back(lower_over_layout(ctx, D, key_vars, fragment_shape(dst_, *this), body, loc));
   }
   return SeqNode::make(std::move(out));

@@ -4,6 +4,7 @@
 // num_stages <= 1 it is a serial loop. Buffers the lowering needs (workspaces, register
 // temporaries) are allocated at the top of the body. Fragment accesses stay logical; the
 // flattening pass maps them to registers.
+#include "core/buffer_accesses.h"
 #include "core/parallel_loop.h"
 #include "core/passes.h"
 #include "core/pipeline_inject.h"
@@ -56,6 +57,23 @@ class TileLowerer : public StmtMutator {
   const LowerOptions& options_;
 };
 
+/// The shared buffers that statements outside every planned T.Pipelined loop access.
+std::set<const BufferNode*> used_outside_pipelines(const Stmt& body) {
+  class DropPipelines : public StmtMutator {
+   protected:
+    Stmt visit_For(const ForNode* op, const Stmt& s) override {
+      if (op->for_kind == ForKind::kPipelined && !op->pipeline.stage.empty()) return SeqNode::make({});
+      return StmtMutator::visit_For(op, s);
+    }
+  };
+  ReadsWrites rw = reads_writes(DropPipelines().mutate(body), [](const Buffer& b) {
+    return b->scope == Scope::kShared || b->scope == Scope::kSharedDyn;
+  });
+  std::set<const BufferNode*> out = rw.reads;
+  out.insert(rw.writes.begin(), rw.writes.end());
+  return out;
+}
+
 }  // namespace
 
 LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutMap layouts,
@@ -74,6 +92,7 @@ LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutM
   for (const Var& v : kernel->dynamic_vars) analyzer.bind(v, IntBound{0, IntBound::kPosInf});
   LowerContext ctx(kernel, target, state.layouts, analyzer);
   TileLowerer lowerer(ctx, analyzer, options);
+  lowerer.versions.used_outside = used_outside_pipelines(kernel->body);
   Stmt body = apply_versions(lowerer.mutate(kernel->body), lowerer.versions);
   for (const auto& [_, v] : lowerer.versions.buffers) {  // the originals no longer exist
     auto it = state.layouts.shared.find(v.original.get());

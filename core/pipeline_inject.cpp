@@ -14,6 +14,7 @@
 #include "core/pipeline_inject.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "core/access_rewriter.h"
@@ -27,17 +28,18 @@ namespace tessel {
 
 namespace {
 
-/// Rewrites accesses of versioned buffers to their version `version`, and the loop variable to
-/// the source iteration.
+/// Rewrites accesses of versioned buffers to their version (`version` of the buffer), and the
+/// loop variable to the source iteration.
 class Versioner : public AccessRewriter {
  public:
-  Versioner(const PipelineVersions& versions, Expr version, const Var& loop, Expr source)
+  using VersionOf = std::function<Expr(const BufferNode*)>;
+  Versioner(const PipelineVersions& versions, VersionOf version, const Var& loop, Expr source)
       : versions_(versions), version_(std::move(version)), loop_(loop), source_(std::move(source)) {}
 
   std::optional<Access> rewrite(const Buffer& b, const std::vector<Expr>& idx) override {
     auto it = versions_.buffers.find(b.get());
     if (it == versions_.buffers.end()) return std::nullopt;
-    std::vector<Expr> out{version_};
+    std::vector<Expr> out{version_(b.get())};
     out.insert(out.end(), idx.begin(), idx.end());
     return Access{it->second.versioned, out};
   }
@@ -50,7 +52,7 @@ class Versioner : public AccessRewriter {
 
  private:
   const PipelineVersions& versions_;
-  Expr version_;
+  VersionOf version_;
   Var loop_;
   Expr source_;
 };
@@ -122,7 +124,13 @@ Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
       waited = true;
     }
     Expr source = g.stage == 0 ? Expr(k) : k - g.stage;
-    Expr version = floormod(source - loop.min, make_int(depth));
+    // Version of source iteration `source`; a buffer also used outside the loop is rotated so
+    // that the last iteration (min + extent - 1) writes version 0, which those accesses read.
+    Expr plain = floormod(source - loop.min, make_int(depth));
+    Expr rotated = floormod(source - loop.min - (loop.extent - 1), make_int(depth));
+    auto version = [&](const BufferNode* b) {
+      return versions.used_outside.count(b) ? rotated : plain;
+    };
     Stmt s = Versioner(versions, version, k, source).mutate(g.stmt);
     if (last_stage > 0) {
       Expr guard = source < loop.min + loop.extent;
@@ -143,7 +151,8 @@ Stmt apply_versions(const Stmt& body, const PipelineVersions& versions) {
   /// Allocations take the versioned buffer; accesses outside the pipelines use version 0.
   class Apply : public Versioner {
    public:
-    explicit Apply(const PipelineVersions& v) : Versioner(v, make_int(0), Var("_"), Expr()), v_(v) {}
+    explicit Apply(const PipelineVersions& v)
+        : Versioner(v, [](const BufferNode*) { return make_int(0); }, Var("_"), Expr()), v_(v) {}
 
    protected:
     Stmt visit_Alloc(const AllocNode* op, const Stmt& s) override {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include "core/layout.h"
@@ -26,6 +27,10 @@ struct PipelineVersions {
     int depth = 1;
   };
   std::map<const BufferNode*, Entry> buffers;
+  /// Shared buffers also accessed outside every pipelined loop (before or after one). Their
+  /// versions are numbered so that a loop's last iteration writes version 0, the version those
+  /// outside accesses use.
+  std::set<const BufferNode*> used_outside;
 };
 
 /// The pipelined loop for `loop` (the original T.Pipelined node) from its lowered statements.
@@ -35,7 +40,7 @@ Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
                      PipelineVersions& versions, bool drop_wait);
 
 /// Allocations of versioned buffers replaced by the versioned ones; accesses outside the
-/// pipelines use version 0.
+/// pipelines use version 0 (the last iteration's, see PipelineVersions::used_outside).
 Stmt apply_versions(const Stmt& body, const PipelineVersions& versions);
 
 /// The layout of a versioned buffer: version v of element x at v * size + layout(x) (linearised).

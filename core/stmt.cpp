@@ -2,6 +2,7 @@
 #include "core/stmt.h"
 
 #include "core/expr_printer.h"
+#include "core/pipeline_schedule.h"
 #include "core/stmt_functor.h"
 #include "core/tile_op.h"
 
@@ -48,6 +49,10 @@ Stmt ForNode::make(Var var, Expr min, Expr extent, ForKind kind, Stmt body, Sour
   if (!min.dtype().is_integral() || !extent.dtype().is_integral()) {
     user_error(where + ": loop bounds must be integers, got " + to_string(extent));
   }
+  if (var.dtype().is_integral() && var.dtype().bits < loop_var_type(min, extent).bits) {
+    user_error(where + ": the loop variable is " + var.dtype().name() + " but the loop runs to " +
+               to_string(min + extent) + "; make it an int64 variable (loop_var_type)");
+  }
   if (auto c = as_const_int(extent); c && *c < 0) {
     user_error(where + ": extent is " + std::to_string(*c) + "; a loop extent must be >= 0");
   }
@@ -62,6 +67,12 @@ Stmt ForNode::make(Var var, Expr min, Expr extent, ForKind kind, Stmt body, Sour
                "; give one entry per statement of the loop body in both");
   }
   if (!body.defined()) body = SeqNode::make({});
+  if (kind == ForKind::kPipelined && (!pipeline.order.empty() || !pipeline.stage.empty())) {
+    // The one validation of a user's schedule, for both levels (plan_pipelines repeats it on
+    // the completed schedule).
+    std::vector<Stmt> stmts = pipeline_statements(body);
+    check_pipeline_schedule(where, stmts, complete_pipeline_schedule(stmts, pipeline));
+  }
   if (kind == ForKind::kParallel) {
     for_each_stmt(body, [&](const Stmt& s) {
       const auto* call = s.as<TileOpCallNode>();

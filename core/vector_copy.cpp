@@ -1,20 +1,32 @@
 // Recognition of the vector copies codegen issues (see vector_copy.h).
 #include "core/vector_copy.h"
 
+#include <limits>
+
 #include "core/expr_functor.h"
 
 namespace tessel {
 
 namespace {
 
-/// The row-major offset of `idx` in `b`.
-Expr flat(const Buffer& b, const std::vector<Expr>& idx) {
-  Expr e = idx[0];
-  for (size_t d = 1; d < idx.size(); ++d) e = e * b->shape[d] + idx[d];
-  return e;
+/// True when `b` provably holds fewer than 2^31 elements.
+bool fits_int32(const Buffer& b) {
+  int64_t n = 1;
+  for (const Expr& e : b->shape) {
+    auto c = as_const_int(e);
+    if (!c || *c < 0 || __builtin_mul_overflow(n, *c, &n)) return false;
+  }
+  return n <= std::numeric_limits<int32_t>::max();
 }
 
 }  // namespace
+
+Expr flat_offset(const Buffer& b, const std::vector<Expr>& idx) {
+  Expr e = idx[0];
+  if (e.dtype().bits < 64 && !fits_int32(b)) e = cast(DataType::i64(), e);
+  for (size_t d = 1; d < idx.size(); ++d) e = e * b->shape[d] + idx[d];
+  return e;
+}
 
 std::optional<VectorCopy> match_vector_copy(const ForNode& loop, Analyzer& analyzer) {
   if (loop.for_kind != ForKind::kVectorized) return std::nullopt;
@@ -32,7 +44,7 @@ std::optional<VectorCopy> match_vector_copy(const ForNode& loop, Analyzer& analy
   };
   VectorCopy c{st, ld, bytes, Expr(), Expr()};
   for (bool dst : {true, false}) {
-    Expr e = dst ? flat(st->buffer, st->indices) : flat(ld->buffer, ld->indices);
+    Expr e = dst ? flat_offset(st->buffer, st->indices) : flat_offset(ld->buffer, ld->indices);
     Expr first = at(e, 0);
     if (!analyzer.can_prove_equal(analyzer.simplify(e - first), loop.var)) return std::nullopt;
     if (!analyzer.can_prove(floormod(first, make_int(*extent)) == make_int(0))) return std::nullopt;

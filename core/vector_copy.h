@@ -25,6 +25,11 @@ struct VectorCopy {
   Expr src_first;     ///< flat element offset of the source run (v = 0), simplified
 };
 
+/// The row-major element offset of `idx` in `b`, as generated code computes it: in int64 when
+/// `b` may hold 2^31 elements or more (a symbolic or large shape), so that the offset of a large
+/// tensor never wraps around in int32.
+Expr flat_offset(const Buffer& b, const std::vector<Expr>& idx);
+
 /// `loop` as a vector copy, or nullopt when it is anything else or a fact cannot be proved.
 std::optional<VectorCopy> match_vector_copy(const ForNode& loop, Analyzer& analyzer);
 

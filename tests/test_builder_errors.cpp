@@ -149,6 +149,16 @@ TEST_CASE("reduce over a dimension the source lacks is rejected") {
                        UserError);
 }
 
+TEST_CASE("a negative reduce dim past the rank is refused with the dim as written") {
+  KernelBuilder T("k");
+  T.kernel1(1, 128);
+  auto F = T.alloc_fragment("F", {64, 32}, f32);
+  auto R = T.alloc_fragment("R", {64}, f32);
+  CHECK_THROWS_WITH_AS(T.reduce_sum(F, R, -3),
+                       doctest::Contains("dim=-3 but 'F' has 2 dimension(s); pick a dim in [-2, 2)"),
+                       UserError);
+}
+
 TEST_CASE("a store with the wrong number of indices names the buffer") {
   KernelBuilder T("k");
   T.kernel1(1, 128);
@@ -215,6 +225,34 @@ TEST_CASE("a Layout on a fragment asks for a Fragment") {
   auto F = T.alloc_fragment("F", {16, 16}, DataType::f32());
   CHECK_THROWS_WITH_AS(T.annotate_layout({{F, Layout::row_major({16, 16})}}),
                        doctest::Contains("'F' is a local.fragment buffer but was given a Layout; annotate fragments with a Fragment"),
+                       UserError);
+}
+
+TEST_CASE("a non-injective shared layout is refused where it is annotated, naming two indices") {
+  KernelBuilder T("k");
+  T.kernel1(1, 128);
+  auto S = T.alloc_shared("S", {4, 4}, DataType::f32());
+  // i * 2 + j: S[0, 2] and S[1, 0] both land at offset 2 (row-major order finds (0, 2) first).
+  Layout folded = Layout::from_fn({4, 4}, [](const std::vector<Var>& v) {
+    return std::vector<Expr>{v[0] * 2 + v[1]};
+  });
+  CHECK_THROWS_WITH_AS(T.annotate_layout({{S, folded}}),
+                       doctest::Contains("the layout given to 'S' is not injective: S[0, 2] and "
+                                         "S[1, 0] both map to offset (2)"),
+                       UserError);
+}
+
+TEST_CASE("a fragment that puts two elements in one register is refused where it is annotated") {
+  KernelBuilder T("k");
+  T.kernel1(1, 128);
+  auto F = T.alloc_fragment("F", {8, 8}, DataType::f32());
+  // thread i, register j % 4: F[0, 0] and F[0, 4] share thread 0, register 0.
+  Fragment clash = Fragment::from_fn({8, 8}, [](const std::vector<Var>& v, const Var&) {
+    return std::pair<Expr, Expr>(v[0], floormod(v[1], 4));
+  });
+  CHECK_THROWS_WITH_AS(T.annotate_layout({{F, clash}}),
+                       doctest::Contains("F[0, 0] (replica 0) and F[0, 4] (replica 0) both live in "
+                                         "thread 0, register 0"),
                        UserError);
 }
 

@@ -304,10 +304,15 @@ TEST_SUITE("gemm operand layout") {
     CHECK(gemm_operand_layout_kind(64, 32, kF16) == "swizzle_64b");
   }
 
-  TEST_CASE("a 32-byte row falls back to padding by 16 bytes") {
-    // 16 f16 = 256 bits, a multiple of 256: pad by 128 / 16 = 8 -> row stride 24.
-    CHECK(gemm_operand_layout_kind(64, 16, kF16) == "padded");
-    CHECK(gemm_operand_layout(64, 16, kF16).map({1, 0}) == Shape{24});
+  TEST_CASE("a 32-byte row gets the 32B swizzle, not a padding that conflicts under cp.async") {
+    // 16 f16 = 32 bytes = 2 chunks of 16 bytes. Padded to 24 halfs (48 bytes), the 8 lanes of
+    // a cp.async phase write rows 0-3 at bytes 0, 16, 48, 64, 96, 112, 144, 160: bytes 16 and
+    // 144 are both in banks 4-7, a 2-way conflict. The 32B swizzle keeps rows 0-3 (and 4-7)
+    // in 128 contiguous bytes.
+    CHECK(gemm_operand_layout_kind(64, 16, kF16) == "swizzle_32b");
+    CHECK(gemm_operand_layout(64, 16, kF16) == swizzle_32b(64, 16, kF16));
+    CHECK(gemm_operand_layout(64, 16, kF16).map({1, 8}) == Shape{0, 0, 24});  // (1 + 2) * 8
+    CHECK(gemm_operand_layout(64, 16, kF16).map({4, 0}) == Shape{0, 0, 72});  // row 4: (0 ^ 1 + 8) * 8
   }
 
   TEST_CASE("a row that is not a multiple of 32 bytes is not padded") {

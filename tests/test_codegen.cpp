@@ -101,6 +101,32 @@ TEST_CASE("a thread-level kernel prints as one CUDA kernel line for line") {
         "}\n");
 }
 
+TEST_CASE("a loop past 2^31 iterations counts in long long with an LL bound") {
+  KernelBuilder T("long_loop");
+  auto A = T.tensor("A", {64}, DataType::f32());
+  T.kernel1(1, 64);
+  Var tx = T.get_thread_binding();
+  T.serial(Expr(1) << 40, [&](Var k) { A(tx) = A(tx) + 1.0; }, "k");
+  std::string code = kernel_text(emit_source(T.finish(), find_target("sm80")).code);
+  // 1 << 40 = 1099511627776: folded exactly (32-bit folding made it 0, a loop that never ran).
+  CHECK(code.find("for (long long k = 0; k < 1099511627776LL; ++k) {") != std::string::npos);
+}
+
+TEST_CASE("the offset into a symbolic-size tensor is computed in 64 bits") {
+  KernelBuilder T("big_rows");
+  Var n = T.dynamic("n");
+  auto A = T.tensor("A", {n, 65536}, DataType::f32());
+  auto B = T.tensor("B", {64, 64}, DataType::f32());
+  Var bx = T.kernel1(n, 64);
+  Var tx = T.get_thread_binding();
+  A(bx, tx) = B(0, tx);
+  std::string code = kernel_text(emit_source(T.finish(), find_target("sm80")).code);
+  // A may hold n * 65536 >= 2^31 elements: bx * 65536 must not wrap in int; B is 4096 elements.
+  CHECK(code.find("A[((static_cast<long long>(bx) * 65536LL) + static_cast<long long>(tx))]") !=
+        std::string::npos);
+  CHECK(code.find("= B[tx];") != std::string::npos);
+}
+
 TEST_CASE("the same kernel in HIP uses amdgcn builtins and no runtime header") {
   EmittedSource src = emit_source(axpy(), find_target("gfx942"));
   CHECK(src.code.find("#include") == std::string::npos);

@@ -1,6 +1,8 @@
 // Expressions: construction, type matching, folding, printing and Python integer semantics.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "core/error.h"
 #include "core/expr.h"
 #include "core/expr_functor.h"
@@ -17,6 +19,42 @@ TEST_CASE("integer literals fold when both operands are constants") {
   CHECK(as_const_int(floordiv(-7, 2)) == -4);
   CHECK(as_const_int(floormod(-7, 2)) == 1);
   CHECK(as_const_int(ceildiv(136, 128)) == 2);
+}
+
+TEST_CASE("integer literals fold exactly past int32, as Python integers do") {
+  // 65536 * 65536 = 2^32, 1 << 40 = 2^40, 2147483647 + 1 = 2^31: none fits int32, so the
+  // folded literal is an int64 (32-bit folding gave 0, 0 and -2^31).
+  Expr big = Expr(65536) * 65536;
+  CHECK(as_const_int(big) == int64_t{1} << 32);
+  CHECK(big.dtype() == DataType::i64());
+  CHECK(as_const_int(Expr(1) << 40) == int64_t{1} << 40);
+  CHECK(as_const_int(Expr(2147483647) + 1) == int64_t{1} << 31);
+  CHECK(as_const_int(Expr(-2147483647) - 2) == -(int64_t{1} << 31) - 1);
+  CHECK(as_const_int(-Expr(-2147483647 - 1)) == int64_t{1} << 31);
+  // A result that fits stays int32.
+  CHECK((Expr(1) << 30).dtype() == DataType::i32());
+  // An offset of 2^40 survives: (2^40 + 5) - 2^40 = 5.
+  CHECK(as_const_int((Expr(1) << 40) + 5 - (Expr(1) << 40)) == 5);
+}
+
+TEST_CASE("integer literal arithmetic past int64 is a user error") {
+  Expr max64 = make_int(std::numeric_limits<int64_t>::max());
+  CHECK_THROWS_WITH_AS(max64 + 1, doctest::Contains("integer overflow"), UserError);
+  CHECK_THROWS_WITH_AS(Expr(1) << 64, doctest::Contains("does not fit in 64 bits"), UserError);
+  CHECK_THROWS_AS(Expr(65536) * 65536 * 65536 * 65536, UserError);  // 2^64
+}
+
+TEST_CASE("literals of an explicitly narrow dtype wrap around to it") {
+  Expr a = IntImmNode::make(DataType::i8(), 127);
+  // int8: 127 + 1 wraps to -128, as the dtype says.
+  CHECK(as_const_int(a + IntImmNode::make(DataType::i8(), 1)) == -128);
+  Expr u = IntImmNode::make(DataType::u32(), 4294967295LL);
+  CHECK(as_const_int(u + IntImmNode::make(DataType::u32(), 1)) == 0);
+}
+
+TEST_CASE("a loop variable over an int64 extent is int64") {
+  CHECK(loop_var_type(make_int(0), Expr(1) << 40) == DataType::i64());
+  CHECK(loop_var_type(make_int(0), make_int(128)) == DataType::i32());
 }
 
 TEST_CASE("identities keep index expressions small") {

@@ -379,3 +379,88 @@ TEST_SUITE("issue 13 miscompiles") {
   }
 
 }  // TEST_SUITE
+
+namespace {
+
+// A shared tile filled by a pipelined loop and read after it: the read must see the last
+// iteration's tile (4 iterations over 2 versions: the last one wrote version 1, and the read
+// after the loop read version 0, the third iteration's tile).
+const char* kReadAfterPipeline = R"(
+import tilelang.language as T
+
+
+def read_after_pipeline(M=64, K=128, block_M=64, block_K=32, threads=128):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), C: T.Tensor((M, block_K), "float32"),
+             S: T.Tensor((M, block_K), "float32")):
+        with T.Kernel(1, threads=threads) as bx:
+            A_shared = T.alloc_shared((block_M, block_K), "float32")
+            acc = T.alloc_fragment((block_M, block_K), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K // block_K, num_stages=2):
+                T.copy(A[0, k * block_K], A_shared)
+                for i, j in T.Parallel(block_M, block_K):
+                    acc[i, j] += A_shared[i, j]
+            T.copy(A_shared, C[0, 0])
+            T.copy(acc, S[0, 0])
+
+    return main
+)";
+
+// Row sums of (16, 1) f16 tiles into a row vector filled first. The fill used to choose the
+// vector's layout (4 elements per thread) before the copy chose the tile's (8 per thread, its
+// 16-byte vectors): each thread then added its 8 elements into registers of rows it does not
+// hold, and `verify` proved every check.
+const char* kReduceIntoFilled = R"(
+import tilelang.language as T
+
+
+def reduce_into_filled(M=64, N=1, block_M=16, threads=128):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float16"), S: T.Tensor((M,), "float32")):
+        with T.Kernel(M // block_M, threads=threads) as bx:
+            x = T.alloc_fragment((block_M, N), "float16")
+            r = T.alloc_fragment((block_M,), "float32")
+            T.fill(r, 1.0)
+            T.copy(X[bx * block_M, 0], x)
+            T.reduce_sum(x, r, dim=1, clear=False)
+            T.copy(r, S[bx * block_M])
+
+    return main
+)";
+
+}  // namespace
+
+TEST_SUITE("issue 13 lowering bugs") {
+  TEST_CASE("a shared tile read after its pipelined loop holds the last iteration's data") {
+    for (int64_t K : {128, 96, 32}) {  // 4, 3 and 1 iterations over 2 versions
+      std::string src = kReadAfterPipeline;
+      src.replace(src.find("K=128"), 5, "K=" + std::to_string(K));
+      BothLevels r = run_levels(src, {"C", "S"});
+      const HostTensor& a = r.inputs.at("A");
+      // C = A[:, K - 32 : K]; S = the sum of A's K / 32 column tiles.
+      for (int64_t i = 0; i < 64; ++i) {
+        for (int64_t j = 0; j < 32; ++j) {
+          check_both(r, "C", i * 32 + j, a.at(i * K + K - 32 + j), 0.0);
+          double sum = 0;
+          for (int64_t t = 0; t < K / 32; ++t) sum += a.at(i * K + t * 32 + j);
+          check_both(r, "S", i * 32 + j, sum, 1e-4);
+        }
+      }
+      CHECK(r.report.findings.empty());
+    }
+  }
+
+  TEST_CASE("a reduction into a vector a fill touched first is right, or refused, never wrong") {
+    std::string msg;
+    try {
+      BothLevels r = run_levels(kReduceIntoFilled, {"S"});
+      const HostTensor& x = r.inputs.at("X");
+      // S[i] = 1 + X[i, 0] (a row of one element added to the filled 1.0).
+      for (int64_t i = 0; i < 64; ++i) check_both(r, "S", i, 1.0 + x.at(i), 1e-6);
+    } catch (const UserError& e) {
+      msg = e.what();
+    }
+    if (!msg.empty()) CHECK(msg.find("does not follow 'x'") != std::string::npos);
+  }
+}  // TEST_SUITE

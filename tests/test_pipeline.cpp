@@ -3,6 +3,8 @@
 // of impossible manual schedules.
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include "core/builder.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
@@ -58,9 +60,10 @@ int count(const Stmt& s, IntrinsicFamily family) {
   return n;
 }
 
-std::string error_of(const Kernel& k) {
+/// The user error of building the kernel `build` makes and lowering it ("" when none).
+std::string error_of(const std::function<Kernel()>& build) {
   try {
-    lower_kernel(k, find_target("sm80"));
+    lower_kernel(build(), find_target("sm80"));
   } catch (const UserError& e) {
     return e.what();
   }
@@ -138,7 +141,7 @@ TEST_CASE("a manual schedule that runs the gemm before its copy is an error nami
   PipelineInfo manual;
   manual.order = {1, 2, 0};
   manual.stage = {0, 0, 0};
-  std::string msg = error_of(pipelined_gemm(64, 64, 64, 2, false, manual));
+  std::string msg = error_of([&] { return pipelined_gemm(64, 64, 64, 2, false, manual); });
   CHECK(msg.find("order=[1, 2, 0] puts T.gemm") != std::string::npos);
   CHECK(msg.find("before T.copy") != std::string::npos);
   CHECK(msg.find("'A_shared'") != std::string::npos);
@@ -148,7 +151,7 @@ TEST_CASE("a consumer in an earlier stage than its producer is an error with the
   PipelineInfo manual;
   manual.order = {0, 1, 2};
   manual.stage = {1, 1, 0};
-  std::string msg = error_of(pipelined_gemm(64, 64, 64, 2, false, manual));
+  std::string msg = error_of([&] { return pipelined_gemm(64, 64, 64, 2, false, manual); });
   CHECK(msg.find("T.gemm") != std::string::npos);
   CHECK(msg.find("reads 'A_shared'") != std::string::npos);
   CHECK(msg.find("give it stage >= 1") != std::string::npos);
@@ -158,18 +161,35 @@ TEST_CASE("malformed stage and order lists are errors") {
   PipelineInfo short_list;
   short_list.stage = {0, 1};
   short_list.order = {0, 1};
-  CHECK(error_of(pipelined_gemm(64, 64, 64, 2, false, short_list))
+  CHECK(error_of([&] { return pipelined_gemm(64, 64, 64, 2, false, short_list); })
             .find("need one entry per statement of the loop body, which has 3") != std::string::npos);
   PipelineInfo repeated;
   repeated.stage = {0, 0, 1};
   repeated.order = {0, 0, 1};
-  CHECK(error_of(pipelined_gemm(64, 64, 64, 2, false, repeated))
+  CHECK(error_of([&] { return pipelined_gemm(64, 64, 64, 2, false, repeated); })
             .find("must be a permutation of 0..2") != std::string::npos);
   PipelineInfo too_late;
   too_late.stage = {0, 0, 5};
   too_late.order = {0, 1, 2};
-  CHECK(error_of(pipelined_gemm(64, 64, 64, 2, false, too_late))
+  CHECK(error_of([&] { return pipelined_gemm(64, 64, 64, 2, false, too_late); })
             .find("stages run from 0 to num_stages - 1 = 1") != std::string::npos);
+}
+
+TEST_CASE("a schedule the lowering refuses is refused when the loop is built, for both levels") {
+  // The gemm in stage 0 reads A_shared, which the copy writes in stage 1: the tile level used to
+  // run this kernel while the thread level refused it.
+  PipelineInfo manual;
+  manual.order = {0, 1, 2};
+  manual.stage = {1, 1, 0};
+  std::string msg;
+  try {
+    pipelined_gemm(64, 64, 64, 2, false, manual);
+  } catch (const UserError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("T.Pipelined loop over 'k'") != std::string::npos);
+  CHECK(msg.find("reads 'A_shared'") != std::string::npos);
+  CHECK(msg.find("give it stage >= 1") != std::string::npos);
 }
 
 }  // TEST_SUITE
