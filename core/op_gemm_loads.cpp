@@ -20,10 +20,51 @@ IntrinsicId ldmatrix_id(int matrices, bool trans) {
 /// are numbered in the order of the mma registers: for A (m x k) 0 = (m lo, k lo),
 /// 1 = (m hi, k lo), 2 = (m lo, k hi), 3 = (m hi, k hi); for B (k x n) pairs of n8 tiles,
 /// 0 = (k lo, n), 1 = (k hi, n), 2, 3 the same for n + 8.
+/// ldmatrix reads each 8-row matrix row as 16 consecutive bytes at the address of its first
+/// element: the operand's layout must keep every run of 16 bytes along the stored rows (starting
+/// at a multiple of 16 bytes) consecutive and 16-byte aligned in storage. A user error naming the
+/// buffer, the run and the fix otherwise (an annotated column-major, permuted or oddly padded
+/// layout would have ldmatrix load other elements).
+void check_ldmatrix_rows(GemmLowering& g, const Buffer& src) {
+  const Layout* layout = g.ctx.layouts().shared_layout(src);
+  if (!layout) return;
+  const int64_t run = 128 / src->dtype.storage_bits();
+  const std::vector<int64_t>& in = layout->input_shape();
+  const std::vector<int64_t>& out = layout->output_shape();
+  if (in.size() != 2 || run < 1) return;
+  auto flat = [&](int64_t r, int64_t c) {
+    std::vector<int64_t> o = layout->map({r, c});
+    int64_t f = o[0];
+    for (size_t d = 1; d < o.size(); ++d) f = f * out[d] + o[d];
+    return f;
+  };
+  for (int64_t r = 0; r < in[0]; ++r) {
+    for (int64_t c = 0; c + run <= in[1]; c += run) {
+      int64_t first = flat(r, c);
+      bool ok = first % run == 0;
+      int64_t v = 1;
+      for (; ok && v < run; ++v) ok = flat(r, c + v) == first + v;
+      if (ok) continue;
+      user_error(g.op.describe() + ": ldmatrix reads " + src->name + "[" + std::to_string(r) +
+                 ", " + std::to_string(c) + ":" + std::to_string(c + run) +
+                 "] as 16 consecutive bytes, but its layout " + layout->to_string() +
+                 (first % run != 0 ? " starts that run at element offset " + std::to_string(first) +
+                                         ", not a multiple of " + std::to_string(run)
+                                   : " does not store it contiguously (element " +
+                                         std::to_string(c + v - 1) + " is elsewhere)") +
+                 "; fix: drop the T.annotate_layout of '" + src->name +
+                 "' (the gemm picks a swizzled layout), or keep each row contiguous with a row "
+                 "stride that is a multiple of " +
+                 std::to_string(run) + " elements");
+    }
+  }
+}
+
 StepOperand ldmatrix_operand(GemmLowering& g, bool is_a, const Expr& ko) {
   const GemmPlan& p = g.plan;
   const GemmOp& op = g.op;
   const Buffer& src = is_a ? op.A() : op.B();
+  check_ldmatrix_rows(g, src);
   Expr lane = g.lane, k0 = ko * 16;
   Expr lo8 = floormod(lane, 8);
   Expr mat = floordiv(lane, 8);  // the matrix this lane addresses

@@ -142,6 +142,18 @@ std::optional<std::string> unheld_source(const ReduceOp& op, const Fragment& S, 
   return found;
 }
 
+/// The layout the reduction gives its destination (as infer_layout derives it from the source),
+/// or every thread holding everything when no thread-bit group holds each row.
+Fragment own_layout(const ReduceOp& op, const Fragment& S, const std::vector<int64_t>& dst_shape,
+                    int64_t threads) {
+  Rows rows = rows_of(op);
+  std::string why;
+  if (auto f = derive_fragment(S, rows.vars, rows.key, dst_shape, &why)) {
+    if (holding(*f, threads)) return *f;
+  }
+  return Fragment::fully_replicated(dst_shape, threads);
+}
+
 }  // namespace
 
 void ReduceOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
@@ -166,25 +178,23 @@ void ReduceOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
 Stmt ReduceOp::lower(LowerContext& ctx) const {
   check_scopes(*this);
   const Fragment& S = *ctx.layouts().fragment(src_);
-  const Fragment& D = *ctx.layouts().fragment(dst_);
-  auto hold = holding(D, ctx.threads());
-  if (S.replicate() != 1 || !hold) {
+  const Fragment& D_dst = *ctx.layouts().fragment(dst_);
+  if (S.replicate() != 1) {
     user_error(describe() + ": cannot reduce '" + src_->name + "' laid out as " + S.to_string() +
-               " into '" + dst_->name + "' laid out as " + D.to_string() +
-               "; the source must not be replicated and the destination must be held by the "
-               "threads of each row; fix: drop the T.annotate_layout of '" +
-               dst_->name + "'");
+               ": a replicated source would count its replicas more than once; fix: reduce a "
+               "fragment that is not replicated (drop the T.annotate_layout of '" +
+               src_->name + "')");
   }
-  if (!hold->all_threads) {
-    if (auto why = unheld_source(*this, S, D)) {
-      user_error(describe() + ": '" + dst_->name + "' is laid out as " + D.to_string() +
-                 ", which does not follow '" + src_->name + "' (" + S.to_string() + "): " + *why +
-                 "; fix: let the reduction lay out '" + dst_->name +
-                 "' (drop its "
-                 "T.annotate_layout, or reduce into a fresh fragment and copy that into '" +
-                 dst_->name + "')");
-    }
-  }
+  // Partials are combined in a layout that follows the source: the destination's own when it
+  // does (its holders include every owner of a source element of their row), else the layout
+  // the reduction would have given it, converted into the destination's at the end through a
+  // shared staging vector (the destination was laid out by a fill, a loop or another reduce).
+  const std::vector<int64_t> dst_shape = fragment_shape(dst_, *this);
+  auto dst_hold = holding(D_dst, ctx.threads());
+  const bool follows = dst_hold && (dst_hold->all_threads || !unheld_source(*this, S, D_dst));
+  const Fragment D = follows ? D_dst : own_layout(*this, S, dst_shape, ctx.threads());
+  auto hold = holding(D, ctx.threads());
+  if (!hold) internal_error(describe() + ": the combining layout is not held by thread groups");
   const SourceLoc& loc = this->loc();
   const DataType t = dst_->dtype;
   const int64_t regs = D.local_extent();
@@ -242,12 +252,17 @@ Stmt ReduceOp::lower(LowerContext& ctx) const {
                            set_acc(r, combine(kind_, acc_at(r), ws_at(u, r))), loc)});
       }));
     } else {
-      int64_t warps = hold->group >> warp_bits;              // the warp bits of the group
+      int64_t warps = hold->group >> warp_bits;  // the warp bits of the group
+      // With a thread count that is not a multiple of the group's span, a thread that holds
+      // nothing may have partners past the block: it skips them (holders never do).
+      const int64_t span = int64_t{1} << std::bit_width(static_cast<uint64_t>(hold->group));
       for (int64_t m = warps; m > 0; m = (m - 1) & warps) {  // every non-empty subset
         Expr partner = thread ^ make_int(m << warp_bits);
-        out.push_back(each_register([&](const Var& r) {
-          return set_acc(r, combine(kind_, acc_at(r), ws_at(partner, r)));
-        }));
+        Stmt step = each_register(
+            [&](const Var& r) { return set_acc(r, combine(kind_, acc_at(r), ws_at(partner, r))); });
+        if (threads % span != 0)
+          step = IfNode::make(partner < make_int(threads), step, Stmt(), loc);
+        out.push_back(step);
       }
     }
   } else {
@@ -255,7 +270,31 @@ Stmt ReduceOp::lower(LowerContext& ctx) const {
   }
 
   // (4) The destination.
-  if (clear_) {
+  if (!follows) {
+    // Through shared memory: one holder of each element in D writes it, then every holder in
+    // the destination's layout reads it (the barrier pass orders the two).
+    int64_t size = 1;
+    for (int64_t e : dst_shape) size *= e;
+    Buffer stage = ctx.temporary(dst_->name + "_xfer", {make_int(size)}, t, Scope::kShared);
+    auto flat = [&](const std::vector<Expr>& key) {
+      Expr f = key[0];
+      for (size_t d = 1; d < key.size(); ++d) f = f * make_int(dst_shape[d]) + key[d];
+      return f;
+    };
+    std::vector<Var> put_vars, get_vars;
+    for (const std::string& n : default_iter_var_names(dst_->ndim())) {
+      put_vars.push_back(ctx.fresh_var(n));
+      get_vars.push_back(ctx.fresh_var(n));
+    }
+    std::vector<Expr> put_key(put_vars.begin(), put_vars.end());
+    std::vector<Expr> get_key(get_vars.begin(), get_vars.end());
+    Stmt put = StoreNode::make(stage, {flat(put_key)}, acc_at(D.forward(put_key).second), loc);
+    out.push_back(lower_over_layout(ctx, D, put_vars, dst_shape, put, loc));
+    Expr v = BufferLoadNode::make(stage, {flat(get_key)});
+    if (!clear_) v = combine(kind_, BufferLoadNode::make(dst_, get_key), v);
+    out.push_back(lower_over_layout(ctx, D_dst, get_vars, dst_shape,
+                                    StoreNode::make(dst_, get_key, v, loc), loc));
+  } else if (clear_) {
     Buffer dst_regs = ctx.registers(dst_);
     out.push_back(each_register(
         [&](const Var& r) { return StoreNode::make(dst_regs, {r}, acc_at(r), loc); }));

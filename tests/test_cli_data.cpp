@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "cli_runner.h"
 #include "interp/host_tensor.h"
@@ -188,5 +189,39 @@ TEST_SUITE("cli data errors") {
     CliResult r = d.run({"--atol", "0.1"});
     CHECK(r.status == 2);
     CHECK(contains(r.err, "--atol/--rtol set the tolerance of --expect"));
+  }
+
+  TEST_CASE("--init NAME=zeros lets a kernel that accumulates into its output be checked") {
+    // C[i] = C[i] + A[i]: from zeros C ends equal to A; from the default NaN bytes it does not.
+    Data d;
+    fs::path kernel = d.dir / "accumulate.py";
+    {
+      std::ofstream f(kernel);
+      f << "import tilelang.language as T\n\n\n"
+           "@T.prim_func\n"
+           "def accumulate(A: T.Tensor((64,), \"float32\"), C: T.Tensor((64,), \"float32\")):\n"
+           "    with T.Kernel(1, threads=64) as bx:\n"
+           "        for i in T.Parallel(64):\n"
+           "            C[i] = C[i] + A[i]\n";
+    }
+    HostTensor a(DataType::f32(), {64});
+    a.fill_random(5);
+    d.write("A.npy", a);
+    std::vector<std::string> args{"run", kernel.string(), "--input", "A=" + d.path("A.npy"),
+                                  "--expect", "C=" + d.path("A.npy")};
+    CHECK(run_tessel(args).status == 1);
+    args.insert(args.end(), {"--init", "C=zeros"});
+    for (const char* level : {"tile", "thread"}) {
+      std::vector<std::string> with_level = args;
+      with_level.insert(with_level.end(), {"--level", level});
+      CliResult r = run_tessel(with_level);
+      CHECK_MESSAGE(r.status == 0, r.out << r.err);
+    }
+    CliResult bad = run_tessel({"run", kernel.string(), "--init", "C=ones"});
+    CHECK(bad.status == 2);
+    CHECK(contains(bad.err, "write NAME=zeros, NAME=random or NAME=nan"));
+    CliResult unknown = run_tessel({"run", kernel.string(), "--init", "D=zeros"});
+    CHECK(unknown.status == 2);
+    CHECK(contains(unknown.err, "has no tensor parameter 'D'"));
   }
 }

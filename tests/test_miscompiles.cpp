@@ -429,6 +429,127 @@ def reduce_into_filled(M=64, N=1, block_M=16, threads=128):
     return main
 )";
 
+const char* kReduceLaidOutByLoop = R"(
+import tilelang.language as T
+
+
+@T.prim_func
+def fuzz_100443(X: T.Tensor((16, 16), "float32"), O0: T.Tensor((16, 16), "float32")):
+    with T.Kernel(1, threads=32) as (bx,):
+        t0_frag = T.alloc_fragment((16, 16), "float16")
+        t1_frag = T.alloc_fragment((16, 16), "float32")
+        v3_frag = T.alloc_fragment((16,), "float32")
+        t4_shared = T.alloc_shared((16, 16), "float32")
+        T.fill(t0_frag, T.float16(0.5))
+        T.copy(X[bx * 16, 0], t1_frag)
+        T.reduce_max(t1_frag, v3_frag, dim=1)
+        for i, j in T.Parallel(16, 16):
+            t4_shared[i, j] = T.cast(t0_frag[i, j], "float32") * v3_frag[i]
+        T.copy(t4_shared, O0[bx * 16, 0])
+)";
+
+const char* kReduceLaidOutByGemmLoop = R"(
+import tilelang.language as T
+
+
+@T.prim_func
+def fuzz_17(X: T.Tensor((16, 16), "float32"), GA3: T.Tensor((16, 16), "float16"),
+            GB3: T.Tensor((16, 16), "float16"), O0: T.Tensor((1, 16), "float32")):
+    with T.Kernel(1, threads=32) as (bx,):
+        t0_frag = T.alloc_fragment((16, 16), "float32")
+        v3_frag = T.alloc_fragment((16,), "float32")
+        t4_frag = T.alloc_fragment((16, 16), "float32")
+        t5_shared = T.alloc_shared((16, 16), "float32")
+        A3_shared = T.alloc_shared((16, 16), "float16")
+        B3_shared = T.alloc_shared((16, 16), "float16")
+        T.copy(X[bx * 16, 0], t0_frag)
+        T.reduce_max(t0_frag, v3_frag, dim=0)
+        for i in T.Parallel(16):
+            O0[bx, i] = v3_frag[i]
+        T.clear(t4_frag)
+        T.copy(GA3[0, 0], A3_shared)
+        T.copy(GB3[0, 0], B3_shared)
+        T.gemm(A3_shared, B3_shared, t4_frag)
+        for i, j in T.Parallel(16, 16):
+            t5_shared[i, j] = t4_frag[i, j] - v3_frag[j]
+)";
+
+const char* kTwoReductionsOneVector = R"(
+import tilelang.language as T
+
+
+@T.prim_func
+def fuzz_786(X: T.Tensor((16, 32), "float32"), GA2: T.Tensor((16, 16), "float16"),
+             GB2: T.Tensor((16, 32), "float16"), O0: T.Tensor((16,), "float32")):
+    with T.Kernel(1, threads=32) as (bx,):
+        t0_frag = T.alloc_fragment((16, 32), "float32")
+        v1_frag = T.alloc_fragment((16,), "float32")
+        t2_frag = T.alloc_fragment((16, 32), "float32")
+        A2_shared = T.alloc_shared((16, 16), "float16")
+        B2_shared = T.alloc_shared((16, 32), "float16")
+        T.copy(X[bx * 16, 0], t0_frag)
+        T.reduce_min(t0_frag, v1_frag, dim=1)
+        T.copy(GA2[bx * 16, 0], A2_shared)
+        T.copy(GB2[0, 0], B2_shared)
+        T.gemm(A2_shared, B2_shared, t0_frag)
+        T.copy(X[bx * 16, 0], t2_frag)
+        T.reduce_abssum(t2_frag, v1_frag, dim=1, clear=False)
+        T.copy(v1_frag, O0[bx * 16])
+)";
+
+const char* kColumnMax96 = R"(
+import tilelang.language as T
+
+
+def column_max(M=64, N=16, block_M=16, threads=96):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), S: T.Tensor((M,), "float32")):
+        with T.Kernel(M // block_M, threads=threads) as bx:
+            x = T.alloc_fragment((block_M, N), "float32")
+            r = T.alloc_fragment((N,), "float32")
+            T.copy(X[bx * block_M, 0], x)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] * 2.0
+            T.reduce_max(x, r, dim=0)
+            T.copy(r, S[bx * N])
+
+    return main
+)";
+
+const char* kFillLocal = R"(
+import tilelang.language as T
+
+
+@T.prim_func
+def fill_local(X: T.Tensor((16, 16), "float32"), O: T.Tensor((16, 16), "float32")):
+    with T.Kernel(1, threads=32) as (bx,):
+        tmp = T.alloc_local((2,), "float32")
+        T.fill(tmp, 0.25)
+        t = T.alloc_fragment((16, 16), "float32")
+        for i, j in T.Parallel(16, 16):
+            t[i, j] = X[i, j] + tmp[1]
+        T.copy(t, O[0, 0])
+)";
+
+const char* kGemmAnnotatedA = R"(
+import tilelang.language as T
+
+
+@T.prim_func
+def gemm_annotated(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"),
+                   C: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        A_shared = T.alloc_shared((64, 32), "float16")
+        B_shared = T.alloc_shared((32, 64), "float16")
+        C_local = T.alloc_fragment((64, 64), "float32")
+        T.annotate_layout({A_shared: LAYOUT})
+        T.clear(C_local)
+        T.copy(A, A_shared)
+        T.copy(B, B_shared)
+        T.gemm(A_shared, B_shared, C_local)
+        T.copy(C_local, C)
+)";
+
 }  // namespace
 
 TEST_SUITE("issue 13 lowering bugs") {
@@ -451,16 +572,93 @@ TEST_SUITE("issue 13 lowering bugs") {
     }
   }
 
-  TEST_CASE("a reduction into a vector a fill touched first is right, or refused, never wrong") {
-    std::string msg;
-    try {
-      BothLevels r = run_levels(kReduceIntoFilled, {"S"});
-      const HostTensor& x = r.inputs.at("X");
-      // S[i] = 1 + X[i, 0] (a row of one element added to the filled 1.0).
-      for (int64_t i = 0; i < 64; ++i) check_both(r, "S", i, 1.0 + x.at(i), 1e-6);
-    } catch (const UserError& e) {
-      msg = e.what();
-    }
-    if (!msg.empty()) CHECK(msg.find("does not follow 'x'") != std::string::npos);
+  TEST_CASE("a reduction into a vector a fill laid out first is right at both levels") {
+    BothLevels r = run_levels(kReduceIntoFilled, {"S"});
+    const HostTensor& x = r.inputs.at("X");
+    // S[i] = 1 + X[i, 0] (a row of one element added to the filled 1.0).
+    for (int64_t i = 0; i < 64; ++i) check_both(r, "S", i, 1.0 + x.at(i), 1e-6);
+    CHECK(r.report.findings.empty());
   }
+
+  TEST_CASE("a reduction into a vector a later loop over another tile laid out is right") {
+    // fuzz seed 100443: v3's layout comes from the loop over the f16 tile t0 (8 per thread),
+    // the reduce's source t1 is f32 (4 per thread). O0[i, j] = 0.5 * max_j' X[i, j'].
+    BothLevels r = run_levels(kReduceLaidOutByLoop, {"O0"});
+    const HostTensor& x = r.inputs.at("X");
+    for (int64_t i = 0; i < 16; ++i) {
+      double m = -INFINITY;
+      for (int64_t j = 0; j < 16; ++j) m = std::max(m, x.at(i * 16 + j));
+      for (int64_t j = 0; j < 16; ++j) check_both(r, "O0", i * 16 + j, 0.5 * m, 1e-6);
+    }
+    CHECK(r.report.findings.empty());
+  }
+
+  TEST_CASE("a column reduction into a vector a gemm loop laid out is right") {
+    // fuzz seed 17: O0[0, c] = max over the 16 rows of X[:, c].
+    BothLevels r = run_levels(kReduceLaidOutByGemmLoop, {"O0"});
+    const HostTensor& x = r.inputs.at("X");
+    for (int64_t c = 0; c < 16; ++c) {
+      double m = -INFINITY;
+      for (int64_t i = 0; i < 16; ++i) m = std::max(m, x.at(i * 16 + c));
+      check_both(r, "O0", c, m, 1e-6);
+    }
+  }
+
+  TEST_CASE("two reductions from differently laid out tiles into one vector are right") {
+    // fuzz seed 786: O0[i] = min_j X[i, j] + sum_j |X[i, j]|.
+    BothLevels r = run_levels(kTwoReductionsOneVector, {"O0"});
+    const HostTensor& x = r.inputs.at("X");
+    for (int64_t i = 0; i < 16; ++i) {
+      double lo = INFINITY, abs_sum = 0;
+      for (int64_t j = 0; j < 32; ++j) {
+        lo = std::min(lo, x.at(i * 32 + j));
+        abs_sum += std::fabs(x.at(i * 32 + j));
+      }
+      check_both(r, "O0", i, lo + abs_sum, 1e-4);
+    }
+  }
+
+  TEST_CASE("a column reduction over 96 threads reads no partner past the block") {
+    // x (16, 16) uses threads 0-63; the column maxima are replicated over warps 0-1, whose
+    // combining step read partner tx ^ 32 = 96-127 from threads 64-95 (out of bounds).
+    BothLevels r = run_levels(kColumnMax96, {"S"});
+    const HostTensor& x = r.inputs.at("X");
+    for (int64_t b = 0; b < 4; ++b) {
+      for (int64_t j = 0; j < 16; ++j) {
+        double m = -INFINITY;
+        for (int64_t i = 0; i < 16; ++i) m = std::max(m, 2.0 * x.at((b * 16 + i) * 16 + j));
+        check_both(r, "S", b * 16 + j, m, 1e-6);
+      }
+    }
+    CHECK(r.report.findings.empty());
+  }
+
+  TEST_CASE("T.fill of a per-thread local buffer fills it in every thread") {
+    // O = X + 0.25 (tmp[1] is 0.25 in every thread; only thread 0 filled it before).
+    BothLevels r = run_levels(kFillLocal, {"O"});
+    const HostTensor& x = r.inputs.at("X");
+    for (int64_t e = 0; e < 256; ++e) check_both(r, "O", e, x.at(e) + 0.25, 1e-6);
+    CHECK(r.report.findings.empty());
+  }
+
+  TEST_CASE("a gemm operand laid out so that ldmatrix would load other elements is refused") {
+    auto error_with = [](const std::string& layout) {
+      std::string src = kGemmAnnotatedA;
+      src.replace(src.find("LAYOUT"), 6, layout);
+      std::string msg = user_error_of([&] {
+        lower_kernel(parse_kernel(src, "test.py").kernel, find_target("sm80"));
+      });
+      return msg;
+    };
+    // Column-major: A_shared[0, 1] is 64 elements after A_shared[0, 0].
+    std::string col = error_with("Layout([64, 32], lambda i, j: j * 64 + i)");
+    CHECK(col.find("ldmatrix reads A_shared[0, 0:8] as 16 consecutive bytes") != std::string::npos);
+    // Runs start aligned (element 0 stays in place) but are permuted inside: j % 8 -> 3 j % 8.
+    // Alignment holds, so only this check stops ldmatrix from loading permuted rows.
+    std::string perm = error_with("Layout([64, 32], lambda i, j: i * 32 + j // 8 * 8 + j % 8 * 3 % 8)");
+    CHECK(perm.find("does not store it contiguously (element 1 is elsewhere)") != std::string::npos);
+    // A padded row stride that is a multiple of 8 keeps every run contiguous and aligned.
+    CHECK(error_with("Layout([64, 32], lambda i, j: i * 40 + j)").empty());
+  }
+
 }  // TEST_SUITE

@@ -89,7 +89,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
   sub->callback([&ctx, data] {
     ResolvedKernel k = resolve_kernel(o.kernel, ctx.defines, ctx.kernel_choice);
     if (o.device == "cuda" && data->given()) {
-      throw UsageError("--input/--expect/--save run on the CPU only; leave out --device cuda");
+      throw UsageError(
+          "--input/--expect/--init/--save run on the CPU only; leave out --device cuda");
     }
     if (o.device == "cuda")
       run_on_device(ctx, k, o.seed, o.repeats);

@@ -61,6 +61,11 @@ void add_data_options(CLI::App& run, DataOptions& o) {
       ->check(CLI::NonNegativeNumber);
   run.add_option("--rtol", o.rtol, "relative tolerance of --expect (default: by dtype)")
       ->check(CLI::NonNegativeNumber);
+  run.add_option("--init", o.inits,
+                 "a parameter's initial values: NAME=zeros, NAME=random or NAME=nan (outputs "
+                 "start as NaN bytes; a kernel that accumulates into its output needs zeros); "
+                 "the reference starts from the same values (repeatable)")
+      ->type_name("NAME=zeros|random|nan");
   run.add_option("--save", o.save_dir,
                  "write every output as DIR/NAME.npy (thread level: also the tile level's, "
                  "DIR/NAME.tile.npy)")
@@ -79,6 +84,15 @@ void load_data(const DataOptions& o, RunRequest& request) {
   }
   request.atol = o.atol;
   request.rtol = o.rtol;
+  for (const std::string& item : o.inits) {
+    size_t eq = item.find('=');
+    std::string name = item.substr(0, eq), how = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (eq == std::string::npos || name.empty() ||
+        (how != "zeros" && how != "random" && how != "nan")) {
+      throw UsageError("--init " + item + ": write NAME=zeros, NAME=random or NAME=nan");
+    }
+    request.init[name] = how;
+  }
 }
 
 std::vector<std::string> save_outputs(const DataOptions& o, const KernelRun& run) {

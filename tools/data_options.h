@@ -1,5 +1,5 @@
 // The data options of `tessel run`: --input NAME=file.npy (or a .npz of several), --expect
-// NAME=file.npy with --atol/--rtol, and --save DIR.
+// NAME=file.npy with --atol/--rtol, --init NAME=zeros|random|nan and --save DIR.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,7 +16,10 @@ struct DataOptions {
   std::vector<std::string> expects;  ///< NAME=file.npy or file.npz
   std::optional<double> atol, rtol;
   std::string save_dir;
-  bool given() const { return !inputs.empty() || !expects.empty() || !save_dir.empty(); }
+  std::vector<std::string> inits;  ///< NAME=zeros|random|nan
+  bool given() const {
+    return !inputs.empty() || !expects.empty() || !save_dir.empty() || !inits.empty();
+  }
 };
 
 /// Adds the options to `run`, bound to `o`.

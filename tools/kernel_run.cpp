@@ -108,6 +108,39 @@ std::vector<std::string> KernelRun::output_names() const {
   return names;
 }
 
+namespace {
+
+/// Sets the parameters `init` names to zeros, random values (the seed's) or NaN bytes.
+void apply_init(const std::map<std::string, std::string>& init, const Kernel& kernel,
+                const std::map<std::string, int64_t>& dims, uint64_t seed, TensorMap& tensors) {
+  if (init.empty()) return;
+  std::vector<std::string> names;
+  for (const auto& [name, how] : init) names.push_back(name);
+  TensorMap random = make_tensors(kernel, dims, {}, seed);
+  TensorMap nan = make_tensors(kernel, dims, names, seed);
+  for (const auto& [name, how] : init) {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) {
+      std::string known;
+      for (const auto& [n, t] : tensors) known += (known.empty() ? "" : ", ") + n;
+      throw UsageError("--init " + name + "=" + how + ": kernel '" + kernel->name +
+                       "' has no tensor parameter '" + name + "'; it has " + known);
+    }
+    if (how == "zeros") {
+      for (int64_t i = 0; i < it->second.size(); ++i) it->second.set(i, 0.0);
+    } else if (how == "random") {
+      it->second = random.at(name);
+    } else if (how == "nan") {
+      it->second = nan.at(name);
+    } else {
+      throw UsageError("--init " + name + "=" + how +
+                       ": the initial value is one of zeros, random, nan");
+    }
+  }
+}
+
+}  // namespace
+
 KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   check_request(request);
   const Example& example = *k.example;
@@ -136,6 +169,7 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
     if (!given.count(name)) nan_filled.push_back(name);
   }
   run.tensors = make_tensors(run.kernel, dims, nan_filled, request.seed);
+  apply_init(request.init, run.kernel, dims, request.seed, run.tensors);
   for (auto& [name, tensor] : given) run.tensors.insert_or_assign(name, std::move(tensor));
   TensorMap reference = run.tensors;
   example.reference(k.params, reference);

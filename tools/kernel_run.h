@@ -4,6 +4,7 @@
 // line (`tessel run`) and the Python package (`Kernel.run`) both call run_kernel.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct RunRequest {
   std::vector<NamedArray> inputs;     ///< values of parameters (the others are random)
   std::vector<NamedArray> expected;   ///< values parameters must have after the run
   std::optional<double> atol, rtol;   ///< tolerance of `expected` (default: by dtype)
+  /// Initial values of parameters by name: "zeros", "random" or "nan" (NaN bytes). Outputs
+  /// start as NaN bytes and inputs random unless named here; the reference starts from the
+  /// same values (a kernel that accumulates into its output is checked with NAME=zeros).
+  std::map<std::string, std::string> init;
 };
 
 struct KernelRun {
