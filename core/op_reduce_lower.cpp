@@ -233,15 +233,18 @@ Stmt ReduceOp::lower(LowerContext& ctx) const {
     }
   };
   if (hold->all_threads || hold->group >> warp_bits) {
+    // Register-major ([regs, threads]): a warp's 32 lanes store and load 32 consecutive words
+    // of one register's row, free of bank conflicts (thread-major rows of `regs` words put
+    // lanes `32 / regs` apart in one bank).
     Buffer ws =
-        ctx.temporary(dst_->name + "_red", {make_int(threads), make_int(regs)}, t, Scope::kShared);
+        ctx.temporary(dst_->name + "_red", {make_int(regs), make_int(threads)}, t, Scope::kShared);
     auto ws_at = [&](Expr who, const Expr& r) {
-      return BufferLoadNode::make(ws, {std::move(who), r});
+      return BufferLoadNode::make(ws, {r, std::move(who)});
     };
     int64_t lanes = hold->all_threads ? 0 : hold->group & ((int64_t{1} << warp_bits) - 1);
     shuffles(lanes);  // inside the warp first
     out.push_back(each_register([&](const Var& r) {
-      return StoreNode::make(ws, {thread, r}, acc_at(r), loc);
+      return StoreNode::make(ws, {r, thread}, acc_at(r), loc);
     }));
     if (hold->all_threads) {
       Var u = ctx.fresh_var("u");

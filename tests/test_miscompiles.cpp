@@ -633,6 +633,20 @@ TEST_SUITE("issue 13 lowering bugs") {
     CHECK(r.report.findings.empty());
   }
 
+  TEST_CASE("the reduction's cross-warp workspace is stored and loaded without bank conflicts") {
+    // r (16 columns) is held by 4 registers of threads in warps 0-1; the workspace was laid out
+    // thread-major (4 words per thread: lanes 8 apart in one bank, 4-way conflicts).
+    BothLevels r = run_levels(kColumnMax96, {"S"});
+    int64_t ideal = 0, conflicts = 0;
+    for (size_t s = 0; s < r.report.sites.size(); ++s) {
+      if (r.report.sites[s].buffer != "r_red") continue;
+      ideal += r.report.per_site[s].ideal_wavefronts;
+      conflicts += r.report.per_site[s].bank_conflicts;
+    }
+    CHECK(ideal > 0);
+    CHECK(conflicts == 0);
+  }
+
   TEST_CASE("T.fill of a per-thread local buffer fills it in every thread") {
     // O = X + 0.25 (tmp[1] is 0.25 in every thread; only thread 0 filled it before).
     BothLevels r = run_levels(kFillLocal, {"O"});
