@@ -72,6 +72,14 @@ struct Access {
   std::vector<Expr> indices;
 };
 
+/// True when `body` stores to `buffer`.
+bool writes_fragment(const Stmt& body, const Buffer& buffer) {
+  for (const BufferAccess& a : buffer_accesses(body)) {
+    if (a.write && a.buffer.same_as(buffer)) return true;
+  }
+  return false;
+}
+
 /// Every distinct access (buffer + indices) to a fragment buffer in `body`.
 std::vector<Access> fragment_accesses(const Stmt& body) {
   std::vector<Access> out;
@@ -442,6 +450,11 @@ void ParallelLoop::infer_layout(LayoutInferContext& ctx, InferLevel level) const
     auto frag = derive_fragment(*loop, vars_, a.indices, const_shape(a.buffer), &why);
     if (frag) {
       ctx.set_fragment(a.buffer, *frag, origin_ + " (" + infer_level_name(level) + ")");
+    } else if (level == InferLevel::kFree && !writes_fragment(body_, a.buffer)) {
+      // Only read here, by threads that form no group of thread bits (a row over 6 threads, a
+      // block of 96): every thread holds all of it, and whoever writes it writes every copy.
+      ctx.set_fragment(a.buffer, Fragment::fully_replicated(const_shape(a.buffer), ctx.threads()),
+                       origin_ + " (every thread: " + why + ")");
     } else if (level == InferLevel::kFree) {
       user_error("kernel '" + ctx.kernel()->name + "': " + origin_ + " cannot give fragment '" +
                  a.buffer->name + "' a layout from the loop's partition " + loop->to_string() +

@@ -516,6 +516,32 @@ def column_max(M=64, N=16, block_M=16, threads=96):
     return main
 )";
 
+// A row vector broadcast over a tile whose rows span 6 threads (24 columns, 4 per thread), over
+// a block of 96: the vector's readers form no group of thread bits, so it is held by every
+// thread; the loop that writes it runs in every thread, its global stores once.
+const char* kBroadcast96 = R"(
+import tilelang.language as T
+
+
+def broadcast(M=64, N=24, block_M=16, threads=96):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32"),
+             S: T.Tensor((M,), "float32")):
+        with T.Kernel(M // block_M, threads=threads) as bx:
+            x = T.alloc_fragment((block_M, N), "float32")
+            v = T.alloc_fragment((block_M,), "float32")
+            T.copy(X[bx * block_M, 0], x)
+            for i in T.Parallel(block_M):
+                v[i] = X[bx * block_M + i, 0] + 1.0
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] * v[i]
+            for i in T.Parallel(block_M):
+                S[bx * block_M + i] = v[i] * 2.0
+            T.copy(x, Y[bx * block_M, 0])
+
+    return main
+)";
+
 const char* kFillLocal = R"(
 import tilelang.language as T
 
@@ -645,6 +671,19 @@ TEST_SUITE("issue 13 lowering bugs") {
     }
     CHECK(ideal > 0);
     CHECK(conflicts == 0);
+  }
+
+  TEST_CASE("a vector read by threads that form no bit group is held by every thread") {
+    // Was refused ("6 threads that do not form one group of thread-index bits").
+    // Y[r, c] = X[r, c] * (X[r, 0] + 1), S[r] = 2 * (X[r, 0] + 1).
+    BothLevels r = run_levels(kBroadcast96, {"Y", "S"});
+    const HostTensor& x = r.inputs.at("X");
+    for (int64_t row = 0; row < 64; ++row) {
+      double v = x.at(row * 24) + 1.0;
+      check_both(r, "S", row, 2.0 * v, 1e-5);
+      for (int64_t c = 0; c < 24; c += 5) check_both(r, "Y", row * 24 + c, x.at(row * 24 + c) * v, 1e-5);
+    }
+    CHECK(r.report.findings.empty());
   }
 
   TEST_CASE("T.fill of a per-thread local buffer fills it in every thread") {
