@@ -89,7 +89,7 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
     auto a = bind_args(call, {"buffer", "out", "dim", "clear"}, 2);
     Buffer src = arg_buffer(call, *a[0], "buffer"), dst = arg_buffer(call, *a[1], "out");
     int64_t dim = a[2] ? arg_int(call, *a[2], "dim", -8, 8) : -1;
-    if (dim < 0) dim += static_cast<int64_t>(src->ndim());  // Python-style: -1 is the last
+    // ReduceOp::make reads a negative dim Python-style (-1 is the last) and checks the range.
     bool clear = a[3] ? arg_bool(call, *a[3], "clear") : true;
     emit_op([&] { return ReduceOp::make(*kind, src, dst, static_cast<int>(dim), clear, loc); });
     return true;

@@ -686,6 +686,17 @@ TEST_SUITE("issue 13 lowering bugs") {
     CHECK(r.report.findings.empty());
   }
 
+  TEST_CASE("a kernel file's reduce dim=-3 on a 2-d fragment is refused at both levels") {
+    // The parser added the rank to a negative dim and ReduceOp::make added it again: -3 became
+    // 1, a valid dim, at the tile level.
+    std::string src = kColumnMax96;
+    src.replace(src.find("dim=0"), 5, "dim=-3");
+    std::string msg = user_error_of([&] { parse_kernel(src, "test.py"); });
+    CHECK(msg.find("dim=-3 but 'x' has 2 dimension(s)") != std::string::npos);
+    src.replace(src.find("dim=-3"), 6, "dim=-2");  // -2 is dim 0: the column maxima
+    CHECK(user_error_of([&] { parse_kernel(src, "test.py"); }).empty());
+  }
+
   TEST_CASE("T.fill of a per-thread local buffer fills it in every thread") {
     // O = X + 0.25 (tmp[1] is 0.25 in every thread; only thread 0 filled it before).
     BothLevels r = run_levels(kFillLocal, {"O"});
