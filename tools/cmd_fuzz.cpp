@@ -22,8 +22,9 @@ struct Found {
 /// Shrinks a disagreeing program while it fails the same way.
 Found reduce(const fuzz::Program& p, const fuzz::Outcome& o, const fuzz::KnownBugs& bugs) {
   Found f{p.seed, o, p, o.reason, o.detail, ""};
+  // Only a failure of verify itself needs verify while shrinking (it is the slow part).
   fuzz::CheckOptions fast;
-  fast.verify = false;
+  fast.verify = o.reason == "internal error in verify";
   f.reduced = fuzz::shrink(
       p,
       [&](const fuzz::Program& q) {

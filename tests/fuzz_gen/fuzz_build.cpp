@@ -40,6 +40,8 @@ const char* kind_name(StepKind k) {
       return "elemwise";
     case StepKind::kLocalTmp:
       return "local";
+    case StepKind::kSerialAcc:
+      return "serial";
     case StepKind::kReduce:
       return "reduce";
     case StepKind::kBroadcast:
@@ -163,13 +165,28 @@ class Builder {
         });
         break;
       case StepKind::kLocalTmp: {
-        BufferRef t = T_.alloc_local("tmp" + std::to_string(index), {1}, DataType::f32());
+        // With the flag, T.fill of the per-thread buffer first: every thread's t[1] is 0.25.
+        BufferRef t = T_.alloc_local("tmp" + std::to_string(index), {2}, DataType::f32());
+        if (s.flag) T_.fill(t, f32(0.25));
         T_.parallel(p_.R, p_.C, [&](Var i, Var j) {
           t(0) = load(bufs_[s.a], {i, j}) * f32(2.0);
-          store(bufs_[s.dst], {i, j}, t(0).load() - f32(0.75));
+          Expr v = t(0).load() - f32(0.75);
+          if (s.flag) v = v + t(1).load();
+          store(bufs_[s.dst], {i, j}, v);
         });
         break;
       }
+      case StepKind::kSerialAcc:
+        T_.serial(
+            2,
+            [&](Var) {
+              T_.parallel(p_.R, p_.C, [&](Var i, Var j) {
+                Expr v = load(bufs_[s.dst], {i, j}) + load(bufs_[s.a], {i, j}) * f32(0.5);
+                store(bufs_[s.dst], {i, j}, v);
+              });
+            },
+            "s" + std::to_string(index));
+        break;
       case StepKind::kReduce: {
         static const ReduceKind kinds[] = {ReduceKind::kSum, ReduceKind::kMax, ReduceKind::kMin,
                                            ReduceKind::kAbsSum, ReduceKind::kAbsMax};
@@ -255,6 +272,11 @@ class Builder {
     const BufferRef& o = outs_.at(s.out);
     const BufferRef& src = bufs_[s.a];
     if (b.shape == Shape::kTile) {
+      if (!s.flag && s.op == 1) {
+        // A slice of the tile: its first half of the rows (MLA's valid heads).
+        T_.copy(src.at({span(0, p_.R / 2), all()}), o(row0, 0));
+        return;
+      }
       if (!s.flag) {
         T_.copy(src, o(row0, 0));
         return;

@@ -146,7 +146,7 @@ Outcome check_program(const Program& p, const CheckOptions& options) {
     o.verify_failed.push_back("error: " + blur_reason(e.what()));
   } catch (const std::exception& e) {
     if (o.verdict == Verdict::kAgree)
-      return disagree("internal error", std::string("verify: ") + e.what());
+      return disagree("internal error in verify", std::string("verify: ") + e.what());
   }
   if (o.verdict == Verdict::kDisagree && o.verify_all_proved) {
     o.detail += "\n(verify proved every check of this kernel: a second bug)";
@@ -164,13 +164,11 @@ Program without_dependents(const Program& p, int i) {
   for (int k = 0; k < static_cast<int>(p.steps.size()); ++k) {
     const Step& s = p.steps[k];
     if (k == i) continue;
-    bool accumulates = (s.kind == StepKind::kGemm || s.kind == StepKind::kPipeline ||
-                        s.kind == StepKind::kReduce) &&
-                       !s.flag;
     bool ok = true;
-    for (int b : {s.a, s.b, s.vec, accumulates ? s.dst : -1}) {
-      if (b >= 0 && !written[b]) ok = false;
+    for (int b : step_reads(s)) {
+      if (!written[b]) ok = false;
     }
+
     if (!ok) continue;
     q.steps.push_back(s);
     if (s.dst >= 0) written[s.dst] = true;

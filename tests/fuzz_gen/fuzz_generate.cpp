@@ -27,23 +27,23 @@ class Rng {
   std::mt19937_64 gen_;
 };
 
-/// The buffers a step reads (indices into Program::buffers).
-std::vector<int> reads_of(const Step& s) {
+bool is_vec(const FBuffer& b) { return b.shape != Shape::kTile; }
+
+}  // namespace
+
+std::vector<int> step_reads(const Step& s) {
   std::vector<int> r;
   for (int b : {s.a, s.b, s.vec}) {
     if (b >= 0) r.push_back(b);
   }
-  // Accumulating gemms and reductions read their destination.
-  bool accumulates =
-      (s.kind == StepKind::kGemm || s.kind == StepKind::kPipeline || s.kind == StepKind::kReduce) &&
-      !s.flag;
+  // Accumulating gemms, reductions and serial loops read their destination.
+  bool accumulates = ((s.kind == StepKind::kGemm || s.kind == StepKind::kPipeline ||
+                       s.kind == StepKind::kReduce) &&
+                      !s.flag) ||
+                     s.kind == StepKind::kSerialAcc;
   if (accumulates) r.push_back(s.dst);
   return r;
 }
-
-bool is_vec(const FBuffer& b) { return b.shape != Shape::kTile; }
-
-}  // namespace
 
 KnownBugs KnownBugs::none() {
   KnownBugs k;
@@ -51,6 +51,8 @@ KnownBugs KnownBugs::none() {
   k.reduce_non_pow2_threads = false;
   k.replicated_vector_non_pow2 = false;
   k.reduce_into_foreign_laid_out_vector = false;
+  k.verify_bank_replay_symbolic_f16 = false;
+  k.fill_local_buffer = false;
   return k;
 }
 
@@ -60,13 +62,15 @@ std::vector<std::string> KnownBugs::active() const {
   if (reduce_non_pow2_threads) names.push_back("reduce_non_pow2_threads");
   if (replicated_vector_non_pow2) names.push_back("replicated_vector_non_pow2");
   if (reduce_into_foreign_laid_out_vector) names.push_back("reduce_into_foreign_laid_out_vector");
+  if (verify_bank_replay_symbolic_f16) names.push_back("verify_bank_replay_symbolic_f16");
+  if (fill_local_buffer) names.push_back("fill_local_buffer");
   return names;
 }
 
 std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bugs) {
   const int nb = static_cast<int>(p.buffers.size());
   std::vector<bool> written(nb, false);
-  std::set<int> filled, reduced, gemm_tiles;
+  std::set<int> filled, reduced;
   auto buf = [&](int i) -> const FBuffer& { return p.buffers[i]; };
   for (size_t si = 0; si < p.steps.size(); ++si) {
     const Step& s = p.steps[si];
@@ -74,7 +78,7 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
     for (int b : {s.dst, s.a, s.b, s.vec}) {
       if (b >= nb) return where + ": no buffer " + std::to_string(b);
     }
-    for (int b : reads_of(s)) {
+    for (int b : step_reads(s)) {
       if (b < 0 || !written[b]) return where + ": reads buffer " + std::to_string(b) + " unwritten";
     }
     auto need = [&](bool ok, const char* what) -> std::optional<std::string> {
@@ -99,8 +103,9 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
                    "elementwise needs tiles");
         break;
       case StepKind::kLocalTmp:
-        bad = need(s.dst >= 0 && s.a >= 0 && !is_vec(buf(s.dst)) && !is_vec(buf(s.a)),
-                   "local temporary needs tiles");
+      case StepKind::kSerialAcc:
+        bad =
+            need(s.dst >= 0 && s.a >= 0 && !is_vec(buf(s.dst)) && !is_vec(buf(s.a)), "needs tiles");
         break;
       case StepKind::kReduce: {
         Shape want = s.dim == 1 ? Shape::kRow : Shape::kCol;
@@ -132,7 +137,6 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
                    "gemm accumulates into an f32 fragment tile");
         if (!bad && s.kind == StepKind::kPipeline)
           bad = need(s.stages >= 0 && s.stages <= 4, "stages 0-4");
-        if (!bad) gemm_tiles.insert(s.dst);
         break;
       case StepKind::kStore:
         bad = need(s.a >= 0 && s.out >= 0, "store needs a source");
@@ -152,15 +156,28 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
     }
   }
   if (bugs.reduce_into_foreign_laid_out_vector) {
-    for (const Step& s : p.steps) {
-      if (s.kind == StepKind::kBroadcast && reduced.count(s.vec) && gemm_tiles.count(s.a))
-        return "known bug reduce_into_foreign_laid_out_vector";
-    }
     std::map<int, int> source_of;  // vector -> the tile its first reduce reads
     for (const Step& s : p.steps) {
       if (s.kind != StepKind::kReduce) continue;
       auto [it, fresh] = source_of.emplace(s.dst, s.a);
       if (!fresh && it->second != s.a) return "known bug reduce_into_foreign_laid_out_vector";
+    }
+    for (const Step& s : p.steps) {
+      auto it = source_of.find(s.vec);
+      if (s.kind == StepKind::kBroadcast && it != source_of.end() && it->second != s.a)
+        return "known bug reduce_into_foreign_laid_out_vector";
+    }
+  }
+  if (bugs.fill_local_buffer) {
+    for (const Step& s : p.steps) {
+      if (s.kind == StepKind::kLocalTmp && s.flag) return "known bug fill_local_buffer";
+    }
+  }
+  if (bugs.verify_bank_replay_symbolic_f16 && p.symbolic) {
+    for (const Step& s : p.steps) {
+      bool f16_shared = s.a >= 0 && p.buffers[s.a].scope == FScope::kShared && p.buffers[s.a].f16;
+      if (s.kind == StepKind::kStore && s.flag && f16_shared)
+        return "known bug verify_bank_replay_symbolic_f16";
     }
   }
   if (bugs.replicated_vector_non_pow2 && !pow2(p.threads)) {
@@ -296,10 +313,16 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
       s.op = rng.below(4);
       s.flag = rng.chance(30);
     } else if (kind < 40) {
-      s.kind = StepKind::kLocalTmp;
+      s.kind = rng.chance(65) ? StepKind::kLocalTmp : StepKind::kSerialAcc;
       s.a = source_tile(false);
       if (s.a < 0) continue;
-      s.dst = dest_tile(false);
+      if (s.kind == StepKind::kSerialAcc) {
+        s.dst = pick_written([](const FBuffer& b) { return b.shape == Shape::kTile; });
+        if (s.dst < 0) continue;
+      } else {
+        s.dst = dest_tile(false);
+      }
+      s.flag = rng.chance(40);
     } else if (kind < 54) {
       s.kind = StepKind::kReduce;
       s.a = source_tile(true);
@@ -340,6 +363,7 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
       s.a = pick_written([](const FBuffer&) { return true; });
       if (s.a < 0) continue;
       s.flag = rng.chance(40);
+      s.op = rng.chance(20) ? 1 : 0;  // tiles: store a slice of the rows
       s.out = outputs++;
     } else {
       s.kind = StepKind::kAtomic;
@@ -369,6 +393,7 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
     s.kind = StepKind::kStore;
     s.a = d;
     s.flag = rng.chance(40);
+    s.op = rng.chance(20) ? 1 : 0;
     s.out = outputs++;
     push(s);
   }

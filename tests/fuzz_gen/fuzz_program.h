@@ -25,10 +25,17 @@ struct KnownBugs {
   /// A replicated 1-d fragment over a non-power-of-two block read by a 1-d T.Parallel.
   bool replicated_vector_non_pow2 = true;
   /// T.reduce (either axis) into a vector whose layout another operator chose — a T.Parallel
-  /// that reads it with a gemm accumulator, or a reduce from another tile laid out differently:
+  /// that reads it with a tile other than the reduce's source, or a reduce from another tile:
   /// the reduce folds each thread's values into registers that hold other elements (soundness
-  /// inbox, fuzz seeds 17, 666, 786).
+  /// inbox, fuzz seeds 17, 666, 786, 100443).
   bool reduce_into_foreign_laid_out_vector = true;
+  /// `tessel verify` throws an internal error ("bank-conflict degree model does not replay",
+  /// verify/bank_proofs.cpp) on a guarded T.Parallel read of a float16 shared tile when the row
+  /// count is symbolic (lead inbox, fuzz seeds 102220, 102608).
+  bool verify_bank_replay_symbolic_f16 = true;
+  /// T.fill of a T.alloc_local buffer lowers to `if tx < 1: ...`: only thread 0 is filled
+  /// (issue 13's first list; soundness inbox, fuzz seed 102926).
+  bool fill_local_buffer = true;
 
   /// Every switch off: the generator draws the shapes above too.
   static KnownBugs none();
@@ -60,13 +67,14 @@ enum class StepKind : uint8_t {
   kCopy,       ///< T.copy(src, dst): between tiles of any two scopes
   kFill,       ///< T.fill(dst, v) / T.clear(dst)
   kElemwise,   ///< T.Parallel: dst = a op b (+ X where inside), mixing scopes
-  kLocalTmp,   ///< T.Parallel through a T.alloc_local temporary
+  kLocalTmp,   ///< T.Parallel through a T.alloc_local temporary (T.fill-ed first with the flag)
+  kSerialAcc,  ///< T.serial(2) around a T.Parallel that accumulates a into dst
   kReduce,     ///< T.reduce_<kind>(a, dst, dim, clear)
   kBroadcast,  ///< T.Parallel: dst[i, j] = a[i, j] op vec[i or j]
   kVecOp,      ///< 1-d T.Parallel over a vector: dst[i] = a[i] * c + d
   kGemm,       ///< T.gemm of two f16 operands loaded from GA / GB into dst (R, C) f32
   kPipeline,   ///< T.Pipelined over K tiles: copies into shared and a gemm into dst
-  kStore,      ///< T.copy(a, O_n[bx * R, 0]) or a guarded T.Parallel store
+  kStore,      ///< T.copy(a, O_n[bx * R, 0]) (or of a[0:R/2, :]) or a guarded T.Parallel store
   kAtomic,     ///< T.atomic_add(O_n[0, 0], a), or element atomics in a T.Parallel: every block
                ///< adds into one tile
 };
@@ -103,6 +111,9 @@ struct Program {
   int cols() const { return C - ragged_cols; }
   int depth() const { return K * k_tiles - ragged_k; }
 };
+
+/// The buffers step `s` reads, its destination included when it accumulates into it.
+std::vector<int> step_reads(const Step& s);
 
 /// Draws a program from `seed` for `target` (sm80 or gfx942) without the shapes `bugs` lists.
 Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs = {});
