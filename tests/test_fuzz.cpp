@@ -73,7 +73,7 @@ TEST_SUITE("fuzz") {
         transposed |= st.trans_a && st.trans_b;
       }
     }
-    CHECK(kinds.size() == 13);  // every StepKind
+    CHECK(kinds.size() == 14);  // every StepKind
     CHECK(stages == std::set<int>{0, 1, 2, 3, 4});
     CHECK(placements == std::set<int>{0, 1, 2, 3});  // ss, sr, rs, rr
     CHECK(symbolic);

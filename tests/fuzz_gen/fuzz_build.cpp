@@ -52,6 +52,8 @@ const char* kind_name(StepKind k) {
       return "gemm";
     case StepKind::kPipeline:
       return "pipelined";
+    case StepKind::kPipeSum:
+      return "pipelined_sum";
     case StepKind::kStore:
       return "store";
     case StepKind::kAtomic:
@@ -86,6 +88,12 @@ class Builder {
       gb_[i] =
           T_.tensor("GB" + n, s.trans_b ? std::vector<Expr>{cols, d} : std::vector<Expr>{d, cols},
                     DataType::f16());
+    }
+    // Column tiles of the pipelined sums, one tensor per step.
+    for (size_t i = 0; i < p_.steps.size(); ++i) {
+      if (p_.steps[i].kind != StepKind::kPipeSum) continue;
+      xk_[i] = T_.tensor("XK" + std::to_string(i), {M, p_.C * p_.k_tiles - p_.ragged_cols},
+                         DataType::f32());
     }
     for (const Step& s : p_.steps) {
       if (s.kind == StepKind::kStore) {
@@ -211,6 +219,22 @@ class Builder {
       case StepKind::kPipeline:
         gemm(index, s, row0);
         break;
+      case StepKind::kPipeSum: {
+        std::string n = std::to_string(index);
+        BufferRef stage = T_.alloc_shared("S" + n + "_shared", {p_.R, p_.C},
+                                          s.op == 1 ? DataType::f16() : DataType::f32());
+        if (s.flag) T_.clear(bufs_[s.dst]);
+        T_.pipelined(
+            p_.k_tiles, s.stages,
+            [&](Var k) {
+              T_.copy(xk_.at(index)(row0, k * p_.C), stage);
+              T_.parallel(p_.R, p_.C, [&](Var i, Var j) {
+                store(bufs_[s.dst], {i, j}, load(bufs_[s.dst], {i, j}) + load(stage, {i, j}));
+              });
+            },
+            {}, "k" + n);
+        break;
+      }
       case StepKind::kStore:
         store_out(s, row0);
         break;
@@ -307,7 +331,7 @@ class Builder {
   Expr M_;
   Var bx_;
   BufferRef X_;
-  std::map<size_t, BufferRef> ga_, gb_;
+  std::map<size_t, BufferRef> ga_, gb_, xk_;
   std::map<int, BufferRef> outs_;
   std::vector<BufferRef> bufs_;
 };

@@ -246,7 +246,7 @@ Program shrink(const Program& start, const std::function<bool(const Program&)>& 
       }
       bool gemm = s.kind == StepKind::kGemm || s.kind == StepKind::kPipeline;
       // An accumulating step that clears instead no longer needs the steps before it.
-      if ((gemm || s.kind == StepKind::kReduce) && !s.flag) {
+      if ((gemm || s.kind == StepKind::kReduce || s.kind == StepKind::kPipeSum) && !s.flag) {
         s.flag = true;
         changed |= attempt(q);
         continue;

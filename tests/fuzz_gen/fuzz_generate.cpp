@@ -38,7 +38,7 @@ std::vector<int> step_reads(const Step& s) {
   }
   // Accumulating gemms, reductions and serial loops read their destination.
   bool accumulates = ((s.kind == StepKind::kGemm || s.kind == StepKind::kPipeline ||
-                       s.kind == StepKind::kReduce) &&
+                       s.kind == StepKind::kReduce || s.kind == StepKind::kPipeSum) &&
                       !s.flag) ||
                      s.kind == StepKind::kSerialAcc;
   if (accumulates) r.push_back(s.dst);
@@ -137,6 +137,10 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
                    "gemm accumulates into an f32 fragment tile");
         if (!bad && s.kind == StepKind::kPipeline)
           bad = need(s.stages >= 0 && s.stages <= 4, "stages 0-4");
+        break;
+      case StepKind::kPipeSum:
+        bad = need(s.dst >= 0 && !is_vec(buf(s.dst)) && s.stages >= 0 && s.stages <= 4,
+                   "pipelined sum needs a tile and 0-4 stages");
         break;
       case StepKind::kStore:
         bad = need(s.a >= 0 && s.out >= 0, "store needs a source");
@@ -349,6 +353,15 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
       if (s.a < 0) continue;
       s.dst = add_buffer(p.buffers[s.a].shape, false);
     } else if (kind < 85) {
+      if (rng.chance(30)) {
+        s.kind = StepKind::kPipeSum;
+        s.dst = dest_tile(false);
+        s.flag = !is_written(s.dst) || rng.chance(50);
+        s.stages = rng.below(5);
+        s.op = rng.below(2);  // the staging tile: 0 float32, 1 float16
+        push(s);
+        continue;
+      }
       s.kind = rng.chance(50) ? StepKind::kGemm : StepKind::kPipeline;
       s.dst = dest_tile(true);
       s.flag = !is_written(s.dst) || rng.chance(50);

@@ -74,6 +74,8 @@ enum class StepKind : uint8_t {
   kVecOp,      ///< 1-d T.Parallel over a vector: dst[i] = a[i] * c + d
   kGemm,       ///< T.gemm of two f16 operands loaded from GA / GB into dst (R, C) f32
   kPipeline,   ///< T.Pipelined over K tiles: copies into shared and a gemm into dst
+  kPipeSum,    ///< T.Pipelined over column tiles of XK_n: a copy into shared and a T.Parallel
+               ///< that accumulates it into dst (no gemm)
   kStore,      ///< T.copy(a, O_n[bx * R, 0]) (or of a[0:R/2, :]) or a guarded T.Parallel store
   kAtomic,     ///< T.atomic_add(O_n[0, 0], a), or element atomics in a T.Parallel: every block
                ///< adds into one tile
