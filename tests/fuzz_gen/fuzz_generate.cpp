@@ -51,7 +51,7 @@ KnownBugs KnownBugs::none() {
   k.reduce_non_pow2_threads = false;
   k.replicated_vector_non_pow2 = false;
   k.reduce_into_foreign_laid_out_vector = false;
-  k.verify_bank_replay_symbolic_f16 = false;
+  k.verify_bank_replay_symbolic = false;
   k.fill_local_buffer = false;
   return k;
 }
@@ -62,7 +62,7 @@ std::vector<std::string> KnownBugs::active() const {
   if (reduce_non_pow2_threads) names.push_back("reduce_non_pow2_threads");
   if (replicated_vector_non_pow2) names.push_back("replicated_vector_non_pow2");
   if (reduce_into_foreign_laid_out_vector) names.push_back("reduce_into_foreign_laid_out_vector");
-  if (verify_bank_replay_symbolic_f16) names.push_back("verify_bank_replay_symbolic_f16");
+  if (verify_bank_replay_symbolic) names.push_back("verify_bank_replay_symbolic");
   if (fill_local_buffer) names.push_back("fill_local_buffer");
   return names;
 }
@@ -160,16 +160,30 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
     }
   }
   if (bugs.reduce_into_foreign_laid_out_vector) {
-    std::map<int, int> source_of;  // vector -> the tile its first reduce reads
+    // Vectors joined by 1-d loops or copies share a layout; a group that a reduction writes must
+    // meet no tile but the one it reduces (another reduce source or a broadcast partner).
+    std::vector<int> group(p.buffers.size());
+    for (size_t i = 0; i < group.size(); ++i) group[i] = static_cast<int>(i);
+    auto find = [&](int x) {
+      while (group[x] != x) x = group[x] = group[group[x]];
+      return x;
+    };
     for (const Step& s : p.steps) {
-      if (s.kind != StepKind::kReduce) continue;
-      auto [it, fresh] = source_of.emplace(s.dst, s.a);
-      if (!fresh && it->second != s.a) return "known bug reduce_into_foreign_laid_out_vector";
+      bool vec_link = s.kind == StepKind::kVecOp ||
+                      (s.kind == StepKind::kCopy && s.a >= 0 && is_vec(p.buffers[s.a]));
+      if (vec_link && s.a >= 0 && s.dst >= 0) group[find(s.a)] = find(s.dst);
     }
+    std::map<int, std::set<int>> tiles_met;
+    std::set<int> reduced_groups;
     for (const Step& s : p.steps) {
-      auto it = source_of.find(s.vec);
-      if (s.kind == StepKind::kBroadcast && it != source_of.end() && it->second != s.a)
-        return "known bug reduce_into_foreign_laid_out_vector";
+      if (s.kind == StepKind::kReduce && s.dst >= 0) {
+        reduced_groups.insert(find(s.dst));
+        tiles_met[find(s.dst)].insert(s.a);
+      }
+      if (s.kind == StepKind::kBroadcast && s.vec >= 0) tiles_met[find(s.vec)].insert(s.a);
+    }
+    for (int g : reduced_groups) {
+      if (tiles_met[g].size() > 1) return "known bug reduce_into_foreign_laid_out_vector";
     }
   }
   if (bugs.fill_local_buffer) {
@@ -177,11 +191,11 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
       if (s.kind == StepKind::kLocalTmp && s.flag) return "known bug fill_local_buffer";
     }
   }
-  if (bugs.verify_bank_replay_symbolic_f16 && p.symbolic) {
+  if (bugs.verify_bank_replay_symbolic && p.symbolic) {
     for (const Step& s : p.steps) {
-      bool f16_shared = s.a >= 0 && p.buffers[s.a].scope == FScope::kShared && p.buffers[s.a].f16;
-      if (s.kind == StepKind::kStore && s.flag && f16_shared)
-        return "known bug verify_bank_replay_symbolic_f16";
+      bool shared = s.a >= 0 && p.buffers[s.a].scope == FScope::kShared;
+      if (s.kind == StepKind::kStore && s.flag && shared)
+        return "known bug verify_bank_replay_symbolic";
     }
   }
   if (bugs.replicated_vector_non_pow2 && !pow2(p.threads)) {

@@ -25,14 +25,15 @@ struct KnownBugs {
   /// A replicated 1-d fragment over a non-power-of-two block read by a 1-d T.Parallel.
   bool replicated_vector_non_pow2 = true;
   /// T.reduce (either axis) into a vector whose layout another operator chose — a T.Parallel
-  /// that reads it with a tile other than the reduce's source, or a reduce from another tile:
-  /// the reduce folds each thread's values into registers that hold other elements (soundness
-  /// inbox, fuzz seeds 17, 666, 786, 100443).
+  /// that reads it (or a vector 1-d loops derive from it) with a tile other than the reduce's
+  /// source, or a reduce from another tile: the reduce folds each thread's values into registers
+  /// that hold other elements (soundness inbox, fuzz seeds 17, 666, 786, 100443, 208619).
   bool reduce_into_foreign_laid_out_vector = true;
   /// `tessel verify` throws an internal error ("bank-conflict degree model does not replay",
-  /// verify/bank_proofs.cpp) on a guarded T.Parallel read of a float16 shared tile when the row
-  /// count is symbolic (lead inbox, fuzz seeds 102220, 102608).
-  bool verify_bank_replay_symbolic_f16 = true;
+  /// verify/bank_proofs.cpp) on a guarded T.Parallel read of a shared tile (float16, or a
+  /// swizzled float32 one) when the row count is symbolic (lead inbox, fuzz seeds 102220,
+  /// 102608, 100730).
+  bool verify_bank_replay_symbolic = true;
   /// T.fill of a T.alloc_local buffer lowers to `if tx < 1: ...`: only thread 0 is filled
   /// (issue 13's first list; soundness inbox, fuzz seed 102926).
   bool fill_local_buffer = true;
