@@ -10,12 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "core/instruction_family.h"
 #include "core/kernel.h"
 #include "core/target.h"
 
 namespace tessel {
-
-enum class Language : uint8_t { kCuda, kHip };
 
 struct EmittedSource {
   Language language = Language::kCuda;

@@ -5,6 +5,7 @@
 
 #include "codegen/dialect.h"
 #include "core/error.h"
+#include "core/instruction_family.h"
 
 namespace tessel::codegen {
 
@@ -21,6 +22,7 @@ std::string placeholders(int first, int count) {
 }
 
 std::string cuda_helper(const IntrinsicInfo& info) {
+  if (info.home) return info.home->helper(Language::kCuda, info);
   std::ostringstream o;
   const std::string fn = "tessel_" + info.name;
   switch (info.family) {
@@ -41,17 +43,6 @@ std::string cuda_helper(const IntrinsicInfo& info) {
       for (int i = 0; i < b; ++i) o << ", \"r\"(B[" << i << "])";
       for (int i = 0; i < c; ++i) o << ", \"f\"(c[" << i << "])";
       o << ");\n}\n";
-      break;
-    }
-    case IntrinsicFamily::kLdmatrix: {
-      int n = info.m;  // matrices = 32-bit registers per lane
-      o << "__device__ __forceinline__ void " << fn << "(void* dst, const void* src) {\n"
-        << "  unsigned* d = static_cast<unsigned*>(dst);\n"
-        << "  unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(src));\n"
-        << "  asm volatile(\"" << info.cuda << " " << placeholders(0, n) << ", [%" << n
-        << "];\\n\"\n               : ";
-      for (int i = 0; i < n; ++i) o << (i ? ", " : "") << "\"=r\"(d[" << i << "])";
-      o << "\n               : \"r\"(addr));\n}\n";
       break;
     }
     case IntrinsicFamily::kCpAsync:
@@ -76,6 +67,7 @@ std::string cuda_helper(const IntrinsicInfo& info) {
 }
 
 std::string hip_helper(const IntrinsicInfo& info) {
+  if (info.home) return info.home->helper(Language::kHip, info);
   std::ostringstream o;
   const std::string fn = "tessel_" + info.name;
   if (info.family != IntrinsicFamily::kMma) {
@@ -231,6 +223,10 @@ template <typename T> TESSEL_DEVICE T tessel_atomic_min(T* p, T v) { return atom
 
 std::string intrinsic_call(Language lang, const IntrinsicInfo& info, DataType dst_type,
                            const std::vector<std::string>& args, std::set<std::string>& used) {
+  if (info.home) {
+    CallText text{lang, args, dst_type, [lang](DataType t) { return c_type(lang, t); }};
+    return info.home->call(info, text, used);
+  }
   auto join = [&](size_t from) {
     std::string s;
     for (size_t i = from; i < args.size(); ++i) s += (i > from ? ", " : "") + args[i];

@@ -7,6 +7,7 @@
 #include "core/builtin_layouts.h"
 #include "core/error.h"
 #include "core/expr_printer.h"
+#include "core/instruction_family.h"
 #include "core/op_atomic.h"
 #include "core/stmt.h"
 
@@ -47,29 +48,6 @@ IntrinsicInfo mma(IntrinsicId id, DataType in) {
   info.cuda = "mma.sync.aligned.m16n8k16.row.col.f32." + t + "." + t + ".f32";
   info.description = "D(16x8, f32) = A(16x16, " + t + ") * B(16x8, " + t +
                      ") + C, one warp (PTX ISA mma.m16n8k16 fragments)";
-  return info;
-}
-
-/// ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16 (PTX ISA, "ldmatrix").
-IntrinsicInfo ldmatrix(IntrinsicId id, int num, bool trans) {
-  std::string x = "x" + std::to_string(num);
-  IntrinsicInfo info =
-      entry(id, "ldmatrix_" + x + (trans ? "_trans" : ""), IntrinsicFamily::kLdmatrix);
-  info.m = num;
-  info.trans = trans;
-  Fragment layout = num == 1   ? ldmatrix_x1(kF16, trans)
-                    : num == 2 ? ldmatrix_x2(kF16, trans)
-                               : ldmatrix_x4(kF16, trans);
-  IntrinsicOperand dst{"dst", OperandKind::kRegisters, true, {}, 16, 2 * num, layout};
-  // Lanes 8m..8m+7 give the row addresses of matrix m: 8 elements of 16 bits (16 bytes).
-  IntrinsicOperand src{"src", OperandKind::kShared, false, {}, 16, 8, Fragment()};
-  info.operands = {dst, src};
-  info.cuda = "ldmatrix.sync.aligned.m8n8." + x + (trans ? ".trans" : "") + ".shared.b16";
-  info.description = std::to_string(num) +
-                     " 8x8 matrix(es) of 16-bit elements from shared "
-                     "memory into registers" +
-                     (trans ? ", transposed" : "") +
-                     "; lanes 8m..8m+7 address the rows of matrix m (PTX ISA ldmatrix)";
   return info;
 }
 
@@ -141,12 +119,6 @@ std::vector<IntrinsicInfo> build_table() {
   std::vector<IntrinsicInfo> t;
   t.push_back(mma(IntrinsicId::kMmaM16N8K16F16, kF16));
   t.push_back(mma(IntrinsicId::kMmaM16N8K16BF16, kBF16));
-  t.push_back(ldmatrix(IntrinsicId::kLdmatrixX1, 1, false));
-  t.push_back(ldmatrix(IntrinsicId::kLdmatrixX2, 2, false));
-  t.push_back(ldmatrix(IntrinsicId::kLdmatrixX4, 4, false));
-  t.push_back(ldmatrix(IntrinsicId::kLdmatrixX1Trans, 1, true));
-  t.push_back(ldmatrix(IntrinsicId::kLdmatrixX2Trans, 2, true));
-  t.push_back(ldmatrix(IntrinsicId::kLdmatrixX4Trans, 4, true));
   t.push_back(cp_async(IntrinsicId::kCpAsync4, 4));
   t.push_back(cp_async(IntrinsicId::kCpAsync8, 8));
   t.push_back(cp_async(IntrinsicId::kCpAsync16, 16));
@@ -170,8 +142,17 @@ std::vector<IntrinsicInfo> build_table() {
   t.push_back(atomic(IntrinsicId::kAtomAdd, AtomicKind::kAdd));
   t.push_back(atomic(IntrinsicId::kAtomMax, AtomicKind::kMax));
   t.push_back(atomic(IntrinsicId::kAtomMin, AtomicKind::kMin));
+  for (const InstructionFamily* family : instruction_families()) {
+    for (IntrinsicInfo info : family->entries()) {
+      info.home = family;
+      t.push_back(std::move(info));
+    }
+  }
+  std::stable_sort(t.begin(), t.end(),
+                   [](const IntrinsicInfo& a, const IntrinsicInfo& b) { return a.id < b.id; });
   for (size_t i = 0; i < t.size(); ++i) {
-    internal_check(static_cast<size_t>(t[i].id) == i, "intrinsic table out of IntrinsicId order");
+    internal_check(static_cast<size_t>(t[i].id) == i,
+                   "intrinsic table: an IntrinsicId without an entry, or with two");
   }
   return t;
 }
@@ -322,11 +303,7 @@ Stmt IntrinsicCallNode::make(IntrinsicId intrinsic, std::vector<IntrinsicArg> ar
       }
     }
   }
-  if (info.family == IntrinsicFamily::kLdmatrix && args[0].buffer->dtype != args[1].buffer->dtype) {
-    user_error(where + ": dst '" + args[0].buffer->name + "' is " + args[0].buffer->dtype.name() +
-               " but src '" + args[1].buffer->name + "' is " + args[1].buffer->dtype.name() +
-               "; ldmatrix moves 16-bit words unchanged, give both the same element type");
-  }
+  if (info.home) info.home->check_call(info, args, where);
   if (info.family == IntrinsicFamily::kWaitGroup && *as_const_int(args[0].value) < 0) {
     user_error(where + ": n = " + to_string(args[0].value) +
                " is negative; wait for n >= 0 "

@@ -33,6 +33,7 @@
 namespace tessel {
 
 struct IntrinsicCallNode;
+class InstructionFamily;          // core/instruction_family.h
 enum class AtomicKind : uint8_t;  // core/op_atomic.h
 
 /// Every instruction of the table, as X(Id, name).
@@ -121,6 +122,9 @@ struct IntrinsicInfo {
   std::string cuda;         ///< PTX / CUDA spelling ("" when there is none)
   std::string hip;          ///< HIP spelling ("" when there is none)
   std::string description;  ///< one line, with the source of its semantics
+  /// The family that declares it (core/instruction_family.h), where its checks, memory
+  /// accesses, CUDA/HIP text and execution live; null for entries not moved there yet.
+  const InstructionFamily* home = nullptr;
 };
 
 /// Every instruction, indexed by IntrinsicId.

@@ -277,13 +277,13 @@ class WarpExec {
   // thread_intrinsics.cpp
   void exec_intrinsic(const CStmt* s, uint64_t mask);
   void exec_matrix(const CStmt* s, uint64_t mask);
-  void exec_ldmatrix(const CStmt* s, uint64_t mask);
   void exec_cp_async(const CStmt* s, uint64_t mask);
   void exec_atomic(const CStmt* s, uint64_t mask);
   /// Evaluates an element operand's indices for the lanes of `mask` into `idx`.
   std::array<const int64_t*, 8> eval_indices(const std::vector<const CExpr*>& indices,
                                              uint64_t mask, IndexScratch& idx);
 
+  friend class IntrinsicCallExec;  // thread_intrinsics.cpp: the families' WarpIntrinsicExec
   BlockExec& block_;
   WarpState& warp_;
 };

@@ -11,6 +11,8 @@
 #include <cmath>
 
 #include "core/bank_rules.h"
+#include "core/error.h"
+#include "core/instruction_family.h"
 #include "core/op_atomic.h"
 #include "core/target.h"
 #include "interp/thread_exec.h"
@@ -88,6 +90,120 @@ uint64_t atomic_update(AtomicKind kind, DataType dtype, uint64_t old, int64_t va
 
 }  // namespace
 
+namespace {
+
+sim::Access sim_access(LaneAccess a) {
+  switch (a) {
+    case LaneAccess::kLoad:
+      return sim::Access::kLoad;
+    case LaneAccess::kStore:
+      return sim::Access::kStore;
+    case LaneAccess::kAsyncWrite:
+      return sim::Access::kAsyncWrite;
+    case LaneAccess::kAtomic:
+      return sim::Access::kAtomic;
+  }
+  internal_error("unknown lane access");
+}
+
+}  // namespace
+
+/// WarpIntrinsicExec over one call statement executed by one warp.
+class IntrinsicCallExec final : public WarpIntrinsicExec {
+ public:
+  IntrinsicCallExec(WarpExec& w, const CStmt* s, uint64_t mask) : w_(w), s_(s), mask_(mask) {}
+
+  int warp_size() const override { return w_.block_.warp_size(); }
+  uint64_t mask() const override { return mask_; }
+  void require_full_warp() override {
+    const uint64_t full = full_mask(w_.block_.warp_size());
+    if (mask_ != full) {
+      w_.block_.sim().partial_warp(w_.warp_.id, s_->site, mask_, full, w_.warp_.first_thread);
+    }
+  }
+  DataType dtype(int operand) const override { return buffer(operand).buffer->dtype; }
+  bool is_global(int operand) const override {
+    return buffer(operand).space == sim::Space::kGlobal;
+  }
+  std::array<int64_t, 64> values(int operand, uint64_t lanes) override {
+    LaneValues scratch;
+    const LaneValues& v = w_.eval(s_->args[operand].value, lanes, scratch);
+    std::array<int64_t, 64> out{};
+    for_lanes(lanes, [&](int l) { out[l] = v.i[l]; });
+    return out;
+  }
+  int64_t immediate(int operand) const override { return s_->args[operand].value->imm.i[0]; }
+  OperandLanes resolve(const OperandRequest& request) override {
+    const CArg& arg = s_->args[request.operand];
+    IndexScratch idx;
+    sim::WarpRequest req = sim_request(request);
+    req.index = w_.eval_indices(arg.indices, request.lanes, idx);
+    sim::Resolved r = w_.block_.sim().resolve(req);
+    OperandLanes out;
+    out.ok = r.ok;
+    std::copy(r.flat.begin(), r.flat.end(), out.flat.begin());
+    return out;
+  }
+  void observe(const OperandRequest& request, const OperandLanes& lanes) override {
+    sim::Resolved r;
+    r.ok = lanes.ok;
+    std::copy(lanes.flat.begin(), lanes.flat.end(), r.flat.begin());
+    w_.block_.sim().observe(sim_request(request), r);
+  }
+  uint64_t& cell(int operand, int lane, int64_t flat) override {
+    return w_.block_.cell(s_->args[operand].buffer, w_.warp_.first_thread + lane, flat);
+  }
+  uint64_t global_cell(int operand, int64_t flat) override {
+    return w_.block_.global_cell(s_->args[operand].buffer, flat);
+  }
+  void set_global_cell(int operand, int64_t flat, uint64_t bits) override {
+    w_.block_.set_global_cell(s_->args[operand].buffer, flat, bits);
+  }
+  std::unique_lock<std::mutex> lock_atomics() override {
+    return std::unique_lock<std::mutex>(w_.block_.global_atomics());
+  }
+  void count_lane_ops(int64_t n) override { w_.block_.lane_ops += n; }
+  void async_issue(int lane, int operand, int64_t flat, std::vector<uint64_t> cells) override {
+    const CArg& arg = s_->args[operand];
+    w_.block_.sim().async_issue(w_.warp_.first_thread + lane, arg.site, arg.buffer, flat,
+                                std::move(cells));
+  }
+  void async_commit(int lane) override {
+    w_.block_.sim().async_commit(w_.warp_.first_thread + lane);
+  }
+  void async_wait(int lane, int n) override {
+    for (const sim::AsyncCopy& copy : w_.block_.sim().async_wait(w_.warp_.first_thread + lane, n)) {
+      for (size_t j = 0; j < copy.cells.size(); ++j) {
+        w_.block_.cell(copy.buffer, 0, copy.flat + static_cast<int64_t>(j)) = copy.cells[j];
+      }
+    }
+  }
+
+ private:
+  const CBuffer& buffer(int operand) const {
+    return w_.block_.prog().buffers[s_->args[operand].buffer];
+  }
+  sim::WarpRequest sim_request(const OperandRequest& request) const {
+    const CArg& arg = s_->args[request.operand];
+    sim::WarpRequest req;
+    req.buffer = arg.buffer;
+    req.access = sim_access(request.access);
+    req.site = arg.site;
+    req.mask = request.lanes;
+    req.warp = w_.warp_.id;
+    req.first_thread = w_.warp_.first_thread;
+    req.vector = request.elements;
+    req.lane_vector = request.lane_elements;
+    req.ldmatrix = request.ldmatrix;
+    req.align = request.align;
+    return req;
+  }
+
+  WarpExec& w_;
+  const CStmt* s_;
+  uint64_t mask_;
+};
+
 void WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
   const IntrinsicInfo& info = *s->intrinsic;
   const bool target_nvidia = block_.warp_size() == 32;
@@ -101,13 +217,17 @@ void WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
   }
   block_.lane_ops +=
       std::popcount(mask) * static_cast<int64_t>(std::max<size_t>(1, s->args.size()));
+  if (info.home) {
+    IntrinsicCallExec exec(*this, s, mask);
+    info.home->execute(info, exec);
+    return;
+  }
   switch (info.family) {
     case IntrinsicFamily::kMma:
       exec_matrix(s, mask);
       break;
     case IntrinsicFamily::kLdmatrix:
-      exec_ldmatrix(s, mask);
-      break;
+      internal_error("ldmatrix executes through its family's home");
     case IntrinsicFamily::kCpAsync:
       exec_cp_async(s, mask);
       break;
@@ -177,39 +297,6 @@ void WarpExec::exec_matrix(const CStmt* s, uint64_t mask) {
   }
   block_.sim().observe(req[0], res[0]);
   block_.lane_ops += static_cast<int64_t>(m) * n * k;
-}
-
-void WarpExec::exec_ldmatrix(const CStmt* s, uint64_t mask) {
-  const IntrinsicInfo& info = *s->intrinsic;
-  const FragmentTable& t = fragment_tables()[static_cast<size_t>(info.id)][0];
-  const uint64_t full = full_mask(block_.warp_size());
-  if (mask != full) block_.sim().partial_warp(warp_.id, s->site, mask, full, warp_.first_thread);
-  const int matrices = info.m;
-  // Lanes 8m..8m+7 give the 16-byte row addresses of matrix m.
-  const uint64_t address_lanes = mask & full_mask(8 * matrices);
-  const CArg& dst = s->args[0];
-  const CArg& src = s->args[1];
-  IndexScratch src_idx, dst_idx;
-  sim::WarpRequest src_req = request(warp_, src.buffer, sim::Access::kLoad, src.site, address_lanes,
-                                     8, eval_indices(src.indices, address_lanes, src_idx));
-  src_req.ldmatrix = true;
-  src_req.align = 16;  // each lane gives the address of one 16-byte row
-  sim::Resolved src_res = block_.sim().resolve(src_req);
-  sim::WarpRequest dst_req =
-      request(warp_, dst.buffer, sim::Access::kStore, dst.site, mask, info.operands[0].elements,
-              eval_indices(dst.indices, mask, dst_idx));
-  sim::Resolved dst_res = block_.sim().resolve(dst_req);
-  block_.sim().observe(src_req, src_res);
-  for (int row = 0; row < 8 * matrices; ++row) {
-    if (!((src_res.ok >> row) & 1)) continue;
-    for (int col = 0; col < 8; ++col) {
-      uint64_t v = block_.cell(src.buffer, 0, src_res.flat[row] + col);
-      auto [lane, reg] = t.at[row * t.cols + col];
-      if (!((dst_res.ok >> lane) & 1)) continue;
-      block_.cell(dst.buffer, warp_.first_thread + lane, dst_res.flat[lane] + reg) = v;
-    }
-  }
-  block_.sim().observe(dst_req, dst_res);
 }
 
 void WarpExec::exec_cp_async(const CStmt* s, uint64_t mask) {

@@ -7,6 +7,7 @@
 
 #include "core/expr_functor.h"
 #include "core/expr_printer.h"
+#include "core/instruction_family.h"
 #include "core/intrinsics.h"
 #include "core/printer.h"
 #include "core/stmt_functor.h"
@@ -219,11 +220,12 @@ class Collector : public StmtFunctor<void> {
           if (arg.value.defined()) scan(arg.value, s);
         }
         if (!writes && arg.buffer.defined() && !is_per_thread(arg.buffer->scope)) {
-          if (info.family == IntrinsicFamily::kCpAsync) {
+          if (info.home) {
+            std::optional<OperandMemoryAccess> a = info.home->memory_access(info, k);
+            if (a && a->align > 1) add_aligned(arg.buffer, arg.indices, a->align, a->what, s);
+          } else if (info.family == IntrinsicFamily::kCpAsync) {
             add_aligned(arg.buffer, arg.indices, info.bytes,
                         info.name + (operand.written ? " destination" : " source"), s);
-          } else if (info.family == IntrinsicFamily::kLdmatrix) {
-            add_aligned(arg.buffer, arg.indices, 16, info.name + " row", s);
           }
         }
         if (!arg.buffer.defined() || !is_per_thread(arg.buffer->scope)) continue;

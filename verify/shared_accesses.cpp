@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/expr_functor.h"
 #include "core/expr_printer.h"
+#include "core/instruction_family.h"
 #include "core/intrinsics.h"
 #include "core/printer.h"
 #include "verify/proof_session.h"
@@ -157,8 +158,12 @@ class Collector {
       for (const Expr& i : arg.indices) scan(i, scope, s);
       if (arg.value.defined()) scan(arg.value, scope, s);
       if (!arg.buffer.defined() || !is_shared(arg.buffer)) continue;
-      if (info.family == IntrinsicFamily::kLdmatrix) {
-        add(arg.buffer, arg.indices, scope, s, {info.name, 16, 8 * info.m, false, true});
+      if (info.home) {
+        std::optional<OperandMemoryAccess> a = info.home->memory_access(info, k);
+        if (a && a->banks) {
+          add(arg.buffer, arg.indices, scope, s,
+              {info.name, a->bytes, a->lanes, info.operands[k].written, a->ldmatrix});
+        }
       } else if (info.family == IntrinsicFamily::kCpAsync) {
         add(arg.buffer, arg.indices, scope, s, {info.name, info.bytes, 0, true, false});
       }

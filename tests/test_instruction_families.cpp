@@ -1,0 +1,122 @@
+// The instruction-family registry (core/instruction_family.h): every entry has its home, the
+// homes declare the memory accesses the proofs read, and a family's execution semantics run
+// against any WarpIntrinsicExec — here a small fake warp, not the thread-level interpreter.
+// Expected values come from the PTX ISA ("ldmatrix": lanes 8m..8m+7 address the rows of matrix
+// m; thread t receives row t / 4, columns 2 (t % 4) and 2 (t % 4) + 1 of each matrix).
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "core/error.h"
+#include "core/instruction_family.h"
+
+using namespace tessel;
+
+namespace {
+
+/// One warp of 32 lanes: operand 0 is a register array of `regs` cells per lane, operand 1 a
+/// shared array; each lane's element index is given directly (no IR).
+class FakeWarp final : public WarpIntrinsicExec {
+ public:
+  std::vector<std::vector<uint64_t>> registers;  ///< [lane][reg]
+  std::vector<uint64_t> shared;
+  std::array<int64_t, 64> src_flat{};  ///< the shared element each lane addresses
+  std::vector<OperandRequest> observed;
+
+  FakeWarp(int regs, int shared_elements)
+      : registers(32, std::vector<uint64_t>(regs, 0)), shared(shared_elements, 0) {}
+
+  int warp_size() const override { return 32; }
+  uint64_t mask() const override { return 0xffffffffu; }
+  void require_full_warp() override {}
+  DataType dtype(int) const override { return DataType::f16(); }
+  bool is_global(int) const override { return false; }
+  std::array<int64_t, 64> values(int, uint64_t) override { return {}; }
+  int64_t immediate(int) const override { return 0; }
+  OperandLanes resolve(const OperandRequest& r) override {
+    OperandLanes out;
+    out.ok = r.lanes;
+    for (int l = 0; l < 32; ++l) out.flat[l] = r.operand == 1 ? src_flat[l] : 0;
+    return out;
+  }
+  void observe(const OperandRequest& r, const OperandLanes&) override { observed.push_back(r); }
+  uint64_t& cell(int operand, int lane, int64_t flat) override {
+    return operand == 0 ? registers[lane][flat] : shared[flat];
+  }
+  uint64_t global_cell(int, int64_t) override { return 0; }
+  void set_global_cell(int, int64_t, uint64_t) override {}
+  std::unique_lock<std::mutex> lock_atomics() override { return {}; }
+  void count_lane_ops(int64_t) override {}
+  void async_issue(int, int, int64_t, std::vector<uint64_t>) override {}
+  void async_commit(int) override {}
+  void async_wait(int, int) override {}
+};
+
+}  // namespace
+
+TEST_SUITE("instruction families") {
+  TEST_CASE("every registered family's entries are in the table with their home") {
+    REQUIRE_FALSE(instruction_families().empty());
+    for (const InstructionFamily* f : instruction_families()) {
+      std::vector<IntrinsicInfo> entries = f->entries();
+      CHECK_FALSE(entries.empty());
+      for (const IntrinsicInfo& e : entries) {
+        const IntrinsicInfo& in_table = intrinsic_info(e.id);
+        CHECK(in_table.name == e.name);
+        CHECK(in_table.home == f);
+      }
+    }
+    // ldmatrix_x4_trans is declared by the ldmatrix family.
+    REQUIRE(intrinsic_info(IntrinsicId::kLdmatrixX4Trans).home != nullptr);
+    CHECK(intrinsic_info(IntrinsicId::kLdmatrixX4Trans).home->name() == "ldmatrix");
+  }
+
+  TEST_CASE("ldmatrix declares one 16-byte row address per lane of its matrices") {
+    const IntrinsicInfo& x1 = intrinsic_info(IntrinsicId::kLdmatrixX1);
+    const IntrinsicInfo& x4 = intrinsic_info(IntrinsicId::kLdmatrixX4);
+    CHECK_FALSE(x4.home->memory_access(x4, 0).has_value());  // dst: registers
+    auto a4 = x4.home->memory_access(x4, 1);
+    REQUIRE(a4.has_value());
+    CHECK(a4->bytes == 16);
+    CHECK(a4->lanes == 32);  // 4 matrices x 8 rows
+    CHECK(a4->ldmatrix);
+    CHECK(a4->banks);
+    CHECK(a4->align == 16);
+    CHECK(a4->what == "ldmatrix_x4 row");
+    CHECK(x1.home->memory_access(x1, 1)->lanes == 8);
+  }
+
+  TEST_CASE("ldmatrix has no HIP spelling; its CUDA helper is the PTX instruction") {
+    const IntrinsicInfo& x2 = intrinsic_info(IntrinsicId::kLdmatrixX2);
+    CHECK_THROWS_WITH_AS(x2.home->helper(Language::kHip, x2),
+                         "codegen: ldmatrix_x2 is an NVIDIA instruction; it has no HIP spelling",
+                         UserError);
+    std::string cuda = x2.home->helper(Language::kCuda, x2);
+    CHECK(cuda.find("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2]") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("ldmatrix_x1 executes against any WarpIntrinsicExec") {
+    const IntrinsicInfo& x1 = intrinsic_info(IntrinsicId::kLdmatrixX1);
+    // An 8x8 matrix in shared memory, row r at elements [16 r, 16 r + 8) (a padded row of 16),
+    // element (r, c) holding 100 r + c. Lanes 0..7 give the row addresses.
+    FakeWarp w(2, 8 * 16);
+    for (int r = 0; r < 8; ++r) {
+      for (int c = 0; c < 8; ++c) w.shared[16 * r + c] = 100 * r + c;
+      w.src_flat[r] = 16 * r;
+    }
+    x1.home->execute(x1, w);
+    for (int t = 0; t < 32; ++t) {
+      int row = t / 4, col = 2 * (t % 4);
+      CHECK(w.registers[t][0] == static_cast<uint64_t>(100 * row + col));
+      CHECK(w.registers[t][1] == static_cast<uint64_t>(100 * row + col + 1));
+    }
+    // Two requests: the row addresses (8 lanes, ldmatrix phases), then the registers.
+    REQUIRE(w.observed.size() == 2);
+    CHECK(w.observed[0].operand == 1);
+    CHECK(w.observed[0].lanes == 0xffu);
+    CHECK(w.observed[0].ldmatrix);
+    CHECK(w.observed[1].operand == 0);
+  }
+
+}  // TEST_SUITE
