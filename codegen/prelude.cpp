@@ -11,83 +11,9 @@ namespace tessel::codegen {
 
 namespace {
 
-/// 32-bit registers an operand of `elements` values of `t` occupies.
-int regs32(DataType t, int elements) { return elements * t.storage_bits() / 32; }
-
-/// "%a, %b, ..." placeholders from `first`, `count` of them, in braces.
-std::string placeholders(int first, int count) {
-  std::string s = "{";
-  for (int i = 0; i < count; ++i) s += (i ? ", %" : "%") + std::to_string(first + i);
-  return s + "}";
-}
-
-std::string cuda_helper(const IntrinsicInfo& info) {
-  if (info.home) return info.home->helper(Language::kCuda, info);
-  std::ostringstream o;
-  const std::string fn = "tessel_" + info.name;
-  switch (info.family) {
-    case IntrinsicFamily::kMma: {
-      const auto& ops = info.operands;  // D, A, B, C
-      int d = regs32(ops[0].dtypes[0], ops[0].elements), a = regs32(ops[1].dtypes[0], ops[1].elements);
-      int b = regs32(ops[2].dtypes[0], ops[2].elements), c = regs32(ops[3].dtypes[0], ops[3].elements);
-      o << "__device__ __forceinline__ void " << fn
-        << "(float* d, const void* a, const void* b, const float* c) {\n"
-        << "  const unsigned* A = static_cast<const unsigned*>(a);\n"
-        << "  const unsigned* B = static_cast<const unsigned*>(b);\n"
-        << "  asm volatile(\"" << info.cuda << " " << placeholders(0, d) << ", "
-        << placeholders(d, a) << ", " << placeholders(d + a, b) << ", "
-        << placeholders(d + a + b, c) << ";\\n\"\n               : ";
-      for (int i = 0; i < d; ++i) o << (i ? ", " : "") << "\"=f\"(d[" << i << "])";
-      o << "\n               : ";
-      for (int i = 0; i < a; ++i) o << (i ? ", " : "") << "\"r\"(A[" << i << "])";
-      for (int i = 0; i < b; ++i) o << ", \"r\"(B[" << i << "])";
-      for (int i = 0; i < c; ++i) o << ", \"f\"(c[" << i << "])";
-      o << ");\n}\n";
-      break;
-    }
-    case IntrinsicFamily::kCpAsync:
-      o << "__device__ __forceinline__ void " << fn
-        << "(void* dst, const void* src, int src_size) {\n"
-        << "  unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));\n"
-        << "  asm volatile(\"" << info.cuda << " [%0], [%1], " << info.bytes
-        << ", %2;\\n\" :: \"r\"(addr), \"l\"(src), \"r\"(src_size) : \"memory\");\n}\n";
-      break;
-    case IntrinsicFamily::kCommitGroup:
-      o << "__device__ __forceinline__ void " << fn << "() { asm volatile(\"" << info.cuda
-        << ";\\n\" ::: \"memory\"); }\n";
-      break;
-    case IntrinsicFamily::kWaitGroup:
-      o << "template <int N>\n__device__ __forceinline__ void " << fn << "() { asm volatile(\""
-        << info.cuda << " %0;\\n\" :: \"n\"(N) : \"memory\"); }\n";
-      break;
-    default:
-      break;
-  }
-  return o.str();
-}
-
-std::string hip_helper(const IntrinsicInfo& info) {
-  if (info.home) return info.home->helper(Language::kHip, info);
-  std::ostringstream o;
-  const std::string fn = "tessel_" + info.name;
-  if (info.family != IntrinsicFamily::kMma) {
-    user_error("codegen: " + info.name + " is an NVIDIA instruction; it has no HIP spelling");
-  }
-  const auto& ops = info.operands;
-  const int ab = ops[1].elements, cd = ops[0].elements;
-  const bool bf16 = ops[1].dtypes[0].code == TypeCode::kBFloat;
-  const std::string in = bf16 ? "short" : "_Float16";
-  o << "TESSEL_DEVICE void " << fn << "(float* d, const void* a, const void* b, const float* c) {\n"
-    << "  typedef " << in << " In __attribute__((ext_vector_type(" << ab << ")));\n"
-    << "  typedef float Acc __attribute__((ext_vector_type(" << cd << ")));\n"
-    << "  const " << in << "* A = static_cast<const " << in << "*>(a);\n"
-    << "  const " << in << "* B = static_cast<const " << in << "*>(b);\n"
-    << "  In av, bv;\n  Acc cv;\n"
-    << "  for (int i = 0; i < " << ab << "; ++i) av[i] = A[i], bv[i] = B[i];\n"
-    << "  for (int i = 0; i < " << cd << "; ++i) cv[i] = c[i];\n"
-    << "  Acc r = " << info.hip << "(av, bv, cv, 0, 0, 0);\n"
-    << "  for (int i = 0; i < " << cd << "; ++i) d[i] = r[i];\n}\n";
-  return o.str();
+std::string helper(Language lang, const IntrinsicInfo& info) {
+  internal_check(info.home != nullptr, "an intrinsic without its family's home");
+  return info.home->helper(lang, info);
 }
 
 const char* kCudaHeader = R"(#include <cuda_fp16.h>
@@ -223,28 +149,9 @@ template <typename T> TESSEL_DEVICE T tessel_atomic_min(T* p, T v) { return atom
 
 std::string intrinsic_call(Language lang, const IntrinsicInfo& info, DataType dst_type,
                            const std::vector<std::string>& args, std::set<std::string>& used) {
-  if (info.home) {
-    CallText text{lang, args, dst_type, [lang](DataType t) { return c_type(lang, t); }};
-    return info.home->call(info, text, used);
-  }
-  auto join = [&](size_t from) {
-    std::string s;
-    for (size_t i = from; i < args.size(); ++i) s += (i > from ? ", " : "") + args[i];
-    return s;
-  };
-  if (info.family == IntrinsicFamily::kAtomic) {
-    std::string fn = atomic_function(info.id, dst_type, lang == Language::kHip);
-    if (fn.rfind("tessel_", 0) == 0) used.insert("atomics");
-    return fn + "(" + args[0] + ", static_cast<" + c_type(lang, dst_type) + ">(" + args[1] + "));";
-  }
-  if (lang == Language::kCuda && info.cuda.empty()) {
-    user_error("codegen: " + info.name + " is an AMD instruction; it has no CUDA spelling");
-  }
-  used.insert(info.name);
-  if (info.family == IntrinsicFamily::kWaitGroup) {
-    return "tessel_" + info.name + "<" + args[0] + ">();";
-  }
-  return "tessel_" + info.name + "(" + join(0) + ");";
+  internal_check(info.home != nullptr, "an intrinsic without its family's home");
+  CallText text{lang, args, dst_type, [lang](DataType t) { return c_type(lang, t); }};
+  return info.home->call(info, text, used);
 }
 
 std::string prelude(Language lang, const std::set<std::string>& used) {
@@ -258,7 +165,7 @@ std::string prelude(Language lang, const std::set<std::string>& used) {
   if (lang == Language::kCuda && used.count("atomics")) out += kCudaAtomics;
   for (const IntrinsicInfo& info : intrinsic_table()) {
     if (!used.count(info.name)) continue;
-    out += "\n" + (lang == Language::kCuda ? cuda_helper(info) : hip_helper(info));
+    out += "\n" + helper(lang, info);
   }
   return out;
 }

@@ -82,7 +82,12 @@ class InstructionFamily {
 
 /// Every family, as X(factory): the one line a new family adds. `factory` returns the family's
 /// single instance (defined in its core/families/ file).
-#define TESSEL_INSTRUCTION_FAMILIES(X) X(ldmatrix_family)
+#define TESSEL_INSTRUCTION_FAMILIES(X) \
+  X(mma_sync_family)                   \
+  X(ldmatrix_family)                   \
+  X(cp_async_family)                   \
+  X(mfma_family)                       \
+  X(atomic_family)
 
 #define TESSEL_FAMILY_FACTORY_(factory) const InstructionFamily& factory();
 TESSEL_INSTRUCTION_FAMILIES(TESSEL_FAMILY_FACTORY_)

@@ -1,9 +1,10 @@
 // The intrinsic table: every hardware instruction thread-level IR may call (mma.sync, ldmatrix,
-// cp.async and its group operations, AMD MFMA, per-thread atomics), each defined ONCE with its
+// cp.async and its group operations, AMD MFMA, per-thread atomics), each defined ONCE, in the
+// home of its instruction family (core/families/, see core/instruction_family.h), with its
 // operands, the fragment layout of every register operand, its CUDA spelling and its HIP
-// spelling. The thread-level interpreter executes an instruction by reading these layouts, and
-// codegen prints the spellings, so the simulator and the generated code can never disagree about
-// where an element lives.
+// spelling. The thread-level interpreter executes an instruction through its home, which reads
+// these layouts, and codegen prints the home's text, so the simulator and the generated code can
+// never disagree about where an element lives.
 //
 // Register-operand layouts come from core/builtin_layouts (the PTX ISA "Matrix Fragments for
 // mma.m16n8k16" tables and the AMD Matrix Instruction Calculator for CDNA3, see REFERENCE.md):
@@ -65,7 +66,9 @@ enum class IntrinsicId : uint8_t {
 #undef TESSEL_ENUM_
 };
 
-/// What an instruction does, which decides how the interpreter executes it.
+/// The kind of work an entry does (one family's home may declare several kinds: cp.async, its
+/// commit and its wait). The lowering and tests use it to find calls; execution, checks,
+/// memory accesses and text belong to the entry's home (core/instruction_family.h).
 enum class IntrinsicFamily : uint8_t {
   kMma,          ///< warp-wide D = A * B + C on register fragments (mma.sync, MFMA)
   kLdmatrix,     ///< warp-wide shared -> registers, one 16-byte row address per lane
@@ -123,7 +126,7 @@ struct IntrinsicInfo {
   std::string hip;          ///< HIP spelling ("" when there is none)
   std::string description;  ///< one line, with the source of its semantics
   /// The family that declares it (core/instruction_family.h), where its checks, memory
-  /// accesses, CUDA/HIP text and execution live; null for entries not moved there yet.
+  /// accesses, CUDA/HIP text and execution live. Set for every entry of the table.
   const InstructionFamily* home = nullptr;
 };
 

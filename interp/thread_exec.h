@@ -276,9 +276,6 @@ class WarpExec {
   void exec_vectorized(const CStmt* s, uint64_t mask);
   // thread_intrinsics.cpp
   void exec_intrinsic(const CStmt* s, uint64_t mask);
-  void exec_matrix(const CStmt* s, uint64_t mask);
-  void exec_cp_async(const CStmt* s, uint64_t mask);
-  void exec_atomic(const CStmt* s, uint64_t mask);
   /// Evaluates an element operand's indices for the lanes of `mask` into `idx`.
   std::array<const int64_t*, 8> eval_indices(const std::vector<const CExpr*>& indices,
                                              uint64_t mask, IndexScratch& idx);

@@ -5,7 +5,7 @@
 // m; thread t receives row t / 4, columns 2 (t % 4) and 2 (t % 4) + 1 of each matrix).
 #include <doctest/doctest.h>
 
-#include <map>
+#include <set>
 
 #include "core/error.h"
 #include "core/instruction_family.h"
@@ -117,6 +117,53 @@ TEST_SUITE("instruction families") {
     CHECK(w.observed[0].lanes == 0xffu);
     CHECK(w.observed[0].ldmatrix);
     CHECK(w.observed[1].operand == 0);
+  }
+
+  TEST_CASE("every instruction of the table has a home, and the five families are registered") {
+    for (const IntrinsicInfo& info : intrinsic_table()) {
+      INFO(info.name);
+      CHECK(info.home != nullptr);
+    }
+    std::vector<std::string> names;
+    for (const InstructionFamily* f : instruction_families()) names.emplace_back(f->name());
+    CHECK(names == std::vector<std::string>{"mma.sync", "ldmatrix", "cp.async", "MFMA", "atomics"});
+  }
+
+  TEST_CASE("cp.async declares both addresses aligned to the copy; registers and atomics none") {
+    const IntrinsicInfo& cp = intrinsic_info(IntrinsicId::kCpAsync16);
+    auto dst = cp.home->memory_access(cp, 0);
+    auto src = cp.home->memory_access(cp, 1);
+    REQUIRE(dst.has_value());
+    REQUIRE(src.has_value());
+    CHECK(dst->bytes == 16);
+    CHECK(dst->lanes == 0);  // every lane gives an address
+    CHECK_FALSE(dst->ldmatrix);
+    CHECK(dst->align == 16);  // PTX: cp.async addresses are aligned to the copy size
+    CHECK(dst->what == "cp_async_16 destination");
+    CHECK(src->what == "cp_async_16 source");
+    CHECK_FALSE(cp.home->memory_access(cp, 2).has_value());  // src_size: a value
+    const IntrinsicInfo& mma = intrinsic_info(IntrinsicId::kMmaM16N8K16F16);
+    for (size_t k = 0; k < 4; ++k) CHECK_FALSE(mma.home->memory_access(mma, k).has_value());
+    const IntrinsicInfo& add = intrinsic_info(IntrinsicId::kAtomAdd);
+    CHECK_FALSE(add.home->memory_access(add, 0).has_value());  // lanes serialise: no bank question
+  }
+
+  TEST_CASE("each family spells its instructions in its own vendor's language only") {
+    const IntrinsicInfo& mma = intrinsic_info(IntrinsicId::kMmaM16N8K16BF16);
+    const IntrinsicInfo& mfma = intrinsic_info(IntrinsicId::kMfma32x32x8F16);
+    CHECK_THROWS_WITH_AS(
+        mma.home->helper(Language::kHip, mma),
+        "codegen: mma_m16n8k16_bf16 is an NVIDIA instruction; it has no HIP spelling", UserError);
+    CHECK_THROWS_WITH_AS(mfma.home->helper(Language::kCuda, mfma),
+                         "codegen: mfma_32x32x8_f16 is an AMD instruction; it has no CUDA spelling",
+                         UserError);
+    CHECK(mfma.home->helper(Language::kHip, mfma).find("__builtin_amdgcn_mfma_f32_32x32x8f16(") !=
+          std::string::npos);
+    const IntrinsicInfo& wait = intrinsic_info(IntrinsicId::kCpAsyncWaitGroup);
+    std::set<std::string> used;
+    CallText text{Language::kCuda, {"2"}, DataType::f32(), nullptr};
+    CHECK(wait.home->call(wait, text, used) == "tessel_cp_async_wait_group<2>();");
+    CHECK(used.count("cp_async_wait_group") == 1);
   }
 
 }  // TEST_SUITE

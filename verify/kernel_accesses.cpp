@@ -220,13 +220,8 @@ class Collector : public StmtFunctor<void> {
           if (arg.value.defined()) scan(arg.value, s);
         }
         if (!writes && arg.buffer.defined() && !is_per_thread(arg.buffer->scope)) {
-          if (info.home) {
-            std::optional<OperandMemoryAccess> a = info.home->memory_access(info, k);
-            if (a && a->align > 1) add_aligned(arg.buffer, arg.indices, a->align, a->what, s);
-          } else if (info.family == IntrinsicFamily::kCpAsync) {
-            add_aligned(arg.buffer, arg.indices, info.bytes,
-                        info.name + (operand.written ? " destination" : " source"), s);
-          }
+          std::optional<OperandMemoryAccess> a = info.home->memory_access(info, k);
+          if (a && a->align > 1) add_aligned(arg.buffer, arg.indices, a->align, a->what, s);
         }
         if (!arg.buffer.defined() || !is_per_thread(arg.buffer->scope)) continue;
         if (operand.written != writes) continue;

@@ -158,16 +158,12 @@ class Collector {
       for (const Expr& i : arg.indices) scan(i, scope, s);
       if (arg.value.defined()) scan(arg.value, scope, s);
       if (!arg.buffer.defined() || !is_shared(arg.buffer)) continue;
-      if (info.home) {
-        std::optional<OperandMemoryAccess> a = info.home->memory_access(info, k);
-        if (a && a->banks) {
-          add(arg.buffer, arg.indices, scope, s,
-              {info.name, a->bytes, a->lanes, info.operands[k].written, a->ldmatrix});
-        }
-      } else if (info.family == IntrinsicFamily::kCpAsync) {
-        add(arg.buffer, arg.indices, scope, s, {info.name, info.bytes, 0, true, false});
+      // Atomics on shared memory serialise their lanes: their home declares no bank question.
+      std::optional<OperandMemoryAccess> a = info.home->memory_access(info, k);
+      if (a && a->banks) {
+        add(arg.buffer, arg.indices, scope, s,
+            {info.name, a->bytes, a->lanes, info.operands[k].written, a->ldmatrix});
       }
-      // Atomics on shared memory serialise their lanes; they are not bank-conflict questions.
     }
   }
 

@@ -69,8 +69,11 @@ void execute_matrix(const IntrinsicInfo& info, WarpIntrinsicExec& exec) {
                             info.operands[o].elements};
     res[o] = exec.resolve(req[o]);
   }
+  const std::array<const FragmentTable*, 4> tables = {
+      &fragment_table(info, 0), &fragment_table(info, 1), &fragment_table(info, 2),
+      &fragment_table(info, 3)};
   auto read = [&](int o, int row, int col) -> double {
-    auto [lane, reg] = fragment_table(info, o).at(row, col);
+    auto [lane, reg] = tables[o]->at(row, col);
     if (!((res[o].ok >> lane) & 1)) return 0.0;
     return std::bit_cast<double>(exec.cell(o, lane, res[o].flat[lane] + reg));
   };
@@ -84,7 +87,7 @@ void execute_matrix(const IntrinsicInfo& info, WarpIntrinsicExec& exec) {
     }
   }
   for (int o = 1; o < 4; ++o) exec.observe(req[o], res[o]);
-  const FragmentTable& td = fragment_table(info, 0);
+  const FragmentTable& td = *tables[0];
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
       auto [lane, reg] = td.at(i, j);
