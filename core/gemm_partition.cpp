@@ -7,6 +7,7 @@
 
 #include "core/builtin_layouts.h"
 #include "core/error.h"
+#include "core/instruction_family.h"
 
 namespace tessel {
 
@@ -129,10 +130,10 @@ GemmPlan plan_gemm(const GemmOp& op, const std::string& kernel, const Target& ta
 
   DataType in = A->dtype;
   bool half = in == DataType::f16() || in == DataType::bf16();
-  if (target.nvidia && target.mma_sync && target.ldmatrix) {
+  if (target.nvidia && target.has(mma_sync_family()) && target.has(ldmatrix_family())) {
     p.path = GemmPath::kMma;
     p.inst_m = 16, p.inst_n = 8, p.inst_k = 16;
-  } else if (!target.nvidia && target.mfma) {
+  } else if (!target.nvidia && target.has(mfma_family())) {
     p.path = GemmPath::kMfma;
     p.inst_m = 16, p.inst_n = 16, p.inst_k = 16;
   } else {

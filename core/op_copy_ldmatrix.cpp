@@ -10,10 +10,12 @@
 // c0 + 8 (m / 2) of the stored tile, so lane l supplies the address of row l % 8 of matrix l / 8:
 // (r0 + 8 ((l / 8) % 2) + l % 8, c0 + 8 (l / 16)). The check runs over every thread and
 // register block; a fragment that does not match keeps the generic copy.
+#include "core/op_copy_ldmatrix.h"
+
 #include "core/expr_functor.h"
+#include "core/instruction_family.h"
 #include "core/intrinsics.h"
 #include "core/op_copy.h"
-#include "core/op_copy_ldmatrix.h"
 
 namespace tessel {
 
@@ -62,7 +64,7 @@ std::optional<bool> ldmatrix_pattern(const Fragment& frag, int64_t threads) {
 std::optional<Stmt> lower_ldmatrix_copy(const CopyOp& op, LowerContext& ctx) {
   const Buffer& src = op.src().buffer;
   const Buffer& dst = op.dst().buffer;
-  if (!ctx.target().ldmatrix || dst->scope != Scope::kFragment ||
+  if (!ctx.target().has(ldmatrix_family()) || dst->scope != Scope::kFragment ||
       (src->scope != Scope::kShared && src->scope != Scope::kSharedDyn) ||
       src->dtype != dst->dtype || src->dtype.storage_bits() != 16 || dst->ndim() != 2 ||
       !op.dst().is_full() || src->ndim() != 2 || ctx.threads() % 32 != 0) {

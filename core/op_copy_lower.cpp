@@ -5,6 +5,7 @@
 // shared -> fragment copies of mma operands become ldmatrix (core/op_copy_ldmatrix.cpp).
 #include "core/builtin_layouts.h"
 #include "core/expr_functor.h"
+#include "core/instruction_family.h"
 #include "core/intrinsics.h"
 #include "core/op_copy.h"
 #include "core/op_copy_ldmatrix.h"
@@ -75,7 +76,7 @@ std::optional<Stmt> lower_conversion(const CopyOp& op, LowerContext& ctx) {
 std::optional<Stmt> lower_async(const CopyOp& op, LowerContext& ctx) {
   const Buffer& src = op.src().buffer;
   const Buffer& dst = op.dst().buffer;
-  if (!ctx.target().cp_async || src->scope != Scope::kGlobal ||
+  if (!ctx.target().has(cp_async_family()) || src->scope != Scope::kGlobal ||
       (dst->scope != Scope::kShared && dst->scope != Scope::kSharedDyn) ||
       src->dtype != dst->dtype || src->dtype.storage_bits() % 8 != 0) {
     return std::nullopt;
@@ -116,7 +117,7 @@ void CopyOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
   // so the ldmatrix phases are conflict-free (as the gemm's own operands are).
   const Buffer& src = src_.buffer;
   const Fragment* frag = ctx.fragment(dst_.buffer);
-  if (level != InferLevel::kCommon || !frag || !ctx.target().ldmatrix ||
+  if (level != InferLevel::kCommon || !frag || !ctx.target().has(ldmatrix_family()) ||
       (src->scope != Scope::kShared && src->scope != Scope::kSharedDyn) || ctx.shared_layout(src) ||
       !src_.is_full() || src->ndim() != 2 || src->dtype.storage_bits() != 16) {
     return;

@@ -11,7 +11,10 @@
 //     per CU: a workgroup's waves share 4 x 512 x 64 = 131072 32-bit registers.
 #include "core/target.h"
 
+#include <algorithm>
+
 #include "core/error.h"
+#include "core/instruction_family.h"
 
 namespace tessel {
 
@@ -29,7 +32,7 @@ const std::vector<Target>& all_targets() {
     sm80.max_registers = 255;
     sm80.block_registers = 64 * 1024;
     sm80.banks = BankModel::nvidia();
-    sm80.mma_sync = sm80.ldmatrix = sm80.cp_async = true;
+    sm80.families = {&mma_sync_family(), &ldmatrix_family(), &cp_async_family(), &atomic_family()};
     sm80.description = "NVIDIA Ampere (A100): mma.sync m16n8k16, ldmatrix, cp.async";
     Target sm90 = sm80;
     sm90.name = "sm90";
@@ -48,7 +51,7 @@ const std::vector<Target>& all_targets() {
     gfx90a.max_registers = 512;
     gfx90a.block_registers = 4 * 512 * 64;
     gfx90a.banks = BankModel::amd_cdna3();
-    gfx90a.mfma = true;
+    gfx90a.families = {&mfma_family(), &atomic_family()};
     gfx90a.description = "AMD CDNA2 (MI200): MFMA 16x16x16 and 32x32x8, wave64";
     Target gfx942 = gfx90a;
     gfx942.name = "gfx942";
@@ -58,6 +61,10 @@ const std::vector<Target>& all_targets() {
     return std::vector<Target>{sm80, sm90, gfx90a, gfx942};
   }();
   return targets;
+}
+
+bool Target::has(const InstructionFamily& family) const {
+  return std::find(families.begin(), families.end(), &family) != families.end();
 }
 
 std::vector<std::string> target_name_list(bool aliases) {

@@ -13,6 +13,8 @@
 
 namespace tessel {
 
+class InstructionFamily;  // core/instruction_family.h
+
 struct Target {
   std::string name;            ///< "sm80", "sm90", "gfx90a", "gfx942"
   bool nvidia = true;          ///< NVIDIA (CUDA) or AMD (HIP)
@@ -28,11 +30,13 @@ struct Target {
   int max_registers = 255;          ///< 32-bit registers one thread may use
   int64_t block_registers = 65536;  ///< 32-bit registers the threads of one block share
   BankModel banks;
-  bool mma_sync = false;    ///< mma.sync.m16n8k16 (f16/bf16 in, f32 accumulate)
-  bool ldmatrix = false;    ///< ldmatrix.x1/x2/x4[.trans]
-  bool cp_async = false;    ///< cp.async with commit/wait groups
-  bool mfma = false;        ///< v_mfma_f32_16x16x16 / 32x32x8 (f16/bf16)
+  /// The instruction families it has (core/instruction_family.h): the lowering uses an
+  /// instruction only when its family is here.
+  std::vector<const InstructionFamily*> families;
   std::string description;  ///< one line: the GPU and the source of the numbers
+
+  /// True when the target has `family`'s instructions.
+  bool has(const InstructionFamily& family) const;
 };
 
 /// Every supported target, in a stable order.

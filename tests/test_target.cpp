@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "core/error.h"
+#include "core/instruction_family.h"
 #include "core/target.h"
 
 using namespace tessel;
@@ -53,6 +54,26 @@ TEST_SUITE("target registry") {
     CHECK(nvidia_target_for(89)->name == "sm80");
     CHECK(nvidia_target_for(90)->name == "sm90");
     CHECK(nvidia_target_for(100) == nullptr);  // Blackwell loads no sm_80 / sm_90a cubin
+  }
+
+  TEST_CASE("targets list their instruction families") {
+    // A100/H100: mma.sync, ldmatrix, cp.async (PTX ISA, sm_80+); CDNA2/3: MFMA; all: atomics.
+    for (const char* n : {"sm80", "sm90"}) {
+      const Target& t = find_target(n);
+      CHECK(t.has(mma_sync_family()));
+      CHECK(t.has(ldmatrix_family()));
+      CHECK(t.has(cp_async_family()));
+      CHECK_FALSE(t.has(mfma_family()));
+      CHECK(t.has(atomic_family()));
+    }
+    for (const char* n : {"gfx90a", "gfx942"}) {
+      const Target& t = find_target(n);
+      CHECK(t.has(mfma_family()));
+      CHECK_FALSE(t.has(mma_sync_family()));
+      CHECK_FALSE(t.has(ldmatrix_family()));
+      CHECK_FALSE(t.has(cp_async_family()));
+      CHECK(t.has(atomic_family()));
+    }
   }
 
 }  // TEST_SUITE

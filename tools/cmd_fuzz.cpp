@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/printer.h"
+#include "core/target.h"
 #include "tests/fuzz_gen/fuzz_check.h"
 #include "tools/cli.h"
 
@@ -58,8 +59,8 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   sub->add_option("--count", count, "number of programs")
       ->default_val(100)
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--target", target, "sm80, sm90, gfx90a or gfx942")
-      ->check(CLI::IsMember({"sm80", "sm90", "gfx90a", "gfx942"}))
+  sub->add_option("--target", target, target_names())
+      ->check(CLI::IsMember(target_name_list(false)))
       ->default_val("sm80");
   sub->add_flag("--no-verify", no_verify, "skip tessel verify on each program");
   sub->add_option("--verify-every", verify_every,
