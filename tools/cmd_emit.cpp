@@ -2,12 +2,10 @@
 // for the target and printed as CUDA (NVIDIA) or HIP (AMD) source.
 #include <fstream>
 
-#include "codegen/emit.h"
-#include "core/passes.h"
 #include "core/target.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
-#include "verify/alignment_proofs.h"
+#include "tools/kernel_views.h"
 
 namespace tessel::cli {
 
@@ -29,9 +27,7 @@ void add_emit_command(CLI::App& app, Context& ctx) {
     Kernel kernel = k.example->build(k.params);
     const Target& t = *lookup_target(target, true);  // the option accepts nothing else
     const std::string& name = t.name;
-    Kernel lowered = is_tile_level(kernel) ? lower_kernel(kernel, t).kernel : kernel;
-    require_alignment(lowered, t, "emit");  // no instruction that faults on the GPU
-    EmittedSource src = emit_source(lowered, t);
+    EmittedSource src = emit_kernel(kernel, t);
     if (!output.empty()) {
       std::ofstream f(output);
       if (!f) throw UsageError("-o " + output + ": cannot open the file for writing");

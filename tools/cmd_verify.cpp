@@ -7,6 +7,7 @@
 #include "core/target.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
+#include "tools/kernel_views.h"
 #include "verify/kernel_proofs.h"
 
 namespace tessel::cli {
@@ -61,21 +62,7 @@ void add_verify_command(CLI::App& app, Context& ctx) {
     KernelProofs proofs = verify_kernel(kernel, find_target(target), {timeout_ms});
     ctx.exit_code = proofs.all_proved() ? kOk : kKernelWrong;
     if (ctx.json) {
-      nlohmann::json checks = nlohmann::json::array();
-      for (const KernelCheck& c : proofs.checks) {
-        checks.push_back({{"what", c.what},
-                          {"result", c.result},
-                          {"counterexample", c.counterexample ? nlohmann::json(*c.counterexample)
-                                                              : nlohmann::json(nullptr)},
-                          {"ms", c.ms}});
-      }
-      emit_json(ctx, {{"kernel", kernel->name},
-                      {"target", target},
-                      {"proved", proofs.count("proved")},
-                      {"failed", proofs.count("failed")},
-                      {"undecided", proofs.count("undecided")},
-                      {"ms", proofs.total_ms()},
-                      {"checks", checks}});
+      emit_json(ctx, verify_json(kernel, target, proofs));
       return;
     }
     print_report(*ctx.out, kernel->name, target, proofs);

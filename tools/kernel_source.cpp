@@ -90,6 +90,10 @@ void check_assertions(const std::vector<KernelAssertion>& assertions, const Kern
   }
 }
 
+ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const std::string& path,
+                              const std::map<std::string, std::string>& values,
+                              const std::string& choice);
+
 ResolvedKernel resolve_file(const std::string& path,
                             const std::map<std::string, std::string>& values,
                             const std::string& choice) {
@@ -100,7 +104,12 @@ ResolvedKernel resolve_file(const std::string& path,
   }
   std::ostringstream text;
   text << in.rdbuf();
-  auto source = std::make_shared<const std::string>(text.str());
+  return resolve_source(std::make_shared<const std::string>(text.str()), path, values, choice);
+}
+
+ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const std::string& path,
+                              const std::map<std::string, std::string>& values,
+                              const std::string& choice) {
   ParsedKernel parsed;
   try {
     parsed = parse_kernel(*source, path, values, choice);
@@ -212,6 +221,13 @@ std::map<std::string, std::string> parse_defines(const std::vector<std::string>&
     out[d.substr(0, eq)] = d.substr(eq + 1);
   }
   return out;
+}
+
+ResolvedKernel resolve_kernel_text(const std::string& text, const std::string& origin,
+                                   const std::vector<std::string>& defines,
+                                   const std::string& choice) {
+  return resolve_source(std::make_shared<const std::string>(text), origin, parse_defines(defines),
+                        choice);
 }
 
 bool is_kernel_path(const std::string& kernel) {

@@ -43,4 +43,10 @@ bool is_kernel_path(const std::string& kernel);
 ResolvedKernel resolve_kernel(const std::string& name, const std::vector<std::string>& defines,
                               const std::string& choice = "");
 
+/// As resolve_kernel for a kernel file whose contents are `text`; `origin` stands for the file's
+/// path in messages (e.g. "<source>").
+ResolvedKernel resolve_kernel_text(const std::string& text, const std::string& origin,
+                                   const std::vector<std::string>& defines,
+                                   const std::string& choice = "");
+
 }  // namespace tessel::cli
