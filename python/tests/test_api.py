@@ -133,6 +133,42 @@ def test_verify_returns_counterexamples():
     assert bad.result == "failed" and "bank" in bad.counterexample
 
 
+def test_bfloat16_tensors_come_back_as_bits_or_ml_dtypes():
+    k = tessel.load("gemm", dtype="bfloat16", **GEMM)
+    r = k.run(seed=2)
+    assert r.passed, r.report.text
+    a = r.tensors["A"]
+    try:
+        import ml_dtypes
+        assert a.dtype == np.dtype(ml_dtypes.bfloat16)
+        a32 = a.astype(np.float32)
+        b32 = r.tensors["B"].astype(np.float32)
+    except ImportError:
+        # Without ml_dtypes: the raw bits; a bfloat16 is the high half of a float32.
+        assert a.dtype == np.uint16
+        a32 = (a.astype(np.uint32) << 16).view(np.float32)
+        b32 = (r.tensors["B"].astype(np.uint32) << 16).view(np.float32)
+    # bf16 products are exact in fp32; K = 32 terms accumulated in fp32.
+    np.testing.assert_allclose(r.outputs["C"], a32.astype(np.float64) @ b32, rtol=1e-4, atol=1e-3)
+
+
+def test_thread_level_returns_the_tile_levels_outputs_too():
+    k = tessel.load(RMS_NORM, M=64, N=128)
+    r = k.run(rms_inputs(), level="thread")
+    assert set(r.tile_outputs) == {"Y"}
+    np.testing.assert_array_equal(r.tile_outputs["Y"], r.outputs["Y"])
+    assert k.run(rms_inputs()).tile_outputs == {}  # tile level: no second run
+
+
+def test_cpu_torch_tensors_are_accepted():
+    torch = pytest.importorskip("torch")
+    k = tessel.load(RMS_NORM, M=64, N=128)
+    ins = rms_inputs()
+    from_numpy = k.run(ins).outputs["Y"]
+    from_torch = k.run({n: torch.from_numpy(a) for n, a in ins.items()}).outputs["Y"]
+    np.testing.assert_array_equal(from_numpy, from_torch)
+
+
 # ---- errors ----
 
 def test_wrong_shape_names_parameter_and_shapes():
