@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -219,6 +220,32 @@ TEST_SUITE("verify kernel") {
     CHECK(r.status == 0);
     CHECK(contains(r.out, "fragment X_local"));
     CHECK(contains(r.out, "0 failed"));
+  }
+
+  // Found by `tessel fuzz`: the bank proof ranged the block index and the symbolic M over every
+  // int32, found a model where bx * 16 wraps, and its replay in int32 arithmetic disagreed (an
+  // internal error). A launch has 0 <= bx < ceil(M / 16) and 0 <= M < 2^31, so no index wraps.
+  // The conflict itself is real: 2-byte reads, rows of 64 B = 16 banks, so the even rows 8, 10,
+  // 12, 14 that lanes 0, 8, 16, 24 of warp 1 read (tx // 4) start in the same bank: 4-way.
+  TEST_CASE("a guarded read with a symbolic row count gets a real counterexample, not a crash") {
+    std::string file = std::string(TESSEL_SOURCE_DIR) + "/tests/kernels/guarded_rows_symbolic_m.py";
+    CliResult r = run_tessel({"verify", file, "--json"});
+    CHECK(r.status == 1);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["failed"] == 1);
+    for (const auto& c : j["checks"]) {
+      if (c["result"] != "failed") continue;
+      std::string cex = c["counterexample"];
+      CHECK(contains(cex, "4-way bank conflict"));
+      CHECK(contains(cex, "tile[8, "));
+      CHECK(contains(cex, "tile[14, "));
+      std::smatch m, b;
+      REQUIRE(std::regex_search(cex, m, std::regex("M = (-?[0-9]+)")));
+      REQUIRE(std::regex_search(cex, b, std::regex("bx = (-?[0-9]+)")));
+      int64_t rows = std::stoll(m[1]), block = std::stoll(b[1]);
+      CHECK(block >= 0);
+      CHECK(block * 16 + 14 < rows);  // the rows it names are inside the tensor
+    }
   }
 
 }  // TEST_SUITE

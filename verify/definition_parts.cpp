@@ -5,21 +5,6 @@
 
 namespace tessel::definition_detail {
 
-VarDomain kernel_domain(const Kernel& kernel) {
-  VarDomain d;
-  d.bound(kernel->thread_var, 0, kernel->threads - 1);
-  for (size_t k = 0; k < kernel->block_vars.size() && k < kernel->grid.size(); ++k) {
-    const Var& b = kernel->block_vars[k];
-    std::optional<int64_t> g = as_const_int(kernel->grid[k]);
-    if (g && *g >= 1) {
-      d.bound(b, 0, *g - 1);
-    } else {
-      d.assume(b >= make_int(0) && b < kernel->grid[k]);
-    }
-  }
-  return d;
-}
-
 bool add_enclosing(VarDomain& domain, const std::vector<Enclosing>& frames) {
   for (const Enclosing& f : frames) {
     if (!f.is_loop()) {

@@ -9,13 +9,12 @@
 
 #include "core/layout.h"
 #include "verify/index_bounds.h"
-#include "verify/kernel_proofs.h"
 #include "verify/kernel_accesses.h"
+#include "verify/kernel_domain.h"
+#include "verify/kernel_proofs.h"
 
 namespace tessel::definition_detail {
 
-/// The thread index over [0, threads) and the block indices over the grid.
-VarDomain kernel_domain(const Kernel& kernel);
 /// Adds the ranges of the loops and the conditions of `frames` (those that depend on loaded data
 /// are left out: the domain over-approximates). False when a loop of `frames` never runs.
 bool add_enclosing(VarDomain& domain, const std::vector<Enclosing>& frames);

@@ -12,6 +12,7 @@
 #include "core/instruction_family.h"
 #include "core/intrinsics.h"
 #include "core/printer.h"
+#include "verify/kernel_domain.h"
 #include "verify/proof_session.h"
 
 namespace tessel {
@@ -60,13 +61,11 @@ class Collector {
     Enclosing top;
     const int ws = target_.warp_size;
     const int warps = (kernel_->threads + ws - 1) / ws;
+    // The thread index is rewritten to warp * ws + lane, so its own range drops out.
+    top.domain = kernel_domain(kernel_);
     top.domain.bound(warp_, 0, warps - 1);
     thread_ = warp_ * make_int(ws) + lane_;
     if (kernel_->threads % ws != 0) top.lane_guards.push_back(thread_ < make_int(kernel_->threads));
-    for (size_t d = 0; d < kernel_->block_vars.size() && d < kernel_->grid.size(); ++d) {
-      std::optional<int64_t> g = as_const_int(kernel_->grid[d]);
-      if (g && *g >= 1) top.domain.bound(kernel_->block_vars[d], 0, *g - 1);
-    }
     walk(kernel_->body, top);
     return std::move(found_);
   }
