@@ -43,8 +43,10 @@ class KernelFileError : public UserError {
 /// One parameter of a kernel file, set with -D.
 struct KernelFileParam {
   /// kParameter: of the enclosing def or the jitted kernel function; kConst: a size made by
-  /// T.const (symbolic when not set); kDynamic: a T.dynamic size (-D sizes it for a run).
-  enum class Kind : uint8_t { kParameter, kConst, kDynamic };
+  /// T.const (symbolic when not set); kDynamic: a T.dynamic size (-D sizes it for a run);
+  /// kScalar: a scalar kernel parameter (`n: T.int32`): -D sets it, an integer one is symbolic
+  /// when not set.
+  enum class Kind : uint8_t { kParameter, kConst, kDynamic, kScalar };
   std::string name;
   std::optional<std::string> default_text;  ///< the default as -D would spell it; nullopt: none
   SourceLoc loc;

@@ -230,7 +230,13 @@ void Parser::parse_kernel_def(const Token& def_token, const std::vector<Decorato
     const SignatureParam& p = params[i];
     const Token& pt = p.name;
     bool tensor = p.annotation_head == "T.Tensor" || p.annotation_head == "T.Buffer";
-    if (tensor || (p.annotation && p.annotation_head.rfind("T.", 0) == 0)) {
+    std::optional<DataType> scalar;
+    if (p.annotation_head.rfind("T.", 0) == 0)
+      scalar = DataType::parse(p.annotation_head.substr(2));
+    if (scalar && !tensor) {
+      if (p.default_value) fail(pt, "kernel parameters take no default");
+      bind(pt.text, scalar_param(pt, *scalar), pt, true);
+    } else if (tensor || (p.annotation && p.annotation_head.rfind("T.", 0) == 0)) {
       cur_->rewind(p.annotation);
       tensors[i] = parse_tensor_param(pt);  // refuses other T.* annotations with the reason
       if (p.default_value) fail(pt, "kernel parameters take no default");
@@ -408,10 +414,10 @@ Buffer Parser::parse_tensor_param(const Token& name_tok) {
   if (at.kind == TokenKind::kName) read_dotted(dotted);
   std::string norm = normalize(dotted);
   if (norm != "T.Tensor" && norm != "T.Buffer") {
-    fail(at, "kernel parameter '" + name_tok.text + "' must be a tensor, T.Tensor((M, K), dtype)" +
-                 (norm.rfind("T.", 0) == 0 ? "; scalar parameters are not supported (a symbolic "
-                                             "size is N = T.dynamic(\"N\") in a tensor's shape)"
-                                           : ""));
+    fail(at, "kernel parameter '" + name_tok.text +
+                 "' must be a tensor, T.Tensor((M, K), dtype), or a scalar of a dtype such as "
+                 "T.int32 or T.float32" +
+                 (norm.empty() ? std::string() : "; '" + dotted + "' is neither"));
   }
   if (cur_->at_op("(")) return tensor_from_annotation(name_tok, at, parse_call_args(norm, at));
   auto it = tensor_directives_.find(name_tok.text);
@@ -470,6 +476,35 @@ Expr Parser::dynamic_var(const std::string& name, DataType dtype) {
   }
   dynamic_vars_.emplace_back(name, dtype);
   return Expr(dynamic_vars_.back());
+}
+
+Value Parser::scalar_param(const Token& name, DataType dtype) {
+  KernelFileParam param{name.text, std::nullopt, loc_of(name), KernelFileParam::Kind::kScalar};
+  bool listed = std::any_of(result_.params.begin(), result_.params.end(),
+                            [&](const KernelFileParam& p) { return p.name == name.text; });
+  if (!listed) result_.params.push_back(param);
+  auto it = defines_.find(name.text);
+  if (it == defines_.end()) {
+    if (dtype.is_int()) return Value::of(dynamic_var(name.text, dtype));  // symbolic until set
+    fail(name, "scalar parameter '" + name.text + ": T." + dtype.name() + "' of kernel '" +
+                   kernel_name_ + "' has no value: Tessel specialises " + dtype.name() +
+                   " scalar parameters, so give one with -D " + name.text + "=" +
+                   (dtype.is_bool() ? "True" : "0.5") +
+                   " (an integer scalar parameter may stay symbolic)");
+  }
+  Value v = define_value(param, it->second, std::nullopt);
+  Value n = numeric(v, name);
+  if (n.kind != Value::Kind::kExpr || !(n.expr.as<IntImmNode>() || n.expr.as<FloatImmNode>())) {
+    fail(name, "-D " + name.text + "=" + it->second + ": scalar parameter '" + name.text +
+                   "' is a " + dtype.name() + " number");
+  }
+  double value = n.expr.as<IntImmNode>() ? static_cast<double>(n.expr.as<IntImmNode>()->value)
+                                         : n.expr.as<FloatImmNode>()->value;
+  if (dtype.is_integral() && n.expr.as<FloatImmNode>()) {
+    fail(name, "-D " + name.text + "=" + it->second + ": scalar parameter '" + name.text +
+                   "' is a " + dtype.name() + " integer");
+  }
+  return Value::of(located(name, [&] { return make_const(dtype, value); }));
 }
 
 Value Parser::make_consts(const CallArgs& call) {

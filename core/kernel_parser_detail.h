@@ -257,6 +257,9 @@ class Parser {
   /// The outputs named by `out_idx=` of a decorator, for `kernel`'s parameters.
   std::vector<std::string> outputs_of(const std::vector<Decorator>& decorators,
                                       const Kernel& kernel);
+  /// A scalar kernel parameter `name: T.<dtype>`: its -D value as a constant, else (integers) a
+  /// symbolic size, else a KernelFileError asking for -D.
+  Value scalar_param(const Token& name, DataType dtype);
   /// `T.const("M, N")`: each name a -D integer, or a symbolic size when not set.
   Value make_consts(const CallArgs& call);
   /// The symbolic size called `name` (made on first use).

@@ -345,3 +345,45 @@ TEST_SUITE("parser constructs") {
           "must have src's shape");
   }
 }
+
+TEST_SUITE("parser constructs") {
+  TEST_CASE("scalar kernel parameters take their -D values at both levels") {
+    ParsedKernel p = parse_kernel_file(test_kernel("scale_rows_scalar_params.py"),
+                                       {{"scale", "2.5"}, {"rows", "37"}});
+    // X[r, c] = r - c; Y = 2.5 * X on rows 0..36, 0 on rows 37..63.
+    auto x = [](int64_t f) { return static_cast<double>(f / 32 - f % 32); };
+    TensorMap tile{{"X", tensor(DataType::f32(), {64, 32}, x)},
+                   {"Y", tensor(DataType::f32(), {64, 32})}};
+    TensorMap thread = run_levels(p.kernel, tile);
+    for (TensorMap* t : {&tile, &thread}) {
+      CHECK((*t)["Y"].at(36 * 32 + 1) == 87.5);  // 2.5 * (36 - 1)
+      CHECK((*t)["Y"].at(37 * 32) == 0);
+      for (int64_t f = 0; f < 64 * 32; ++f)
+        CHECK((*t)["Y"].at(f) == (f / 32 < 37 ? 2.5 * x(f) : 0));
+    }
+  }
+
+  TEST_CASE("an integer scalar parameter not given stays symbolic; a float one must be given") {
+    ParsedKernel p =
+        parse_kernel_file(test_kernel("scale_rows_scalar_params.py"), {{"scale", "2.5"}});
+    REQUIRE(p.kernel->dynamic_vars.size() == 1);
+    CHECK(p.kernel->dynamic_vars[0].name() == "rows");
+    CHECK(p.params.back().kind == KernelFileParam::Kind::kScalar);
+    CHECK(error_of(kernel_with("").replace(kernel_with("").find("B: T.Tensor((64,), dtype)"), 25,
+                                           "B: T.Tensor((64,), dtype), eps: T.float32")) ==
+          "k.py:6:68: scalar parameter 'eps: T.float32' of kernel 'k' has no value: Tessel "
+          "specialises float32 scalar parameters, so give one with -D eps=0.5 (an integer scalar "
+          "parameter may stay symbolic)");
+    for (std::vector<std::string> command :
+         {std::vector<std::string>{"print"}, {"verify"}, {"emit", "--target", "cuda"}}) {
+      CAPTURE(command[0]);
+      command.insert(command.begin() + 1, test_kernel("scale_rows_scalar_params.py"));
+      command.insert(command.end(), {"-D", "scale=0.5"});
+      CliResult r = run_tessel(command);
+      CHECK_MESSAGE(r.status == 0, r.err);
+    }
+    CliResult run = run_tessel(
+        {"run", test_kernel("scale_rows_scalar_params.py"), "-D", "scale=0.5", "-D", "rows=5"});
+    CHECK_MESSAGE(run.status == 0, run.err);
+  }
+}

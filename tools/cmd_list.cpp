@@ -19,6 +19,8 @@ const char* kind_help(KernelFileParam::Kind kind) {
       return "size made by T.const: symbolic when not given";
     case KernelFileParam::Kind::kDynamic:
       return "symbolic size (T.dynamic): -D sizes it for a run";
+    case KernelFileParam::Kind::kScalar:
+      return "scalar kernel parameter: -D sets it (an integer one is symbolic when not given)";
   }
   return "";
 }
@@ -31,6 +33,8 @@ const char* kind_name(KernelFileParam::Kind kind) {
       return "const";
     case KernelFileParam::Kind::kDynamic:
       return "dynamic";
+    case KernelFileParam::Kind::kScalar:
+      return "scalar";
   }
   return "";
 }

@@ -135,10 +135,13 @@ ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const s
   std::set<std::string> def_params, dims;
   for (const KernelFileParam& p : parsed.params) {
     bool size = p.kind == KernelFileParam::Kind::kConst;
+    bool scalar = p.kind == KernelFileParam::Kind::kScalar;
     ex->params.push_back({p.name, p.default_text.value_or(""),
                           size ? "size of " + parsed.generator + " made by T.const (" +
                                      p.loc.str() + "); symbolic when not given"
-                               : "parameter of " + parsed.generator + " (" + p.loc.str() + ")"});
+                          : scalar
+                              ? "scalar parameter of " + parsed.generator + " (" + p.loc.str() + ")"
+                              : "parameter of " + parsed.generator + " (" + p.loc.str() + ")"});
     def_params.insert(p.name);
   }
   for (const Var& v : kernel->dynamic_vars) {
