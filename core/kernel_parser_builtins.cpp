@@ -90,6 +90,12 @@ Value Parser::call_function(const std::string& name, const Token& at) {
     return all;
   }
   if (auto why = refusal_of(name)) fail(at, *why);
+  if ((name == "T.Tensor" || name == "T.Buffer") &&
+      (context_ == Context::kKernelBody || context_ == Context::kPostLaunch)) {
+    fail(at, name +
+                 "(shape, dtype, buf.data) as a value is a view of another buffer's storage, "
+                 "which Tessel does not support yet; index the buffer itself (A[i // 8, i % 8])");
+  }
   if (name == "T.const") return make_consts(parse_call_args(name, at));
   if (name == "T.empty") {
     fail(at,
@@ -102,6 +108,13 @@ Value Parser::call_function(const std::string& name, const Token& at) {
     fail(at, name +
                  " is not supported; the allocations Tessel has are T.alloc_shared, "
                  "T.alloc_fragment, T.alloc_local and T.alloc_var");
+  }
+  if (name.rfind("T.", 0) == 0 && !is_builtin_function(name)) {
+    fail(at, name +
+                 " is not a function Tessel supports in expressions; the functions are T.cast, "
+                 "T.ceildiv, T.min, T.max, T.clamp, T.if_then_else, T.floordiv, T.floormod, "
+                 "T.infinity, T.max_value, T.min_value, T.exp, T.exp2, T.log, T.sqrt, T.rsqrt, "
+                 "T.abs and the other math functions, and casts such as T.float16(x)");
   }
   CallArgs call = parse_call_args(name, at);
   std::vector<Expr> args;
@@ -118,13 +131,6 @@ Value Parser::call_function(const std::string& name, const Token& at) {
     fail(at, e.what());
   }
   if (result) return Value::of(*result);
-  if (name.rfind("T.", 0) == 0) {
-    fail(at, name +
-                 " is not a function Tessel supports in expressions; the functions are T.cast, "
-                 "T.ceildiv, T.min, T.max, T.if_then_else, T.floordiv, T.floormod, T.infinity, "
-                 "T.max_value, T.min_value, T.exp, T.exp2, T.log, T.sqrt, T.rsqrt, T.abs and the "
-                 "other math functions, and casts such as T.float16(x)");
-  }
   size_t dot = name.find('.');
   if (dot != std::string::npos && name.rfind("tilelang", 0) != 0) {
     fail(at, "'" + name + "' belongs to host code (module " + name.substr(0, dot) +

@@ -342,9 +342,10 @@ void Parser::parse_call_statement(std::vector<Stmt>& out) {
   if (norm.rfind("T.", 0) == 0) {
     fail(at, norm +
                  " is not a statement Tessel supports; the statements of T are T.copy, "
-                 "T.gemm, T.fill, T.clear, T.reduce_sum/max/min/abssum/absmax, "
-                 "T.atomic_add/max/min, T.sync_threads, T.use_swizzle and the thread-level "
-                 "instructions (T.mma_m16n8k16_f16, T.ldmatrix_x4, T.cp_async_16, ...)");
+                 "T.gemm, T.fill, T.clear, T.reduce (and T.reduce_sum/max/min/abssum/absmax), "
+                 "T.cumsum, T.cummax, T.atomic_add/max/min, T.sync_threads, T.use_swizzle, "
+                 "T.annotate_layout, T.no_set_max_nreg and the thread-level instructions "
+                 "(T.mma_m16n8k16_f16, T.ldmatrix_x4, T.cp_async_16, ...)");
   }
   if (!b) unknown_name(parts[0].text, parts[0]);
   fail(at, "'" + dotted + "' is " + b->value.describe() + " and cannot be called as a statement");

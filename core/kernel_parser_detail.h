@@ -533,6 +533,8 @@ std::string module_name(const std::string& dotted);
 /// Blackwell tensor memory, ...), naming what is supported instead; nullopt for other names.
 /// `norm` is normalised (`T.alloc_barrier`). Defined in core/kernel_parser_refusals.cpp.
 std::optional<std::string> refusal_of(const std::string& norm);
+/// True for the functions call_builtin_function knows (T.min, T.exp2, T.float16, ...).
+bool is_builtin_function(const std::string& name);
 
 /// Binds Python's built-in functions (float, int, len, min, max, ...) in `scope`.
 void bind_python_builtins(NameScope& scope);

@@ -84,9 +84,22 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
     emit_op([&] { return GemmOp::make(A, B, C, options, loc); });
     return true;
   }
-  if (auto kind = reduce_kind(op)) {
+  if (auto kind = reduce_kind(op); kind || op == "T.reduce") {
+    // T.reduce(buffer, out, reduce_type, dim, clear) names the kind as a string.
     start();
-    auto a = bind_args(call, {"buffer", "out", "dim", "clear"}, 2);
+    bool generic = op == "T.reduce";
+    auto a = generic ? bind_args(call, {"buffer", "out", "reduce_type", "dim", "clear"}, 5)
+                     : bind_args(call, {"buffer", "out", "dim", "clear"}, 2);
+    if (generic) {
+      std::string type = arg_string(call, *a[2], "reduce_type");
+      kind = reduce_kind("T.reduce_" + type);
+      if (!kind) {
+        fail(a[2]->value_at, "T.reduce: reduce_type \"" + type +
+                                 "\" is not supported; Tessel reduces with \"sum\", \"max\", "
+                                 "\"min\", \"abssum\" and \"absmax\"");
+      }
+      a.erase(a.begin() + 2);
+    }
     Buffer src = arg_buffer(call, *a[0], "buffer"), dst = arg_buffer(call, *a[1], "out");
     int64_t dim = a[2] ? arg_int(call, *a[2], "dim", -8, 8) : -1;
     // ReduceOp::make reads a negative dim Python-style (-1 is the last) and checks the range.

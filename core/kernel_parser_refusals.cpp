@@ -65,6 +65,53 @@ std::optional<std::string> refusal_of(const std::string& norm) {
            " is a Blackwell (sm100) tensor-memory construct, which Tessel does not support; "
            "use T.alloc_fragment accumulators with T.gemm";
   }
+  if (norm == "T.print" || norm == "T.device_assert") {
+    return norm +
+           " is not supported yet: the interpreters have no output statement; read values with "
+           "`tessel run --save DIR` (every tensor after the run) or copy them to an output tensor";
+  }
+  if (norm == "T.alloc_reducer" || norm == "T.finalize_reducer") {
+    return norm +
+           " (TileLang's per-thread reducer buffers) is not supported yet; accumulate into a "
+           "T.alloc_fragment and combine it with T.reduce_sum/max/min";
+  }
+  if (norm == "T.alloc_global") {
+    return "T.alloc_global (global scratch shared by several T.Kernel launches of one "
+           "prim_func) is not supported yet: a Tessel kernel has one launch; pass the scratch "
+           "as a tensor parameter and write each launch as its own kernel (--kernel NAME)";
+  }
+  if (norm == "T.view" || norm == "T.reshape" || norm == "T.make_tensor" ||
+      norm == "T.make_tensor_from_addr") {
+    return norm +
+           " (a view of a buffer's storage under another shape or dtype) is not supported yet; "
+           "index the buffer itself (A[i // 8, i % 8])";
+  }
+  if (norm == "T.im2col" || norm == "T.c2d_im2col") {
+    return norm +
+           " is not supported yet; gather the patch with a T.Parallel loop over the input "
+           "(img[n, oh * stride + kh, ow * stride + kw, c]) into a shared tile";
+  }
+  if (norm == "T.call_extern" || norm == "T.call_intrin" || norm == "T.call_packed" ||
+      norm == "T.import_source" || norm == "T.evaluate") {
+    return norm +
+           " (calling code Tessel cannot see) is not supported yet: the interpreters and the "
+           "proofs need every statement's meaning";
+  }
+  if (norm == "T.loop_break") {
+    return "T.loop_break is not supported: loops run their whole extent; guard the body with "
+           "`if`";
+  }
+  if (norm == "T.atomic_addx2" || norm == "T.atomic_addx4" || norm == "T.atomic_load" ||
+      norm == "T.atomic_store") {
+    return norm +
+           " is not supported; the atomics Tessel has are T.atomic_add, T.atomic_max and "
+           "T.atomic_min (element or tile form)";
+  }
+  if (norm == "T.any_of" || norm == "T.all_of") {
+    return norm +
+           " is not supported yet; combine the conditions with `or` / `and`, or reduce a "
+           "fragment with T.reduce_max";
+  }
   if (norm == "T.Persistent") {
     return "T.Persistent (persistent-kernel tile scheduling) is not supported yet; launch one "
            "block per tile with T.Kernel(grid...) and T.use_swizzle for the order";
@@ -74,6 +121,21 @@ std::optional<std::string> refusal_of(const std::string& norm) {
            "T.Kernel(..., threads=128) and use T.get_thread_binding()";
   }
   return std::nullopt;
+}
+
+bool is_builtin_function(const std::string& name) {
+  static const char* kNames[] = {"min",      "max",        "T.min",      "T.max", "T.if_then_else",
+                                 "T.Select", "T.floordiv", "T.floormod", "abs"};
+  for (const char* n : kNames) {
+    if (name == n) return true;
+  }
+  if (name.rfind("T.", 0) != 0) return false;
+  std::string short_name = name.substr(2);
+#define TESSEL_KNOWN_(id, text) \
+  if (short_name == text) return true;
+  TESSEL_BUILTINS(TESSEL_KNOWN_)
+#undef TESSEL_KNOWN_
+  return DataType::parse(short_name).has_value();
 }
 
 }  // namespace tessel::kernel_parser_detail

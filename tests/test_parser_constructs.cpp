@@ -387,3 +387,61 @@ TEST_SUITE("parser constructs") {
     CHECK_MESSAGE(run.status == 0, run.err);
   }
 }
+
+TEST_SUITE("parser constructs") {
+  TEST_CASE("constructs not supported yet are named as such, never with a message about another") {
+    struct Case {
+      const char* line;
+      const char* message;
+    };
+    for (Case c :
+         {Case{"T.print(A[0], msg=\"a0\")", "k.py:8:13: T.print is not supported yet"},
+          Case{"r = T.alloc_reducer((64,), dtype, op=\"sum\")",
+               "k.py:8:17: T.alloc_reducer (TileLang's per-thread reducer buffers) is not "
+               "supported yet"},
+          Case{"T.finalize_reducer(A)", "k.py:8:13: T.finalize_reducer (TileLang's"},
+          Case{"g = T.alloc_global((64,), dtype)",
+               "k.py:8:17: T.alloc_global (global scratch shared by several T.Kernel launches "
+               "of one prim_func) is not supported yet"},
+          Case{"V = T.Tensor((8, 8), dtype, A.data)",
+               "k.py:8:17: T.Tensor(shape, dtype, buf.data) as a value is a view of another "
+               "buffer's storage, which Tessel does not support yet"},
+          Case{"V = T.view(A, (8, 8))", "k.py:8:17: T.view (a view of a buffer's storage"},
+          Case{"T.im2col(A, B, 3, 3, 1, 1)", "k.py:8:13: T.im2col is not supported yet"},
+          Case{"T.call_extern(\"handle\", \"foo\", A[0])",
+               "k.py:8:13: T.call_extern (calling code Tessel cannot see) is not supported "
+               "yet"},
+          Case{"T.import_source(\"int foo();\")", "k.py:8:13: T.import_source (calling code"},
+          Case{"x = T.any_of(A)", "k.py:8:17: T.any_of is not supported yet"},
+          Case{"T.loop_break()", "k.py:8:13: T.loop_break is not supported: loops run"},
+          Case{"T.atomic_addx2(A[0], B[0])",
+               "k.py:8:13: T.atomic_addx2 is not supported; the "
+               "atomics Tessel has are T.atomic_add"},
+          Case{"x = T.frobnicate(A, (1, 2))",
+               "k.py:8:17: T.frobnicate is not a function Tessel supports in expressions"},
+          Case{"T.frobnicate(A)",
+               "k.py:8:13: T.frobnicate is not a statement Tessel supports; the statements of "
+               "T are T.copy"},
+          Case{"x = [A[i] for i in range(4)]",
+               "k.py:8:23: comprehensions ([x for x in ...]) are not supported"}}) {
+      CAPTURE(c.line);
+      std::string e = error_of(kernel_with("            " + std::string(c.line) + "\n"));
+      CHECK(e.rfind(c.message, 0) == 0);
+      CHECK(e.find("must be a number") == std::string::npos);
+      CHECK(e.find("line of its own") == std::string::npos);
+    }
+  }
+
+  TEST_CASE("T.reduce names its kind as a string") {
+    std::string body =
+        "            S = T.alloc_fragment((64,), dtype)\n"
+        "            M = T.alloc_fragment((1,), dtype)\n"
+        "            T.copy(A, S)\n"
+        "            T.reduce(S, M, \"max\", 0, True)\n";
+    std::string printed = print_kernel(parse_kernel(kernel_with(body), "k.py").kernel);
+    CHECK(printed.find("T.reduce_max(S, M, dim=0)") != std::string::npos);
+    CHECK(error_of(kernel_with(body.replace(body.find("\"max\""), 5, "\"bitand\""))) ==
+          "k.py:11:28: T.reduce: reduce_type \"bitand\" is not supported; Tessel reduces with "
+          "\"sum\", \"max\", \"min\", \"abssum\" and \"absmax\"");
+  }
+}
