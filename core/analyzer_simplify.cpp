@@ -220,11 +220,15 @@ class Simplifier : public ExprMutator {
   Expr visit_Mul(const MulNode* op, const Expr&) override {
     return canonical(MulNode::make(visit(op->a), visit(op->b)));
   }
-  Expr visit_FloorDiv(const FloorDivNode* op, const Expr&) override {
-    return div_or_mod(visit(op->a), visit(op->b), false);
+  // A divisor that simplifies to 0 (`i // (j - j)`) keeps the division as written: it is the
+  // kernel's error, which the evaluators report with the kernel, thread and line where it runs.
+  Expr visit_FloorDiv(const FloorDivNode* op, const Expr& e) override {
+    Expr a = visit(op->a), b = visit(op->b);
+    return as_const_int(b) == 0 ? e : div_or_mod(a, b, false);
   }
-  Expr visit_FloorMod(const FloorModNode* op, const Expr&) override {
-    return div_or_mod(visit(op->a), visit(op->b), true);
+  Expr visit_FloorMod(const FloorModNode* op, const Expr& e) override {
+    Expr a = visit(op->a), b = visit(op->b);
+    return as_const_int(b) == 0 ? e : div_or_mod(a, b, true);
   }
   Expr visit_Min(const MinNode* op, const Expr&) override { return min_max(op, true); }
   Expr visit_Max(const MaxNode* op, const Expr&) override { return min_max(op, false); }

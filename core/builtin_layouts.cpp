@@ -99,6 +99,11 @@ Fragment ldmatrix(int matrices, DataType dtype, bool trans) {
 Layout padded(int64_t rows, int64_t cols, int64_t pad) {
   require_positive("padded", rows, cols);
   if (pad < 0) user_error("padded" + dims(rows, cols) + ": the padding must not be negative");
+  constexpr int64_t kMaxStride = int64_t{1} << 40;
+  if (cols > kMaxStride || pad > kMaxStride - cols) {
+    user_error("padded" + dims(rows, cols) + " with pad " + std::to_string(pad) +
+               ": the padded row (cols + pad) is more than 2^40 elements");
+  }
   return Layout::from_fn({rows, cols}, [&](const std::vector<Var>& v) {
     return std::vector<Expr>{v[0] * make_int(cols + pad) + v[1]};
   });

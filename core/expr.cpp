@@ -24,6 +24,17 @@ const char* kind_name(ExprKind kind) {
   return "?";
 }
 
+void Expr::reject_oversized() const {
+  if (node_->height > kMaxExprHeight) {
+    user_error("an expression nests more than " + std::to_string(kMaxExprHeight) +
+               " operations deep; compute it in smaller steps");
+  }
+  user_error("an expression grows past " + std::to_string(kMaxExprTreeSize) +
+             " operations when each use of a shared sub-expression is counted (a value built "
+             "from itself repeatedly, like e2 = e1 + e1, doubles each time); compute it in "
+             "smaller steps");
+}
+
 Expr::Expr(int value) : Expr(IntImmNode::make(DataType::i32(), value)) {}
 Expr::Expr(int64_t value) : Expr(make_int(value)) {}
 Expr::Expr(double value) : Expr(FloatImmNode::make(DataType::f32(), value)) {}

@@ -73,12 +73,31 @@ enum class ExprKind : uint8_t {
 /// The node kind's name ("Add", "BufferLoad").
 const char* kind_name(ExprKind kind);
 
+/// Hard limits every expression obeys, whoever builds it: making a node past them is a user
+/// error. They bound the recursion of every walker over expressions (printer, analyzer, Z3
+/// translation, interpreters, codegen, destructors) and the work of a walk that visits a shared
+/// sub-expression once per use. The front ends accept much less (core/input_limits.h).
+inline constexpr uint32_t kMaxExprHeight = 1024;
+inline constexpr uint64_t kMaxExprTreeSize = uint64_t{1} << 20;
+
 struct ExprNode {
   ExprKind kind;
   DataType dtype;
+  /// 1 for a leaf, else 1 + the greatest height of the operands: the recursion depth of a walk.
+  uint32_t height = 1;
+  /// The number of nodes of the expression read as a tree (a shared operand counts once per use):
+  /// the work of a walk that does not memoise. Saturates at 2^63.
+  uint64_t tree_size = 1;
 
  protected:
   ExprNode(ExprKind k, DataType t) : kind(k), dtype(t) {}
+  /// Accounts for one operand in `height` and `tree_size` (constructors call it per operand).
+  void count_operand(const ExprNode* operand) {
+    if (!operand) return;
+    if (operand->height + 1 > height) height = operand->height + 1;
+    uint64_t cap = uint64_t{1} << 63;
+    tree_size = operand->tree_size >= cap - tree_size ? cap : tree_size + operand->tree_size;
+  }
 
  public:
   virtual ~ExprNode() = default;
@@ -104,7 +123,12 @@ class Buffer {
 class Expr {
  public:
   Expr() = default;
-  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
+  /// Takes a node; a user error when it is past kMaxExprHeight or kMaxExprTreeSize.
+  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {
+    if (node_ && (node_->height > kMaxExprHeight || node_->tree_size > kMaxExprTreeSize)) {
+      reject_oversized();
+    }
+  }
   /// Integer and floating-point literals convert implicitly (int32 and float32).
   Expr(int value);      // NOLINT(google-explicit-constructor)
   Expr(int64_t value);  // NOLINT(google-explicit-constructor)
@@ -116,6 +140,9 @@ class Expr {
   bool same_as(const Expr& other) const { return node_ == other.node_; }
   DataType dtype() const { return node_->dtype; }
   ExprKind kind() const { return node_->kind; }
+  /// See ExprNode::height and ExprNode::tree_size (0 for an undefined handle).
+  uint32_t height() const { return node_ ? node_->height : 0; }
+  uint64_t tree_size() const { return node_ ? node_->tree_size : 0; }
 
   /// The node as `T` when its kind is T::kKind, else nullptr.
   template <typename T>
@@ -125,6 +152,7 @@ class Expr {
   const std::shared_ptr<const ExprNode>& node() const { return node_; }
 
  private:
+  [[noreturn]] void reject_oversized() const;
   std::shared_ptr<const ExprNode> node_;
 };
 
@@ -164,14 +192,20 @@ class Var : public Expr {
 struct BinaryNode : ExprNode {
   Expr a, b;
   BinaryNode(ExprKind k, DataType t, Expr x, Expr y)
-      : ExprNode(k, t), a(std::move(x)), b(std::move(y)) {}
+      : ExprNode(k, t), a(std::move(x)), b(std::move(y)) {
+    count_operand(a.get());
+    count_operand(b.get());
+  }
 };
 
 /// Comparisons and logical and/or: operands of one dtype, a bool result.
 struct CompareNode : ExprNode {
   Expr a, b;
   CompareNode(ExprKind k, Expr x, Expr y)
-      : ExprNode(k, DataType::boolean()), a(std::move(x)), b(std::move(y)) {}
+      : ExprNode(k, DataType::boolean()), a(std::move(x)), b(std::move(y)) {
+    count_operand(a.get());
+    count_operand(b.get());
+  }
 };
 
 #define TESSEL_DECLARE_BINARY_(name, sym)                                  \
@@ -199,7 +233,9 @@ struct NotNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kNot;
   Expr a;
   static Expr make(Expr a);
-  explicit NotNode(Expr x) : ExprNode(kKind, DataType::boolean()), a(std::move(x)) {}
+  explicit NotNode(Expr x) : ExprNode(kKind, DataType::boolean()), a(std::move(x)) {
+    count_operand(a.get());
+  }
 };
 
 /// `cond ? t : f` (TileLang's T.if_then_else); both arms have one dtype.
@@ -208,14 +244,20 @@ struct SelectNode : ExprNode {
   Expr cond, t, f;
   static Expr make(Expr cond, Expr t, Expr f);
   SelectNode(Expr c, Expr x, Expr y)
-      : ExprNode(kKind, x.dtype()), cond(std::move(c)), t(std::move(x)), f(std::move(y)) {}
+      : ExprNode(kKind, x.dtype()), cond(std::move(c)), t(std::move(x)), f(std::move(y)) {
+    count_operand(cond.get());
+    count_operand(t.get());
+    count_operand(f.get());
+  }
 };
 
 struct CastNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kCast;
   Expr value;
   static Expr make(DataType dtype, Expr value);
-  CastNode(DataType t, Expr v) : ExprNode(kKind, t), value(std::move(v)) {}
+  CastNode(DataType t, Expr v) : ExprNode(kKind, t), value(std::move(v)) {
+    count_operand(value.get());
+  }
 };
 
 /// A scalar read of one element of a buffer.
@@ -226,7 +268,9 @@ struct BufferLoadNode : ExprNode {
   /// Requires: one integral index per dimension of `buffer` (checked: user error otherwise).
   static Expr make(Buffer buffer, std::vector<Expr> indices);
   BufferLoadNode(DataType t, Buffer b, std::vector<Expr> i)
-      : ExprNode(kKind, t), buffer(std::move(b)), indices(std::move(i)) {}
+      : ExprNode(kKind, t), buffer(std::move(b)), indices(std::move(i)) {
+    for (const Expr& index : indices) count_operand(index.get());
+  }
 };
 
 /// Built-in functions a kernel may call. Name, arity and result type rule live in builtins.cpp.
@@ -255,7 +299,9 @@ struct CallNode : ExprNode {
   /// Validates arity and operand types (user error naming the builtin otherwise).
   static Expr make(Builtin op, std::vector<Expr> args);
   CallNode(DataType t, Builtin o, std::vector<Expr> a)
-      : ExprNode(kKind, t), op(o), args(std::move(a)) {}
+      : ExprNode(kKind, t), op(o), args(std::move(a)) {
+    for (const Expr& arg : args) count_operand(arg.get());
+  }
 };
 
 // ---- Construction helpers that read like the kernel language -------------------------------

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/expr_printer.h"
+#include "core/input_limits.h"
 
 namespace tessel {
 
@@ -348,7 +349,17 @@ std::optional<Expr> call_builtin_function(const std::string& callee,
 }
 
 Expr parse_expression(TokenCursor& cursor, const ExprParseHooks& hooks) {
-  return Parser(cursor, hooks).expression();
+  const Token at = cursor.peek();
+  Expr e = Parser(cursor, hooks).expression();
+  if (e.height() > static_cast<uint32_t>(kMaxExprDepth)) {
+    cursor.error_at(at, "this expression nests more than " + std::to_string(kMaxExprDepth) +
+                            " operations deep; write it with fewer nested operations");
+  }
+  if (e.tree_size() > kMaxExprSize) {
+    cursor.error_at(at, "this expression has more than " + std::to_string(kMaxExprSize) +
+                            " operations; write it with fewer");
+  }
+  return e;
 }
 
 ParsedLambda parse_lambda(TokenCursor& cur) {

@@ -62,7 +62,8 @@ std::string caret_message(const std::string& source, int line, int column,
 class TokenCursor {
  public:
   TokenCursor(std::string source, std::vector<Token> tokens);
-  /// Tokenizes `source` in kExpression mode.
+  /// Tokenizes `source` in kExpression mode and applies the limits of core/input_limits.h
+  /// (tokens, bracket depth, unary runs, `**` and conditionals): UserError with a caret past them.
   explicit TokenCursor(const std::string& source);
 
   const Token& peek(size_t ahead = 0) const;
@@ -88,6 +89,7 @@ class TokenCursor {
   static std::string describe(const Token& token);
 
  private:
+  void check_expression_limits() const;
   std::string source_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;

@@ -83,9 +83,8 @@ std::optional<std::string> validate_fragment(const std::vector<Var>& vars,
   if (bad) return problem;
   auto b = detail::bound_in_box(thread, all, box);
   if (!b) return "the thread `" + to_string(thread) + "` cannot be bounded over the input shape";
-  if (b->first < 0) {
-    return "the thread `" + to_string(thread) + "` can be negative (down to " +
-           std::to_string(b->first) + ")";
+  if (auto problem = detail::index_bound_problem(thread, all, box, *b)) {
+    return "the thread `" + to_string(thread) + "` " + *problem;
   }
   *thread_extent = b->second + 1;
   return std::nullopt;

@@ -1,8 +1,11 @@
 // Exact integer evaluation of index expressions.
 #include "core/int_eval.h"
 
+#include <set>
+
 #include "core/error.h"
 #include "core/expr_functor.h"
+#include "core/expr_printer.h"
 
 namespace tessel {
 
@@ -49,8 +52,6 @@ class IntEvaluator : public ExprFunctor<int64_t> {
   TESSEL_ARITH_(Add, static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)))
   TESSEL_ARITH_(Sub, static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)))
   TESSEL_ARITH_(Mul, static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)))
-  TESSEL_ARITH_(FloorDiv, floor_div(a, nonzero(b, "//")))
-  TESSEL_ARITH_(FloorMod, floor_mod(a, nonzero(b, "%")))
   TESSEL_ARITH_(Min, std::min(a, b))
   TESSEL_ARITH_(Max, std::max(a, b))
   TESSEL_ARITH_(BitAnd, a & b)
@@ -59,6 +60,16 @@ class IntEvaluator : public ExprFunctor<int64_t> {
   TESSEL_ARITH_(Shl, shift_amount(b) >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << shift_amount(b)))
   TESSEL_ARITH_(Shr, a >> std::min<int64_t>(shift_amount(b), 63))
 #undef TESSEL_ARITH_
+  int64_t visit_FloorDiv(const FloorDivNode* op, const Expr& e) override {
+    int64_t a = visit(op->a), b = visit(op->b);
+    if (b == 0) division_by_zero(e, op->b);
+    return wrap_int(op->dtype, floor_div(a, b));
+  }
+  int64_t visit_FloorMod(const FloorModNode* op, const Expr& e) override {
+    int64_t a = visit(op->a), b = visit(op->b);
+    if (b == 0) division_by_zero(e, op->b);
+    return wrap_int(op->dtype, floor_mod(a, b));
+  }
 
 #define TESSEL_CMP_(name, op_)                                         \
   int64_t visit_##name(const name##Node* op, const Expr&) override {  \
@@ -80,9 +91,22 @@ class IntEvaluator : public ExprFunctor<int64_t> {
   }
 
  private:
-  static int64_t nonzero(int64_t b, const char* op) {
-    if (b == 0) user_error(std::string("division by zero in '") + op + "' of an index expression");
-    return b;
+  /// "division by zero in the index expression `i // j`: the divisor `j` is 0 at i = 3, j = 0".
+  [[noreturn]] void division_by_zero(const Expr& e, const Expr& divisor) const {
+    auto text = [](const Expr& x) {
+      std::string s = to_string(x);
+      return s.size() > 200 ? s.substr(0, 200) + "..." : s;
+    };
+    std::string values;
+    std::set<const VarNode*> seen;
+    pre_order_visit(e, [&](const Expr& x) {
+      const auto* v = x.as<VarNode>();
+      auto it = v ? env_.find(v) : env_.end();
+      if (it == env_.end() || !seen.insert(v).second) return;
+      values += (values.empty() ? " at " : ", ") + v->name + " = " + std::to_string(it->second);
+    });
+    user_error("division by zero in the index expression `" + text(e) + "`: the divisor `" +
+               text(divisor) + "` is 0" + values);
   }
   static int64_t shift_amount(int64_t b) {
     if (b < 0) user_error("negative shift amount in an index expression");

@@ -17,6 +17,7 @@
 
 #include "core/buffer.h"
 #include "core/expr_parser.h"
+#include "core/input_limits.h"
 #include "core/kernel.h"
 #include "core/kernel_parser.h"
 #include "core/op_atomic.h"
@@ -176,13 +177,10 @@ enum class Context : uint8_t {
   kPostLaunch,  ///< the kernel function's body after the launch block
 };
 
-/// Limits that keep any input, however deep or large, from exhausting the stack or memory.
-constexpr int kMaxBracketDepth = 64;
-constexpr int kMaxUnaryRun = 64;
-constexpr int kMaxLineTokens = 4000;
+/// Limits that keep any input, however deep or large, from exhausting the stack or memory (with
+/// those shared with the spec parser in core/input_limits.h).
 constexpr int kMaxBlockDepth = 48;
 constexpr int kMaxLetDepth = 200;
-constexpr int kMaxExprDepth = 160;
 constexpr int kMaxMacroDepth = 16;
 constexpr int64_t kMaxStatements = 50000;
 
@@ -564,7 +562,7 @@ Value py_float_value(double d);
 /// and `T.serial(lo, lo + extent)` read back to `extent`.
 Expr extent_between(const Expr& lo, const Expr& hi);
 
-/// True when `e` nests deeper than `limit` (stops looking at `limit`).
+/// True when `e` nests deeper than `limit` (its recorded height; constant time).
 bool expr_deeper_than(const Expr& e, int limit);
 
 /// The closest name to `name` among `candidates` within two edits, or "".

@@ -110,11 +110,7 @@ Expr extent_between(const Expr& lo, const Expr& hi) {
 }
 
 bool expr_deeper_than(const Expr& e, int limit) {
-  if (limit <= 0) return true;
-  for (const Expr& c : expr_children(e)) {
-    if (expr_deeper_than(c, limit - 1)) return true;
-  }
-  return false;
+  return static_cast<int64_t>(e.height()) > limit;  // O(1): every node records its height
 }
 
 std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
@@ -214,6 +210,11 @@ void Parser::check_depth(const Expr& e, const Token& at) const {
   if (expr_deeper_than(e, kMaxExprDepth)) {
     fail(at, "this expression nests more than " + std::to_string(kMaxExprDepth) +
                  " operations deep; split it with local constants (x = ...)");
+  }
+  if (e.tree_size() > kMaxExprSize) {
+    fail(at, "this expression grows past " + std::to_string(kMaxExprSize) +
+                 " operations when each use of a shared value is counted (a value built from "
+                 "itself, like e2 = e1 + e1, doubles each time); compute it in fewer steps");
   }
 }
 

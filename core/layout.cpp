@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/expr_functor.h"
 #include "core/expr_printer.h"
+#include "core/input_limits.h"
 #include "core/layout_detail.h"
 
 namespace tessel {
@@ -71,6 +72,31 @@ std::optional<std::pair<int64_t, int64_t>> bound_in_box(const Expr& e, const std
     hi = std::max(hi, v);
   });
   return std::pair(lo, hi);
+}
+
+std::optional<std::string> index_bound_problem(const Expr& e, const std::vector<Var>& vars,
+                                               const std::vector<int64_t>& shape,
+                                               std::pair<int64_t, int64_t> b) {
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  if (b.second >= kLimit) {
+    return "reaches " + std::to_string(b.second) +
+           " (2^62 or more), past what storage sizes can count";
+  }
+  if (b.first >= 0) return std::nullopt;
+  if (e.dtype().is_integral() && e.dtype().bits < 64) {
+    // The same arithmetic in int64: in range there means the narrower type wrapped around.
+    Expr wide = substitute(e, [](const Var& v) -> Expr {
+      return v.dtype().bits < 64 ? cast(DataType::i64(), v) : Expr();
+    });
+    auto exact = bound_in_box(wide, vars, shape);
+    if (exact && exact->first >= 0) {
+      return "overflows " + e.dtype().name() + ": its exact value reaches " +
+             std::to_string(exact->second) + ", past the largest " + e.dtype().name() +
+             ", and wraps around (down to " + std::to_string(b.first) +
+             "); use smaller extents or 64-bit arithmetic (T.int64)";
+    }
+  }
+  return "can be negative (down to " + std::to_string(b.first) + ")";
 }
 
 Expr simplify_in_box(const Expr& e, const std::vector<Var>& vars,
@@ -198,6 +224,10 @@ std::optional<std::string> check_iter_vars(const std::vector<Var>& vars,
            shape_string(shape) + " has " + std::to_string(shape.size()) + " dimensions";
   }
   if (shape.empty()) return std::string("the input shape is empty; give at least one dimension");
+  if (shape.size() > static_cast<size_t>(kMaxLayoutRank)) {
+    return "the input shape has " + std::to_string(shape.size()) + " dimensions; at most " +
+           std::to_string(kMaxLayoutRank) + " are supported";
+  }
   for (size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] < 1) {
       return "input dimension " + std::to_string(k) + " has extent " + std::to_string(shape[k]) +
@@ -230,15 +260,20 @@ std::optional<std::string> detail::validate_layout(const std::vector<Var>& vars,
                                                    std::vector<int64_t>* out_shape) {
   if (auto p = check_iter_vars(vars, shape)) return p;
   if (outputs.empty()) return std::string("the layout has no output expression");
+  if (outputs.size() > static_cast<size_t>(kMaxLayoutRank)) {
+    return "the layout has " + std::to_string(outputs.size()) + " outputs; at most " +
+           std::to_string(kMaxLayoutRank) + " are supported";
+  }
   out_shape->clear();
   for (size_t d = 0; d < outputs.size(); ++d) {
     std::string what = outputs.size() == 1 ? "the output" : "output " + std::to_string(d);
     if (auto p = check_index_expr(outputs[d], vars, what)) return p;
     auto b = detail::bound_in_box(outputs[d], vars, shape);
     if (!b) return what + " `" + to_string(outputs[d]) + "` cannot be bounded over the input shape";
-    if (b->first < 0) {
-      return what + " `" + to_string(outputs[d]) + "` can be negative (down to " +
-             std::to_string(b->first) + "); storage indices start at 0";
+    if (auto problem = detail::index_bound_problem(outputs[d], vars, shape, *b)) {
+      bool negative = problem->rfind("can be negative", 0) == 0;
+      return what + " `" + to_string(outputs[d]) + "` " + *problem +
+             (negative ? "; storage indices start at 0" : "");
     }
     out_shape->push_back(b->second + 1);
   }
@@ -301,7 +336,29 @@ Layout Layout::from_fn(std::vector<int64_t> input_shape,
   return make(std::move(vars), std::move(input_shape), std::move(outputs));
 }
 
+namespace {
+
+/// Requires of a shape whose strides are computed before Layout::make validates it: extents of
+/// at least 1 and at most 2^40 points (so no stride overflows).
+void require_stride_shape(const char* name, const std::vector<int64_t>& shape) {
+  if (shape.size() > static_cast<size_t>(kMaxLayoutRank)) {
+    user_error(std::string(name) + ": " + std::to_string(shape.size()) + " dimensions; at most " +
+               std::to_string(kMaxLayoutRank) + " are supported");
+  }
+  std::string call = std::string(name) + "(";
+  for (size_t k = 0; k < shape.size(); ++k) call += (k ? ", " : "") + std::to_string(shape[k]);
+  call += ")";
+  for (int64_t e : shape) {
+    if (e < 1) user_error(call + ": every extent must be at least 1");
+  }
+  auto size = detail::box_size(shape);
+  if (!size || *size > (int64_t{1} << 40)) user_error(call + ": more than 2^40 points");
+}
+
+}  // namespace
+
 Layout Layout::row_major(std::vector<int64_t> shape) {
+  require_stride_shape("row_major", shape);
   return from_fn(shape, [&](const std::vector<Var>& v) {
     Expr offset = 0;
     int64_t stride = 1;
@@ -314,6 +371,7 @@ Layout Layout::row_major(std::vector<int64_t> shape) {
 }
 
 Layout Layout::column_major(std::vector<int64_t> shape) {
+  require_stride_shape("column_major", shape);
   return from_fn(shape, [&](const std::vector<Var>& v) {
     Expr offset = 0;
     int64_t stride = 1;

@@ -42,6 +42,13 @@ std::vector<Var> fresh_iter_vars(size_t rank);
 std::optional<std::pair<int64_t, int64_t>> bound_in_box(const Expr& e, const std::vector<Var>& vars,
                                                         const std::vector<int64_t>& shape);
 
+/// Why an index expression with bound `b` over the box is not a storage index, or nullopt: "can
+/// be negative (down to -1)", "overflows int32: ..." when the exact value is in range but a
+/// narrower-than-64-bit operation wraps, or "reaches N" past 2^62 (sizes would overflow).
+std::optional<std::string> index_bound_problem(const Expr& e, const std::vector<Var>& vars,
+                                               const std::vector<int64_t>& shape,
+                                               std::pair<int64_t, int64_t> b);
+
 /// The analyzer's simplification of `e` with vars[k] bound to [0, shape[k]).
 Expr simplify_in_box(const Expr& e, const std::vector<Var>& vars,
                      const std::vector<int64_t>& shape);

@@ -3,6 +3,7 @@
 #include "core/builtin_layouts.h"
 #include "core/error.h"
 #include "core/expr_parser.h"
+#include "core/input_limits.h"
 #include "core/int_eval.h"
 
 namespace tessel {
@@ -60,6 +61,11 @@ class SpecParser {
       int64_t d = constant("extent");
       if (d < 1) cur_.error_at(at, "every extent must be at least 1, got " + std::to_string(d));
       dims.push_back(d);
+      if (dims.size() > static_cast<size_t>(kMaxLayoutRank)) {
+        cur_.error_at(at, "more than " + std::to_string(kMaxLayoutRank) +
+                              " dimensions; layouts have at most " +
+                              std::to_string(kMaxLayoutRank));
+      }
       if (!cur_.accept_op(",")) break;
     }
     cur_.expect_op("]", "to close '[' at column " + std::to_string(open.column));

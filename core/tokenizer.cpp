@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/expr_parser.h"
+#include "core/input_limits.h"
 
 namespace tessel {
 
@@ -356,8 +357,7 @@ class Tokenizer {
 
 }  // namespace
 
-std::vector<Token> tokenize(const std::string& source, TokenizeMode mode,
-                            const std::string& file) {
+std::vector<Token> tokenize(const std::string& source, TokenizeMode mode, const std::string& file) {
   return Tokenizer(source, mode, file).run();
 }
 
@@ -374,7 +374,40 @@ TokenCursor::TokenCursor(std::string source, std::vector<Token> tokens)
 }
 
 TokenCursor::TokenCursor(const std::string& source)
-    : TokenCursor(source, tokenize(source, TokenizeMode::kExpression)) {}
+    : TokenCursor(source, tokenize(source, TokenizeMode::kExpression)) {
+  check_expression_limits();
+}
+
+void TokenCursor::check_expression_limits() const {
+  // The recursive-descent parser recurses once per bracket, unary operator, `**` and
+  // conditional; bounding those (and the length) bounds its stack, as in kernel files.
+  int depth = 0, unary_run = 0, powers = 0, conditionals = 0;
+  for (const Token& t : tokens_) {
+    bool op = t.kind == TokenKind::kOp;
+    bool unary = (op && (t.text == "-" || t.text == "+" || t.text == "~")) ||
+                 (t.kind == TokenKind::kName && t.text == "not");
+    unary_run = unary ? unary_run + 1 : 0;
+    if (unary_run > kMaxUnaryRun) {
+      error_at(t, "more than " + std::to_string(kMaxUnaryRun) + " unary operators in a row");
+    }
+    if (op && t.text == "**" && ++powers > kMaxUnaryRun) {
+      error_at(t, "more than " + std::to_string(kMaxUnaryRun) + " '**' in one expression");
+    }
+    if (t.kind == TokenKind::kName && (t.text == "if" || t.text == "lambda") &&
+        ++conditionals > kMaxUnaryRun) {
+      error_at(t, "more than " + std::to_string(kMaxUnaryRun) +
+                      " conditional expressions in one expression");
+    }
+    if (op && (t.text == "(" || t.text == "[" || t.text == "{") && ++depth > kMaxBracketDepth) {
+      error_at(t, "brackets nest more than " + std::to_string(kMaxBracketDepth) + " deep");
+    }
+    if (op && (t.text == ")" || t.text == "]" || t.text == "}")) --depth;
+  }
+  if (tokens_.size() > static_cast<size_t>(kMaxLineTokens) + 1) {
+    error_at(tokens_[kMaxLineTokens], "more than " + std::to_string(kMaxLineTokens) +
+                                          " tokens in one expression; shorten it");
+  }
+}
 
 const Token& TokenCursor::peek(size_t ahead) const {
   size_t k = std::min(pos_ + ahead, tokens_.size() - 1);

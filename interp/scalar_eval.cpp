@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/expr_functor.h"
+#include "core/expr_printer.h"
 #include "core/int_eval.h"
 
 namespace tessel {
@@ -76,22 +77,22 @@ class Evaluator : public ExprFunctor<Value> {
   }
   Value visit_Call(const CallNode* op, const Expr& e) override;
 
-#define TESSEL_ARITH_(name, int_expr, float_expr)                          \
-  Value visit_##name(const name##Node* op, const Expr&) override {        \
-    Value a = visit(op->a), b = visit(op->b);                             \
-    if (op->dtype.is_float()) {                                           \
-      double x = a.f, y = b.f;                                            \
-      return Value::of_float(round_to(op->dtype, float_expr));            \
-    }                                                                     \
-    int64_t x = a.i, y = b.i;                                             \
-    return Value::of_int(wrap_int(op->dtype, int_expr));                  \
+#define TESSEL_ARITH_(name, int_expr, float_expr)                    \
+  Value visit_##name(const name##Node* op, const Expr& e) override { \
+    Value a = visit(op->a), b = visit(op->b);                        \
+    if (op->dtype.is_float()) {                                      \
+      double x = a.f, y = b.f;                                       \
+      return Value::of_float(round_to(op->dtype, float_expr));       \
+    }                                                                \
+    int64_t x = a.i, y = b.i;                                        \
+    return Value::of_int(wrap_int(op->dtype, int_expr));             \
   }
   TESSEL_ARITH_(Add, static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)), x + y)
   TESSEL_ARITH_(Sub, static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)), x - y)
   TESSEL_ARITH_(Mul, static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)), x * y)
-  TESSEL_ARITH_(Div, floor_div(x, nonzero(y)), x / y)
-  TESSEL_ARITH_(FloorDiv, floor_div(x, nonzero(y)), std::floor(x / y))
-  TESSEL_ARITH_(FloorMod, floor_mod(x, nonzero(y)), x - std::floor(x / y) * y)
+  TESSEL_ARITH_(Div, floor_div(x, nonzero(y, e)), x / y)
+  TESSEL_ARITH_(FloorDiv, floor_div(x, nonzero(y, e)), std::floor(x / y))
+  TESSEL_ARITH_(FloorMod, floor_mod(x, nonzero(y, e)), x - std::floor(x / y) * y)
   TESSEL_ARITH_(Min, std::min(x, y), std::fmin(x, y))
   TESSEL_ARITH_(Max, std::max(x, y), std::fmax(x, y))
 #undef TESSEL_ARITH_
@@ -125,10 +126,15 @@ class Evaluator : public ExprFunctor<Value> {
   }
 
  private:
-  int64_t nonzero(int64_t y) const {
+  /// `y`, or a user error naming the kernel, block, thread, source line and the division.
+  int64_t nonzero(int64_t y, const Expr& division) const {
     if (y == 0) {
+      std::string text = to_string(division);
+      if (text.size() > 200) text = text.substr(0, 200) + "...";
+      const SourceLoc& loc = block_.current_loc();
       user_error("kernel '" + block_.kernel()->name + "', " + block_.block_name() + ", thread " +
-                 std::to_string(thread_) + ": integer division by zero");
+                 std::to_string(thread_) + (loc.known() ? " (at " + loc.str() + ")" : "") +
+                 ": integer division by zero in `" + text + "`");
     }
     return y;
   }
