@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "core/analyzer.h"
+#include "core/error.h"
 #include "core/expr_parser.h"
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
