@@ -40,7 +40,7 @@ class IntEvaluator : public ExprFunctor<int64_t> {
     return visit(op->cond) ? visit(op->t) : visit(op->f);
   }
   int64_t visit_Cast(const CastNode* op, const Expr& e) override {
-    if (!op->value.dtype().is_integral()) return visit_default(e);
+    if (!op->value.dtype().is_integral() || !op->dtype.is_integral()) return visit_default(e);
     return wrap_int(op->dtype, visit(op->value));
   }
 

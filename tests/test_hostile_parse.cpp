@@ -252,6 +252,16 @@ TEST_SUITE("hostile parse") {
     CHECK(r.status == 0);
   }
 
+  TEST_CASE("evaluating an integer compared with a float division is a user error") {
+    // Found by fuzz_spec: `i > i / j` casts i to float32; eval_int used to wrap an int into the
+    // float type (internal error) instead of refusing the float sub-expression.
+    Var i("i"), j("j");
+    Expr e = parse_expression("i > i / j", std::vector<Var>{i, j});
+    IntEnv env{{static_cast<const VarNode*>(i.get()), 5}, {static_cast<const VarNode*>(j.get()), 2}};
+    CHECK(user_error_text([&] { eval_int(e, env); }).find("cannot evaluate a Cast of type float32") ==
+          0);
+  }
+
   TEST_CASE("int32 overflow in a layout is reported as overflow, not as a negative index") {
     // i * 65536 + j over [65536, 65536] reaches 65535 * 65536 + 65535 = 2^32 - 1 > 2^31 - 1.
     expect_cli({"layout", "Layout([65536, 65536], lambda i, j: i * 65536 + j)"}, 2,
