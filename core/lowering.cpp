@@ -82,8 +82,18 @@ Fragment without_unused_rep(const Fragment& f) {
 
 void LayoutInferContext::set_shared_layout(const Buffer& b, Layout layout,
                                            const std::string& origin, bool annotation) {
-  if (annotated_.count(b.get())) return;
   auto it = map_.shared.find(b.get());
+  if (annotated_.count(b.get())) {
+    // A second T.annotate_layout of one buffer would be ignored: refuse it (the same annotation
+    // seen again in a later round of inference is fine).
+    if (annotation && (it->second.origin != origin || !(it->second.layout == layout))) {
+      user_error("kernel '" + kernel_->name + "': buffer '" + b->name +
+                 "' is annotated twice: by " + it->second.origin + " with\n    " +
+                 it->second.layout.to_string() + "\n  and by " + origin + " with\n    " +
+                 layout.to_string() + "\n  fix: keep one T.annotate_layout entry for it");
+    }
+    return;
+  }
   if (annotation) {
     annotated_.insert(b.get());
     if (it != map_.shared.end()) map_.shared.erase(it);

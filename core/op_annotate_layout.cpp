@@ -68,6 +68,14 @@ std::optional<std::string> collision(const std::string& name, const Fragment& fr
 
 TileOpRef AnnotateLayoutOp::make(std::vector<Entry> entries, SourceLoc loc) {
   std::string op = "T.annotate_layout" + (loc.known() ? " at " + loc.str() : "");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (entries[j].first.get() == entries[i].first.get()) {
+        user_error(op + ": buffer '" + entries[i].first->name +
+                   "' is given two layouts; give it one");
+      }
+    }
+  }
   for (const auto& [buffer, layout] : entries) {
     bool is_fragment = std::holds_alternative<Fragment>(layout);
     Scope s = buffer->scope;

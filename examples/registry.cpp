@@ -19,8 +19,8 @@ int64_t Params::integer(const std::string& name) const {
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size()) {
-    user_error("kernel '" + kernel_ + "': parameter " + name + "=" + s +
-               " is not an integer; give e.g. -D " + name + "=128");
+    throw ParamError("kernel '" + kernel_ + "': parameter " + name + "=" + s +
+                     " is not an integer; give e.g. -D " + name + "=128");
   }
   return v;
 }
@@ -28,8 +28,8 @@ int64_t Params::integer(const std::string& name) const {
 int64_t Params::positive(const std::string& name) const {
   int64_t v = integer(name);
   if (v < 1) {
-    user_error("kernel '" + kernel_ + "': parameter " + name + "=" + std::to_string(v) +
-               " must be at least 1");
+    throw ParamError("kernel '" + kernel_ + "': parameter " + name + "=" + std::to_string(v) +
+                     " must be at least 1");
   }
   return v;
 }
@@ -38,8 +38,8 @@ DataType Params::dtype(const std::string& name) const {
   const std::string& s = text(name);
   auto t = DataType::parse(s);
   if (!t) {
-    user_error("kernel '" + kernel_ + "': parameter " + name + "=" + s +
-               " is not a data type; use one of " + DataType::accepted_names());
+    throw ParamError("kernel '" + kernel_ + "': parameter " + name + "=" + s +
+                     " is not a data type; use one of " + DataType::accepted_names());
   }
   return *t;
 }
@@ -48,8 +48,8 @@ bool Params::boolean(const std::string& name) const {
   const std::string& s = text(name);
   if (s == "1" || s == "true" || s == "True") return true;
   if (s == "0" || s == "false" || s == "False") return false;
-  user_error("kernel '" + kernel_ + "': parameter " + name + "=" + s +
-             " is not a boolean; use true or false");
+  throw ParamError("kernel '" + kernel_ + "': parameter " + name + "=" + s +
+                   " is not a boolean; use true or false");
 }
 
 const std::vector<Example>& examples() {

@@ -20,6 +20,13 @@ struct ParamSpec {
   std::string help;
 };
 
+/// A parameter value that is not of its kind or range (not an integer, not positive, not a data
+/// type...): a mistake on the command line, which `tessel` reports as a usage error (exit 2).
+class ParamError : public UserError {
+ public:
+  explicit ParamError(const std::string& message) : UserError(message) {}
+};
+
 /// Parameter values of one instantiation, with typed access and clear errors.
 class Params {
  public:

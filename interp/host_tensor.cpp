@@ -12,7 +12,7 @@ HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_
     : dtype_(dtype), shape_(std::move(shape)) {
   size_ = 1;
   for (int64_t e : shape_) {
-    internal_check(e >= 0, "negative tensor extent");
+    if (e < 0) user_error("a tensor cannot have the negative extent " + std::to_string(e));
     size_ *= e;
   }
   bytes_.assign(dtype_.storage_bytes(size_), fill_byte);

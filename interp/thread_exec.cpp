@@ -31,7 +31,8 @@ BlockExec::BlockExec(LaunchContext& launch, uint32_t block_linear)
       block_index_(launch.sim.block_index(block_linear)),
       threads_(launch.prog.kernel->threads),
       sim_(launch.sim, block_linear, threads_),
-      storage_(launch.prog.buffers.size()) {
+      storage_(launch.prog.buffers.size()),
+      steps(launch.control) {
   const ThreadProgram& prog = launch.prog;
   for (int b = 0; b < prog.num_globals; ++b) {
     storage_[b].tensor = launch.tensors[b];
@@ -155,6 +156,7 @@ void BlockExec::run() {
     for (size_t j = 0; j < copy.cells.size(); ++j)
       cell(copy.buffer, 0, copy.flat + j) = copy.cells[j];
   }
+  steps.flush([&] { return where(0); });
   launch_.sim.absorb(sim_);
 }
 
@@ -162,6 +164,9 @@ void BlockExec::run() {
 
 void WarpExec::exec(const CStmt* s, uint64_t mask) {
   if (!mask) return;
+  block_.steps.step([&] {
+    return block_.where(warp_.first_thread) + " (warp " + std::to_string(warp_.id) + ")";
+  });
   switch (s->op) {
     case SOp::kSeq:
       for (const CStmt* c : s->body) exec(c, mask);
@@ -242,6 +247,9 @@ void WarpExec::exec_for(const CStmt* s, uint64_t mask) {
 
 Task WarpExec::exec_co(const CStmt* s, uint64_t mask) {
   if (!mask) co_return;
+  block_.steps.step([&] {
+    return block_.where(warp_.first_thread) + " (warp " + std::to_string(warp_.id) + ")";
+  });
   if (!s->has_barrier) {  // e.g. the body of a let: no need to be able to suspend
     exec(s, mask);
     co_return;

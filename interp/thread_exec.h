@@ -120,6 +120,7 @@ struct LaunchContext {
   /// Held by a warp-wide atomic on global memory: blocks run on several CPU threads, and each
   /// lane's read-modify-write must see the previous one.
   std::mutex global_atomics{};
+  RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
 };
 
 class WarpExec;
@@ -187,6 +188,8 @@ class BlockExec {
   int threads() const { return threads_; }
   const std::vector<int64_t>& block_index() const { return block_index_; }
   int64_t lane_ops = 0;
+  /// Counts statements executed by the block's warps against the run's limits.
+  StepCounter steps;
 
   // ---- Memory (thread_memory.cpp) -----------------------------------------------------------
   /// A warp-wide load of one element per lane (lanes outside the shape read 0).

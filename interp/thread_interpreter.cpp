@@ -82,6 +82,7 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
   sim::SimRun run(sim::SimOptions{*banks, options.detectors, options.counters}, prog->sites);
   run.set_grid(grid);
   thread_detail::LaunchContext launch{*prog, run, {}, {}, grid, banks->warp_size, options.schedule};
+  launch.control = options.control;
   int64_t base = 0;
   for (const Buffer& b : kernel->params) {
     HostTensor& t = tensors.at(b->name);
@@ -112,20 +113,29 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
                     ? options.workers
                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   workers = static_cast<int>(std::min<int64_t>(workers, blocks));
+  if (options.control) options.control->begin("thread level", blocks);
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> lane_ops{0};
+  // The error reported is the first failing block's in the schedule's order: blocks are handed
+  // out in that order, so every block before a failing one has started and is let finish.
   std::exception_ptr failure;
+  int64_t failed_at = blocks;
   std::mutex failure_lock;
   auto worker = [&] {
+    int64_t i = 0;
     try {
-      for (int64_t i = next++; i < blocks; i = next++) {
+      for (i = next++; i < blocks; i = next++) {
         thread_detail::BlockExec block(launch, order[i]);
         block.run();
         lane_ops += block.lane_ops;
+        if (options.control) options.control->block_done();
       }
     } catch (...) {
       std::lock_guard<std::mutex> guard(failure_lock);
-      if (!failure) failure = std::current_exception();
+      if (i < failed_at) {
+        failure = std::current_exception();
+        failed_at = i;
+      }
       next = blocks;
     }
   };

@@ -30,9 +30,10 @@ struct Schedule {
 struct ThreadRunOptions {
   std::string target = "sm80";  ///< a core/target.h name: the warp size, bank rules and limits
   Schedule schedule;
-  int workers = 0;        ///< CPU threads running blocks; 0 = all cores
-  bool detectors = true;  ///< races, uninitialised reads, async races
-  bool counters = true;   ///< bank wavefronts and global sectors
+  int workers = 0;                ///< CPU threads running blocks; 0 = all cores
+  bool detectors = true;          ///< races, uninitialised reads, async races
+  bool counters = true;           ///< bank wavefronts and global sectors
+  RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
 };
 
 struct ThreadRunResult {
@@ -49,8 +50,9 @@ struct ThreadRunResult {
 /// Runs `kernel` at thread level on `tensors` (updated in place). User error when the kernel is
 /// not thread-level IR (tile operators, T.Parallel: they need the lowering pass), when the
 /// target is unknown, when tensors do not match the signature, or on an integer division by
-/// zero. Problems the hardware would hide (races, out-of-bounds accesses, ...) are findings in
-/// the report, not errors.
+/// zero; the error of the first failing block in block order, whatever the number of workers.
+/// RunStopped past the limits of `options.control`. Problems the hardware would hide (races,
+/// out-of-bounds accesses, ...) are findings in the report, not errors.
 ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
                                  const ThreadRunOptions& options = {});
 

@@ -43,18 +43,20 @@ class OpExec : public TileExec {
 
 class BlockRunner {
  public:
-  explicit BlockRunner(BlockState& block) : block_(block) {}
+  BlockRunner(BlockState& block, RunControl* control) : block_(block), steps_(control) {}
 
   void run() {
     Lanes all(block_.num_threads());
     for (int t = 0; t < block_.num_threads(); ++t) all[t] = t;
     exec(block_.kernel()->body, all);
+    steps_.flush([&] { return where(block_.kernel()->body); });
   }
 
  private:
   void exec(const Stmt& s, const Lanes& lanes) {
     if (lanes.empty()) return;
     if (s->loc.known()) block_.set_current_loc(s->loc);
+    steps_.step([&] { return where(s); });
     switch (s.kind()) {
       case StmtKind::kSeq:
         for (const Stmt& c : s.as<SeqNode>()->stmts) exec(c, lanes);
@@ -184,6 +186,7 @@ class BlockRunner {
   }
 
   BlockState& block_;
+  StepCounter steps_;
   bool in_parallel_ = false;
 };
 
@@ -272,12 +275,17 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
   int workers = options.workers > 0 ? options.workers
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   workers = static_cast<int>(std::min<int64_t>(workers, blocks));
+  if (options.control) options.control->begin("tile level", blocks);
   std::atomic<int64_t> next{0};
+  // The error reported is the first failing block's in block order: blocks are handed out in
+  // that order, so every block before a failing one has started and is let finish.
   std::exception_ptr failure;
+  int64_t failed_block = blocks;
   std::mutex failure_lock;
   auto worker = [&] {
+    int64_t id = 0;
     try {
-      for (int64_t id = next++; id < blocks; id = next++) {
+      for (id = next++; id < blocks; id = next++) {
         std::vector<int64_t> index(grid.size());
         int64_t rest = id;
         for (size_t d = 0; d < grid.size(); ++d) {
@@ -285,11 +293,15 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
           rest /= grid[d];
         }
         BlockState block(kernel, global, index, dyn);
-        BlockRunner(block).run();
+        BlockRunner(block, options.control).run();
+        if (options.control) options.control->block_done();
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(failure_lock);
-      if (!failure) failure = std::current_exception();
+      if (id < failed_block) {
+        failure = std::current_exception();
+        failed_block = id;
+      }
       next = blocks;  // stop the other workers early
     }
   };

@@ -8,6 +8,7 @@
 #include "core/int_eval.h"
 #include "core/kernel.h"
 #include "interp/host_tensor.h"
+#include "interp/run_control.h"
 
 namespace tessel {
 
@@ -15,7 +16,8 @@ namespace tessel {
 using TensorMap = std::map<std::string, HostTensor>;
 
 struct TileRunOptions {
-  int workers = 0;  ///< CPU threads running blocks; 0 = all cores
+  int workers = 0;                ///< CPU threads running blocks; 0 = all cores
+  RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
 };
 
 struct TileRunStats {
@@ -27,7 +29,9 @@ struct TileRunStats {
 /// from the tensors' shapes. Thread-level code (statements outside tile operators) runs for
 /// every thread in lock-step, so barriers and warp shuffles behave as on the GPU.
 /// User error when a tensor is missing or its shape or dtype disagrees with the signature, and
-/// for any error a block meets (out-of-bounds access, a barrier not reached by all threads...).
+/// for any error a block meets (out-of-bounds access, a barrier not reached by all threads...):
+/// the error of the first failing block in block order, whatever the number of workers.
+/// RunStopped when the run goes past the limits of `options.control`.
 TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOptions options = {});
 
 /// Binds the kernel's symbolic dimensions from the tensors' shapes, checking every parameter's

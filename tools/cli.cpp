@@ -1,9 +1,16 @@
 // The command-line driver: global setup, error-to-exit-status mapping, and shared helpers.
 #include "tools/cli.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
 #include <ostream>
+#include <string_view>
 
 #include "core/error.h"
+#include "examples/registry.h"
+#include "interp/run_control.h"
 
 namespace tessel::cli {
 
@@ -20,12 +27,40 @@ void add_kernel_option(CLI::App& sub, Context& ctx) {
       ->type_name("NAME");
 }
 
-void emit_json(Context& ctx, const nlohmann::json& object) { *ctx.out << object.dump(2) << "\n"; }
+void emit_json(Context& ctx, const nlohmann::json& object) {
+  // Bytes of the command line that are not UTF-8 (they reach messages) print as U+FFFD.
+  *ctx.out << object.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+namespace {
+
+/// The commands, for the message when none is given.
+std::string command_list(const CLI::App& app) {
+  std::string s;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    s += "  tessel " + sub->get_name() +
+         std::string(8 - std::min<size_t>(sub->get_name().size(), 7), ' ') +
+         sub->get_description() + "\n";
+  }
+  return s;
+}
+
+}  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   Context ctx;
+  // --json anywhere: errors too are one JSON object on stdout, even when parsing fails before
+  // the option is bound.
+  bool json = false;
+  for (int i = 1; i < argc; ++i) json = json || std::string_view(argv[i]) == "--json";
+  auto usage = [&](const std::string& message, const std::string& hint) {
+    if (json) emit_json(ctx, {{"passed", false}, {"error", message}, {"exit_code", int{kUsage}}});
+    err << "tessel: " << message << "\n" << hint;
+    return kUsage;
+  };
   ctx.out = &out;
   ctx.err = &err;
+  ctx.err_is_terminal = &err == &std::cerr && isatty(STDERR_FILENO);
   CLI::App app{"tessel: tile kernels on the CPU, proved with Z3, lowered to CUDA and HIP"};
   app.require_subcommand(1);
   add_list_command(app, ctx);
@@ -47,15 +82,20 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     out << app.help("", CLI::AppFormatMode::All);
     return kOk;
   } catch (const CLI::ParseError& e) {
-    err << "tessel: " << e.what() << "\n"
-        << "run 'tessel --help' for usage\n";
-    return kUsage;
+    if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
+      return usage("a command is required; the commands are:",
+                   command_list(app) + "run 'tessel COMMAND --help' for a command's options\n");
+    }
+    return usage(e.what(), "run 'tessel --help' for usage\n");
   } catch (const UsageError& e) {
-    err << "tessel: " << e.what() << "\n";
-    return kUsage;
+    return usage(e.what(), "");
+  } catch (const ParamError& e) {
+    return usage(e.what(), "");  // a -D value of the wrong kind: a command-line mistake
   } catch (const UserError& e) {
-    if (ctx.json) {
-      emit_json(ctx, {{"passed", false}, {"error", e.what()}});
+    if (json) {
+      nlohmann::json j = {{"passed", false}, {"error", e.what()}, {"exit_code", int{kKernelWrong}}};
+      if (dynamic_cast<const RunStopped*>(&e)) j["stopped"] = true;
+      emit_json(ctx, j);
     }
     err << "tessel: error: " << e.what() << "\n";
     return kKernelWrong;

@@ -27,6 +27,7 @@ struct Context {
   std::string kernel_choice;         ///< --kernel NAME: one kernel of a file with several
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
+  bool err_is_terminal = false;  ///< `err` is the process's stderr and a terminal
   int exit_code = kOk;  ///< set by the command that ran
 };
 

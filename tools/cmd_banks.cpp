@@ -80,11 +80,30 @@ int64_t parse_int(const std::string& s, const std::string& what) {
 
 Symbols bind_symbols(const AccessLambda& l, const BanksArgs& args, const Context& ctx) {
   std::map<std::string, IntBound> given;
+  std::map<std::string, std::string> origin;  // the option that set each name
+  auto set = [&](const std::string& name, IntBound b, const std::string& option) {
+    if (origin.count(name)) {
+      throw UsageError(option + " sets '" + name + "', which " + origin[name] +
+                       " already set; give each symbol one value or range");
+    }
+    bool known = false;
+    for (size_t k = 1; k < l.params.size(); ++k) known = known || l.params[k].name() == name;
+    if (!known) {
+      std::string params;
+      for (size_t k = 1; k < l.params.size(); ++k)
+        params += (params.empty() ? "" : ", ") + l.params[k].name();
+      throw UsageError(option + ": the access lambda has no symbol '" + name + "'; " +
+                       (params.empty() ? std::string("it has only the lane")
+                                       : "its symbols after the lane are " + params));
+    }
+    given[name] = b;
+    origin[name] = option;
+  };
   for (const std::string& d : ctx.defines) {
     auto eq = d.find('=');
     if (eq == std::string::npos) throw UsageError("-D expects name=value, got '" + d + "'");
     int64_t v = parse_int(d.substr(eq + 1), "-D " + d.substr(0, eq));
-    given[d.substr(0, eq)] = {v, v};
+    set(d.substr(0, eq), {v, v}, "-D " + d);
   }
   for (const std::string& r : args.ranges) {
     auto eq = r.find('='), colon = r.find(':');
@@ -94,7 +113,7 @@ Symbols bind_symbols(const AccessLambda& l, const BanksArgs& args, const Context
     int64_t lo = parse_int(r.substr(eq + 1, colon - eq - 1), "--range " + r);
     int64_t hi = parse_int(r.substr(colon + 1), "--range " + r);
     if (lo > hi) throw UsageError("--range " + r + " is empty");
-    given[r.substr(0, eq)] = {lo, hi};
+    set(r.substr(0, eq), {lo, hi}, "--range " + r);
   }
   Symbols s;
   for (size_t k = 1; k < l.params.size(); ++k) {
@@ -109,7 +128,37 @@ Symbols bind_symbols(const AccessLambda& l, const BanksArgs& args, const Context
   return s;
 }
 
-/// The worst exact count over every combination of the symbols' values (at most 2^16).
+/// UsageError when an active lane's index lies outside the layout's shape for the symbols'
+/// values in `env`.
+void check_in_layout(const BankAccess& access, const BankModel& model, IntEnv env,
+                     const Symbols& symbols) {
+  const std::vector<int64_t>& shape = access.layout.input_shape();
+  for (int lane = 0; lane < model.warp_size; ++lane) {
+    env[access.lane.operator->()] = lane;
+    if (access.active.defined() && eval_int(access.active, env) == 0) continue;
+    std::vector<int64_t> idx;
+    bool inside = true;
+    for (size_t d = 0; d < access.index.size(); ++d) {
+      idx.push_back(eval_int(access.index[d], env));
+      inside = inside && idx.back() >= 0 && idx.back() < shape[d];
+    }
+    if (inside) continue;
+    auto list = [](const std::vector<int64_t>& v) {
+      std::string s;
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+      return s;
+    };
+    std::string with;
+    for (const auto& [v, b] : symbols.ranges)
+      with += ", " + v.name() + "=" + std::to_string(env.at(v.operator->()));
+    throw UsageError("--access: lane " + std::to_string(lane) + with + " accesses " +
+                     access.buffer + "[" + list(idx) + "], outside the layout's shape (" +
+                     list(shape) + "); every active lane must index inside the buffer");
+  }
+}
+
+/// The worst exact count over every combination of the symbols' values (at most 2^16); every
+/// combination's indices are checked to lie inside the layout.
 std::pair<BankCount, IntEnv> worst_count(const BankAccess& access, const BankModel& model,
                                          const Symbols& symbols) {
   int64_t combos = 1;
@@ -130,6 +179,7 @@ std::pair<BankCount, IntEnv> worst_count(const BankAccess& access, const BankMod
       env[v.operator->()] = b.min + rest % (b.max - b.min + 1);
       rest /= (b.max - b.min + 1);
     }
+    check_in_layout(access, model, env, symbols);
     BankCount count = count_access(access, model, env);
     if (c == 0 || count.wavefronts > worst.wavefronts) {
       worst = count;
@@ -149,7 +199,11 @@ json cex_json(const Counterexample& cex) {
           {"message", cex.text}};
 }
 
-void run_banks(const BanksArgs& args, Context& ctx) {
+void run_banks(const BanksArgs& args, const CLI::App& sub, Context& ctx) {
+  if (sub.count("--width") && args.width <= 0) {
+    throw UsageError("--width " + std::to_string(args.width) +
+                     ": the bytes each lane accesses must be 1, 2, 4, 8 or 16");
+  }
   const Target* target = lookup_target(args.target, true);
   if (!target)
     throw UsageError("unknown --target '" + args.target + "'; use one of " + target_names() +
@@ -183,7 +237,7 @@ void run_banks(const BanksArgs& args, Context& ctx) {
   access.width_bytes = args.width;
   access.ldmatrix = args.ldmatrix;
   access.write = args.write;
-  if (args.lanes < 0 || args.lanes > model->warp_size) {
+  if ((sub.count("--lanes") && args.lanes < 1) || args.lanes > model->warp_size) {
     throw UsageError("--lanes must be in [1, " + std::to_string(model->warp_size) + "]");
   }
   if (args.lanes > 0) access.active = access.lane < make_int(args.lanes);
@@ -270,7 +324,7 @@ void add_banks_command(CLI::App& app, Context& ctx) {
                   "only the first N lanes take part (ldmatrix.x1: 8, .x2: 16)");
   sub->add_option("--range", args->ranges, "a symbol's inclusive range, name=lo:hi (repeatable)");
   sub->add_option("--name", args->name, "buffer name used in messages (default A_shared)");
-  sub->callback([args, &ctx] { run_banks(*args, ctx); });
+  sub->callback([args, sub, &ctx] { run_banks(*args, *sub, ctx); });
 }
 
 }  // namespace tessel::cli

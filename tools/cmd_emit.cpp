@@ -1,9 +1,8 @@
 // `tessel emit KERNEL --target cuda|hip|<a core/target.h name> [-o FILE]`: the kernel lowered
 // for the target and printed as CUDA (NVIDIA) or HIP (AMD) source.
-#include <fstream>
-
 #include "core/target.h"
 #include "tools/cli.h"
+#include "tools/file_io.h"
 #include "tools/kernel_source.h"
 #include "tools/kernel_views.h"
 
@@ -14,6 +13,8 @@ void add_emit_command(CLI::App& app, Context& ctx) {
   add_common_options(*sub, ctx);
   add_kernel_option(*sub, ctx);
   static std::string kernel_name, target = "cuda", output;
+  // Fresh values for every App: an earlier in-process run (tests) must not leave its options.
+  kernel_name.clear(), target = "cuda", output.clear();
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
       ->required();
   sub->add_option("--target", target,
@@ -29,9 +30,7 @@ void add_emit_command(CLI::App& app, Context& ctx) {
     const std::string& name = t.name;
     EmittedSource src = emit_kernel(kernel, t);
     if (!output.empty()) {
-      std::ofstream f(output);
-      if (!f) throw UsageError("-o " + output + ": cannot open the file for writing");
-      f << src.code;
+      write_checked(output, src.code, "-o " + output);
     }
     if (ctx.json) {
       nlohmann::json j = {{"kernel", kernel->name},

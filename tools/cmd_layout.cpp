@@ -10,6 +10,7 @@
 #include "core/expr_parser.h"
 #include "core/layout_svg.h"
 #include "tools/cli.h"
+#include "tools/file_io.h"
 #include "verify/layout_proofs.h"
 
 namespace tessel::cli {
@@ -83,9 +84,7 @@ void print_proof(std::ostream& out, const std::string& label, const ProofResult&
 }
 
 void write_svg(const std::string& path, const std::string& svg) {
-  std::ofstream file(path);
-  if (!file) throw UsageError("cannot write the SVG to '" + path + "'");
-  file << svg;
+  write_checked(path, svg, "--svg " + path);
 }
 
 /// The fragment's map (index, rep) -> (thread, local) as an IndexMap over its slot box.

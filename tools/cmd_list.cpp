@@ -6,6 +6,7 @@
 #include "core/kernel_parser.h"
 #include "examples/registry.h"
 #include "tools/cli.h"
+#include "tools/file_io.h"
 
 namespace tessel::cli {
 
@@ -40,13 +41,10 @@ const char* kind_name(KernelFileParam::Kind kind) {
 }
 
 void list_file(Context& ctx, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot read the kernel file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text = read_kernel_text(path);
   std::vector<KernelFileEntry> kernels;
   try {
-    kernels = list_kernels(text.str(), path);
+    kernels = list_kernels(text, path);
   } catch (const KernelFileError& e) {
     throw UsageError(e.what());
   }
@@ -87,6 +85,8 @@ void add_list_command(CLI::App& app, Context& ctx) {
       "list", "built-in kernels, or the kernels of a kernel file, with their parameters");
   add_common_options(*sub, ctx);
   static std::string file;
+  // Fresh values for every App: an earlier in-process run (tests) must not leave its options.
+  file.clear();
   file.clear();
   sub->add_option("FILE", file, "a kernel file (.py): list the kernels it defines");
   sub->callback([&ctx] {

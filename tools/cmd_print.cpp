@@ -10,6 +10,8 @@ void add_print_command(CLI::App& app, Context& ctx) {
   add_common_options(*sub, ctx);
   add_kernel_option(*sub, ctx);
   static std::string kernel_name;
+  // Fresh values for every App: an earlier in-process run (tests) must not leave its options.
+  kernel_name.clear();
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")->required();
   sub->callback([&ctx] {
     ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines, ctx.kernel_choice);

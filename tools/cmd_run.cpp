@@ -2,11 +2,14 @@
 // arrays, tools/data_options.h) and checks the results against the kernel's reference and the
 // user's expected arrays. At thread level it also compares with the tile level on the same inputs
 // and prints the simulator's report. The work is run_kernel's; this file maps flags to it.
+#include <optional>
+
 #include "core/target.h"
 #include "tools/cli.h"
 #include "tools/data_options.h"
 #include "tools/kernel_run.h"
 #include "tools/kernel_source.h"
+#include "tools/progress_line.h"
 #include "tools/run_device.h"
 #include "tools/run_report.h"
 
@@ -23,7 +26,35 @@ struct RunOptions {
   std::string target = "sm80";
   std::string device = "cpu";
   int repeats = 5;
+  int64_t max_steps = 0;
+  double timeout = 0;
+  bool progress = false;
 };
+
+/// Options that do nothing in the mode the command line picks are refused, not ignored.
+void check_options(const CLI::App& sub, const RunOptions& o) {
+  auto given = [&](const char* name) { return sub.count(name) > 0; };
+  if (o.device == "cuda") {
+    for (const char* name : {"--level", "--target", "--schedule", "--workers", "--max-steps",
+                             "--timeout", "--progress"}) {
+      if (given(name)) {
+        throw UsageError(std::string(name) +
+                         " applies to runs on the CPU; leave it out with --device cuda");
+      }
+    }
+    return;
+  }
+  if (given("--repeats")) throw UsageError("--repeats counts timed runs of --device cuda only");
+  if (o.level == "tile") {
+    for (const char* name : {"--target", "--schedule"}) {
+      if (given(name)) {
+        throw UsageError(std::string(name) +
+                         " picks how --level thread simulates the GPU; the tile level has no "
+                         "target or schedule: add --level thread or leave it out");
+      }
+    }
+  }
+}
 
 /// Runs on the CPU through run_kernel and prints its report.
 void run_cpu(Context& ctx, const ResolvedKernel& k, const RunOptions& o, const DataOptions& data) {
@@ -34,7 +65,14 @@ void run_cpu(Context& ctx, const ResolvedKernel& k, const RunOptions& o, const D
   request.schedule = o.schedule;
   request.target = o.target;
   load_data(data, request);
-  KernelRun run = run_kernel(k, request);
+  RunControl control(o.max_steps, o.timeout);
+  request.control = &control;
+  KernelRun run;
+  {
+    std::optional<ProgressLine> progress;
+    if (o.progress || ctx.err_is_terminal) progress.emplace(*ctx.err, control);
+    run = run_kernel(k, request);
+  }
   std::vector<std::string> saved = save_outputs(data, run);
   ctx.exit_code = run.passed ? kOk : kKernelWrong;
   if (ctx.json) {
@@ -60,6 +98,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   add_common_options(*sub, ctx);
   add_kernel_option(*sub, ctx);
   static RunOptions o;
+  o = RunOptions{};  // an earlier in-process run (tests) must not leave its options
   auto data = std::make_shared<DataOptions>();  // fresh for every App (in-process runs)
   sub->add_option("KERNEL", o.kernel, "built-in kernel name or path to a .py kernel file")
       ->required();
@@ -68,9 +107,23 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "(every thread, with the hardware models)")
       ->check(CLI::IsMember({"tile", "thread"}))
       ->default_val("tile");
-  sub->add_option("--seed", o.seed, "seed of the random inputs")->default_val(0);
-  sub->add_option("--workers", o.workers, "CPU threads running blocks (0: all cores)")
+  sub->add_option("--seed", o.seed, "seed of the random inputs (0 or more)")
+      ->check(CLI::NonNegativeNumber)
       ->default_val(0);
+  sub->add_option("--workers", o.workers, "CPU threads running blocks (0: all cores; at most 1024)")
+      ->check(CLI::Range(0, 1024))
+      ->default_val(0);
+  sub->add_option("--max-steps", o.max_steps,
+                  "stop (exit 1) after this many steps: statements executed by a block (tile "
+                  "level) or a warp (thread level); 0: no limit")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0);
+  sub->add_option("--timeout", o.timeout, "stop (exit 1) after this many seconds; 0: no limit")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0);
+  sub->add_flag("--progress", o.progress,
+                "a progress line on stderr (blocks done, rate, time left); the default when "
+                "stderr is a terminal");
   sub->add_option("--schedule", o.schedule,
                   "thread level: order of warps between barriers and of blocks: in-order, "
                   "reverse or random:SEED")
@@ -83,10 +136,13 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "machine's GPU, compared with the tile level)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->default_val("cpu");
-  sub->add_option("--repeats", o.repeats, "--device cuda: timed runs (after one warm-up)")
+  sub->add_option("--repeats", o.repeats,
+                  "--device cuda: timed runs (after one warm-up), 1 to 10000")
+      ->check(CLI::Range(1, 10000))
       ->default_val(5);
   add_data_options(*sub, *data);
-  sub->callback([&ctx, data] {
+  sub->callback([&ctx, data, sub] {
+    check_options(*sub, o);
     ResolvedKernel k = resolve_kernel(o.kernel, ctx.defines, ctx.kernel_choice);
     if (o.device == "cuda" && data->given()) {
       throw UsageError(

@@ -19,8 +19,7 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
   if (target.empty()) throw UsageError("--device cuda: cannot run on a GPU here: " + why);
   const Example& example = *k.example;
   Kernel kernel = example.build(k.params);
-  std::map<std::string, int64_t> dims;
-  if (example.dynamic_dims) dims = example.dynamic_dims(k.params);
+  std::map<std::string, int64_t> dims = run_dims(k);
   TensorMap tensors = make_tensors(kernel, dims, example.outputs, seed);
   TensorMap tile = tensors;
   run_tile_level(kernel, tile);

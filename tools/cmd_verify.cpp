@@ -48,6 +48,8 @@ void add_verify_command(CLI::App& app, Context& ctx) {
   add_kernel_option(*sub, ctx);
   static std::string kernel_name, target = "sm80";
   static unsigned timeout_ms = 60000;
+  // Fresh values for every App: an earlier in-process run (tests) must not leave its options.
+  kernel_name.clear(), target = "sm80", timeout_ms = 60000;
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
       ->required();
   sub->add_option("--target", target, target_names())

@@ -5,8 +5,10 @@
 #include <cstring>
 
 #include "core/buffer_accesses.h"
+#include "core/error.h"
 #include "interp/tile_interpreter.h"
 #include "tools/cli.h"
+#include "tools/file_io.h"
 
 namespace tessel::cli {
 
@@ -219,6 +221,36 @@ NpyArray tensor_array(const HostTensor& tensor) {
   a.shape = npy_shape(tensor.dtype(), tensor.shape());
   a.bytes.assign(tensor.data(), tensor.data() + tensor.dtype().storage_bytes(tensor.size()));
   return a;
+}
+
+void check_host_memory(const std::vector<ParamInfo>& signature, int copies,
+                       int64_t extra_per_element) {
+  const double budget = static_cast<double>(host_memory_budget());
+  double total = 0;
+  std::vector<std::pair<double, std::string>> tensors;
+  for (const ParamInfo& p : signature) {
+    double elements = 1;
+    for (int64_t e : p.shape) elements *= static_cast<double>(e);
+    double bytes = elements * p.dtype.storage_bits() / 8;
+    total += copies * bytes + elements * static_cast<double>(extra_per_element);
+    tensors.emplace_back(bytes, p.name + " " + shape_text(p.shape) + " " + p.dtype.name());
+  }
+  if (total <= budget || signature.empty()) return;
+  std::stable_sort(tensors.begin(), tensors.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  auto mib = [](double bytes) {
+    return std::to_string(static_cast<int64_t>(bytes / (1 << 20))) + " MiB";
+  };
+  std::string list;
+  for (size_t i = 0; i < tensors.size() && i < 3; ++i)
+    list += (i ? ", " : "") + tensors[i].second + " = " + mib(tensors[i].first);
+  user_error("kernel '" + signature.front().kernel + "': its tensors would need " + mib(total) +
+             " (" + list + (tensors.size() > 3 ? ", ..." : "") + "; held " +
+             std::to_string(copies) + " times: the run's and the reference's" +
+             (extra_per_element ? ", the tile level's, and the simulator's shadow of each element"
+                                : "") +
+             "), more than half of this machine's memory (" + mib(budget) +
+             "); choose smaller sizes with -D");
 }
 
 }  // namespace tessel::cli

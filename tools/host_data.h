@@ -51,6 +51,12 @@ HostTensor expected_tensor(const NpyArray& array, const ParamInfo& param,
 /// The array that stores `tensor` (the storage above, C order, little-endian).
 NpyArray tensor_array(const HostTensor& tensor);
 
+/// User error (naming the kernel, the largest tensors with their shapes and the total) when the
+/// tensors of `signature`, held `copies` times, plus `extra_per_element` bytes for every element
+/// (the simulator's shadow), exceed host_memory_budget(): checked before anything is allocated.
+void check_host_memory(const std::vector<ParamInfo>& signature, int copies,
+                       int64_t extra_per_element);
+
 /// "(256, 128)".
 std::string shape_text(const std::vector<int64_t>& shape);
 

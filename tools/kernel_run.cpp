@@ -56,6 +56,7 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
   options.target = req.target;
   options.schedule = *Schedule::parse(req.schedule);
   options.workers = req.workers;
+  options.control = req.control;
   Kernel thread_kernel = kernel;
   run.lowered = is_tile_level(kernel);
   if (run.lowered) thread_kernel = lower_kernel(kernel, find_target(req.target)).kernel;
@@ -72,9 +73,11 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
     return;
   }
   try {
-    run_tile_level(kernel, inputs, TileRunOptions{req.workers});
+    run_tile_level(kernel, inputs, TileRunOptions{req.workers, req.control});
     run.tile_tensors = std::move(inputs);
     run.tile_ran = true;
+  } catch (const RunStopped&) {
+    throw;  // the limits hold for both levels
   } catch (const UserError& e) {
     run.tile_note = std::string("failed: ") + e.what();
   }
@@ -148,9 +151,12 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   run.request = request;
   run.has_reference = k.has_reference;
   run.kernel = example.build(k.params);
-  std::map<std::string, int64_t> dims;
-  if (example.dynamic_dims) dims = example.dynamic_dims(k.params);
+  std::map<std::string, int64_t> dims = run_dims(k);
   run.signature = kernel_signature(run.kernel, dims);
+  // The tensors, the reference's copy, at thread level the tile level's copy and the cross-block
+  // shadow (two 8-byte cells per element): refused before any is allocated when too large.
+  const bool thread = request.level == "thread";
+  check_host_memory(run.signature, thread ? 3 : 2, thread ? 16 : 0);
 
   // Checked before anything runs: every array names a parameter and fits it.
   TensorMap given, expected;
@@ -177,7 +183,8 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   if (request.level == "thread") {
     run_thread(run, run.kernel, run.tensors);
   } else {
-    TileRunStats stats = run_tile_level(run.kernel, run.tensors, TileRunOptions{request.workers});
+    TileRunStats stats =
+        run_tile_level(run.kernel, run.tensors, TileRunOptions{request.workers, request.control});
     run.blocks = stats.blocks;
     run.threads = run.kernel->threads;
     run.seconds = stats.seconds;

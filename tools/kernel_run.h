@@ -37,6 +37,7 @@ struct RunRequest {
   /// start as NaN bytes and inputs random unless named here; the reference starts from the
   /// same values (a kernel that accumulates into its output is checked with NAME=zeros).
   std::map<std::string, std::string> init;
+  RunControl* control = nullptr;      ///< step and time limits, progress counters (optional)
 };
 
 struct KernelRun {

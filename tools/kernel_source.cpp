@@ -11,6 +11,7 @@
 #include "core/kernel_parser.h"
 #include "interp/tile_interpreter.h"
 #include "tools/cli.h"
+#include "tools/file_io.h"
 
 namespace tessel::cli {
 
@@ -97,14 +98,15 @@ ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const s
 ResolvedKernel resolve_file(const std::string& path,
                             const std::map<std::string, std::string>& values,
                             const std::string& choice) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw UsageError("cannot read the kernel file '" + path + "' (KERNEL is a built-in name — " +
-                     builtin_names() + " — or the path of a .py kernel file)");
+  std::string text;
+  try {
+    text = read_kernel_text(path);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string(e.what()) + " (KERNEL is a built-in name — " + builtin_names() +
+                     " — or the path of a .py kernel file)");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return resolve_source(std::make_shared<const std::string>(text.str()), path, values, choice);
+  return resolve_source(std::make_shared<const std::string>(std::move(text)), path, values,
+                        choice);
 }
 
 ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const std::string& path,
@@ -185,10 +187,10 @@ ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const s
         int64_t v = 0;
         auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
         if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v <= 0) {
-          user_error("kernel '" + name + "': symbolic dimension '" + d +
-                     "' needs a positive size "
-                     "for a run; give it with -D " +
-                     d + "=1000");
+          throw ParamError("kernel '" + name + "': symbolic dimension '" + d +
+                           "' needs a positive size "
+                           "for a run; give it with -D " +
+                           d + "=1000");
         }
         sizes[d] = v;
       }
@@ -221,7 +223,11 @@ std::map<std::string, std::string> parse_defines(const std::vector<std::string>&
     if (eq == std::string::npos || eq == 0) {
       throw UsageError("-D " + d + ": expected NAME=VALUE, e.g. -D M=256");
     }
-    out[d.substr(0, eq)] = d.substr(eq + 1);
+    auto [it, fresh] = out.emplace(d.substr(0, eq), d.substr(eq + 1));
+    if (!fresh) {
+      throw UsageError("-D " + d + ": '" + it->first + "' is already set (-D " + it->first + "=" +
+                       it->second + "); give each parameter once");
+    }
   }
   return out;
 }
@@ -231,6 +237,19 @@ ResolvedKernel resolve_kernel_text(const std::string& text, const std::string& o
                                    const std::string& choice) {
   return resolve_source(std::make_shared<const std::string>(text), origin, parse_defines(defines),
                         choice);
+}
+
+std::map<std::string, int64_t> run_dims(const ResolvedKernel& k) {
+  if (!k.example->dynamic_dims) return {};
+  std::map<std::string, int64_t> dims = k.example->dynamic_dims(k.params);
+  for (const auto& [name, size] : dims) {
+    if (size <= 0) {
+      throw UsageError("-D " + name + "=" + std::to_string(size) + ": kernel '" + k.example->name +
+                       "' needs a positive size for its symbolic dimension '" + name +
+                       "' (e.g. -D " + name + "=1000)");
+    }
+  }
+  return dims;
 }
 
 bool is_kernel_path(const std::string& kernel) {

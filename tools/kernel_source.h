@@ -28,8 +28,12 @@ struct ResolvedKernel {
   std::shared_ptr<const Example> file_example;  ///< owns `example` for a kernel file
 };
 
-/// Parses `-D name=value` items (UsageError when one has no '=').
+/// Parses `-D name=value` items (UsageError when one has no '=' or a name comes twice).
 std::map<std::string, std::string> parse_defines(const std::vector<std::string>& defines);
+
+/// The sizes of `k`'s symbolic dimensions for a run (from -D and the defaults; empty when it has
+/// none). UsageError naming the dimension when a size is not a positive integer.
+std::map<std::string, int64_t> run_dims(const ResolvedKernel& k);
 
 /// True when KERNEL is a path rather than a built-in name: it ends in ".py" or contains a '/'.
 bool is_kernel_path(const std::string& kernel);

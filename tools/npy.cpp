@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "tools/cli.h"
+#include "tools/file_io.h"
 
 namespace tessel::cli {
 
@@ -115,11 +116,7 @@ uint32_t little_endian(std::string_view bytes) {
 }
 
 std::string read_file(const std::string& path, const std::string& origin) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(origin + ": cannot read '" + path + "' (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_bounded(path, host_memory_budget(), origin);
 }
 
 }  // namespace
@@ -184,6 +181,8 @@ std::map<std::string, NpyArray> read_npz(const std::string& path, const std::str
   }
   std::map<std::string, NpyArray> arrays;
   zip_int64_t n = zip_get_num_entries(archive.get(), 0);
+  const uint64_t budget = static_cast<uint64_t>(host_memory_budget());
+  uint64_t total = 0;
   for (zip_int64_t i = 0; i < n; ++i) {
     zip_stat_t st;
     if (zip_stat_index(archive.get(), i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE)) {
@@ -191,6 +190,11 @@ std::map<std::string, NpyArray> read_npz(const std::string& path, const std::str
     }
     std::string name = st.name;
     std::string member = origin + " (member " + name + ")";
+    total += st.size;
+    if (total > budget) {
+      throw UsageError(member + ": the archive's arrays hold more than " +
+                       std::to_string(budget >> 20) + " MiB, half of this machine's memory");
+    }
     std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(zip_fopen_index(archive.get(), i, 0),
                                                            zip_fclose);
     std::string data(st.size, '\0');
@@ -227,11 +231,7 @@ std::string npy_file(const NpyArray& a) {
 }
 
 void write_npy(const std::string& path, const NpyArray& array) {
-  std::ofstream out(path, std::ios::binary);
-  std::string data = npy_file(array);
-  if (!out || !out.write(data.data(), static_cast<std::streamsize>(data.size()))) {
-    throw UsageError(path + ": cannot write the file");
-  }
+  write_checked(path, npy_file(array), "--save");
 }
 
 }  // namespace tessel::cli

@@ -1,0 +1,402 @@
+// Hostile inputs to the command line: devices and directories as kernel files, unwritable outputs,
+// nonsense option values, runaway kernels and sizes. Each must end in exit 0, 1 or 2 with a
+// message naming the problem, within bounded time and memory (DESIGN.md's exit-code contract).
+#include <doctest/doctest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "interp/run_control.h"
+#include "tests/cli_runner.h"
+#include "tools/progress_line.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+/// A scratch folder for this test process, removed at exit.
+struct Scratch {
+  fs::path dir;
+  Scratch() {
+    dir = fs::temp_directory_path() / ("tessel_hostile_" + std::to_string(getpid()));
+    fs::create_directories(dir);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::string path = (dir / name).string();
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+};
+
+const Scratch& scratch() {
+  static Scratch s;
+  return s;
+}
+
+/// Peak resident memory of this process, in MiB.
+long peak_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024;
+}
+
+/// Runs `tessel args...` and checks the contract: the status is 0, 1 or 2, and it took less than
+/// `seconds`.
+CliResult run_bounded(const std::vector<std::string>& args, double seconds = 10) {
+  auto start = std::chrono::steady_clock::now();
+  CliResult r = run_tessel(args);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string line;
+  for (const std::string& a : args) line += a + " ";
+  INFO("tessel " << line << "\nstatus " << r.status << "\nstdout: " << r.out
+                 << "\nstderr: " << r.err);
+  CHECK(r.status >= 0);
+  CHECK(r.status <= 2);
+  CHECK(took < seconds);
+  return r;
+}
+
+// A block loops 10**9 times: it never ends in a test's time without a limit.
+const char* kEndless = R"(import tilelang.language as T
+
+
+@T.prim_func
+def endless(A: T.Tensor((128,), "float32")):
+    with T.Kernel(4, threads=32) as bx:
+        tx = T.get_thread_binding()
+        v = T.alloc_var("float32")
+        v = A[tx]
+        for k in T.serial(1000000000):
+            v = v + 1.0
+        A[tx] = v
+)";
+
+}  // namespace
+
+TEST_SUITE("hostile cli") {
+  // ---- Kernel files that are not kernel files ---------------------------------------------------
+
+  TEST_CASE("an endless device as a kernel file stops at the size limit with a usage error") {
+    long before = peak_mib();
+    for (const char* command : {"run", "print", "list"}) {
+      CliResult r = run_bounded({command, "/dev/zero"});
+      CHECK(r.status == 2);
+      CHECK(contains(r.err, "'/dev/zero' holds more than 4 MiB"));
+    }
+    CliResult r = run_bounded({"print", "/dev/urandom"});
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "holds more than 4 MiB"));
+    // At most the 4 MiB limit (plus a chunk) is ever held.
+    CHECK(peak_mib() - before < 64);
+  }
+
+  TEST_CASE("a directory as a kernel file says it is a directory") {
+    std::string dir = scratch().dir.string() + "/";
+    for (const char* command : {"run", "print", "list"}) {
+      CliResult r = run_bounded({command, dir});
+      CHECK(r.status == 2);
+      CHECK(contains(r.err, "is a directory, not a"));
+      CHECK(!contains(r.err, "no kernel in this file"));
+    }
+  }
+
+  TEST_CASE("a CR-only, an empty and a binary kernel file each get a message saying what it is") {
+    std::string cr = scratch().write("cr.py",
+                                     "import tilelang.language as T\r\r@T.prim_func\rdef k(A: "
+                                     "T.Tensor((4,), \"float32\")):\r    pass\r");
+    CliResult r = run_bounded({"print", cr});
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "separates its lines with CR alone"));
+    r = run_bounded({"print", scratch().write("empty.py", "")});
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "is empty"));
+    r = run_bounded({"print", scratch().write("bin.py", std::string("ab\0cd", 5))});
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "is not a text file (a NUL byte at offset 2)"));
+  }
+
+  TEST_CASE("a missing kernel file is a usage error naming the path") {
+    CliResult r = run_bounded({"run", "/nonexistent/k.py"});
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "cannot read the kernel file '/nonexistent/k.py' (No such file"));
+  }
+
+  // ---- -D values ------------------------------------------------------------------------------
+
+  TEST_CASE("a non-positive size for a T.dynamic dimension of a built-in is a usage error") {
+    for (const char* n : {"N=-1", "N=0"}) {
+      CliResult r = run_bounded({"run", "elementwise", "-D", n});
+      CHECK(r.status == 2);
+      CHECK(contains(r.err,
+                     "kernel 'elementwise' needs a positive size for its symbolic "
+                     "dimension 'N'"));
+      CHECK(!contains(r.err, "internal error"));
+    }
+  }
+
+  TEST_CASE("a -D value of the wrong kind is a usage error for a built-in as for a kernel file") {
+    CliResult builtin = run_bounded({"run", "gemm", "-D", "M=big"});
+    CHECK(builtin.status == 2);
+    CHECK(contains(builtin.err, "parameter M=big is not an integer"));
+    CHECK(run_bounded({"run", "gemm", "-D", "dtype=float99"}).status == 2);
+    CHECK(run_bounded({"run", "gemm", "-D", "block_M=0"}).status == 2);
+    // The same mistake in a kernel file's symbolic size.
+    std::string file = std::string(TESSEL_SOURCE_DIR) + "/examples/kernels/warp_shuffle_reduce.py";
+    CHECK(run_bounded({"run", file, "-D", "blocks=two"}).status == 2);
+  }
+
+  TEST_CASE("a -D name given twice is a usage error") {
+    CliResult r = run_bounded({"run", "gemm", "-D", "M=64", "-D", "M=128"});
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "-D M=128: 'M' is already set (-D M=64)"));
+  }
+
+  // ---- Outputs that cannot be written --------------------------------------------------------
+
+  TEST_CASE("emit -o to a full device or an unwritable path fails instead of exiting 0") {
+    CliResult full = run_bounded({"emit", "softmax", "-o", "/dev/full"}, 30);
+    CHECK(full.status == 2);
+    CHECK(contains(full.err, "-o /dev/full: writing"));
+    CHECK(contains(full.err, "No space left on device"));
+    CliResult missing = run_bounded({"emit", "softmax", "-o", "/nonexistent/dir/k.cu"}, 30);
+    CHECK(missing.status == 2);
+    CHECK(contains(missing.err, "cannot open '/nonexistent/dir/k.cu' for writing"));
+  }
+
+  TEST_CASE("layout --svg and run --save check their writes") {
+    CliResult svg = run_bounded({"layout", "swizzle_128b(64, 64, f16)", "--svg", "/dev/full"});
+    CHECK(svg.status == 2);
+    CHECK(contains(svg.err, "--svg /dev/full"));
+    // --save DIR where DIR is a file: the folder cannot be made.
+    std::string file = scratch().write("not_a_dir", "x");
+    CliResult save = run_bounded({"run", "softmax", "-D", "M=16", "--save", file});
+    CHECK(save.status == 2);
+    CHECK(contains(save.err, "--save " + file));
+  }
+
+  // ---- Usage errors: JSON and the bare command -----------------------------------------------
+
+  TEST_CASE("--json on a usage error prints one JSON object with the error") {
+    CliResult r = run_bounded({"run", "nosuch", "--json"});
+    CHECK(r.status == 2);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["exit_code"] == 2);
+    CHECK(contains(j["error"].get<std::string>(), "no built-in kernel named 'nosuch'"));
+    // Also when the command line itself does not parse.
+    CliResult bad = run_bounded({"run", "gemm", "--nosuch-option", "--json"});
+    CHECK(bad.status == 2);
+    CHECK(nlohmann::json::parse(bad.out)["exit_code"] == 2);
+  }
+
+  TEST_CASE("bytes that are not UTF-8 in an error still give one valid JSON object") {
+    // Found by the CLI fuzz test: the message quoted the bytes and the JSON dump threw.
+    CliResult r = run_bounded({"run", "no\xff\xfesuch", "--json"});
+    CHECK(r.status == 2);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(contains(j["error"].get<std::string>(), "no\xEF\xBF\xBD\xEF\xBF\xBDsuch"));
+  }
+
+  TEST_CASE("no command at all lists the commands") {
+    CliResult r = run_bounded({});
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "a command is required; the commands are:"));
+    CHECK(contains(r.err, "tessel run"));
+    CHECK(contains(r.err, "tessel banks"));
+  }
+
+  // ---- Option values that mean nothing ---------------------------------------------------------
+
+  TEST_CASE("run refuses negative seeds, worker and repeat counts and options without effect") {
+    for (std::vector<std::string> extra : {std::vector<std::string>{"--seed", "-1"},
+                                           {"--workers", "-4"},
+                                           {"--workers", "100000"},
+                                           {"--repeats", "-1"},
+                                           {"--max-steps", "-5"},
+                                           {"--timeout", "-1"}}) {
+      std::vector<std::string> args = {"run", "softmax", "-D", "M=16"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      CHECK(run_bounded(args).status == 2);
+    }
+    CliResult target = run_bounded({"run", "softmax", "-D", "M=16", "--target", "sm90"});
+    CHECK(target.status == 2);
+    CHECK(contains(target.err, "--target picks how --level thread simulates the GPU"));
+    CliResult repeats = run_bounded({"run", "softmax", "-D", "M=16", "--repeats", "3"});
+    CHECK(repeats.status == 2);
+    CHECK(contains(repeats.err, "--repeats counts timed runs of --device cuda only"));
+  }
+
+  TEST_CASE("banks refuses a width or lane count below 1 and symbols the lambda lacks") {
+    const std::vector<std::string> base = {"banks", "--layout", "row_major(32, 32)",     "--dtype",
+                                           "f32",   "--access", "lambda lane: (lane, 0)"};
+    auto with = [&](std::vector<std::string> extra) {
+      std::vector<std::string> args = base;
+      args.insert(args.end(), extra.begin(), extra.end());
+      return run_bounded(args);
+    };
+    CHECK(with({}).status == 0);
+    for (const char* w : {"0", "-4"}) {
+      CliResult r = with({"--width", w});
+      CHECK(r.status == 2);
+      CHECK(contains(r.err, "--width"));
+    }
+    CliResult lanes = with({"--lanes", "0"});
+    CHECK(lanes.status == 2);
+    CliResult range = with({"--range", "k=0:3"});
+    CHECK(range.status == 2);
+    CHECK(contains(range.err, "the access lambda has no symbol 'k'; it has only the lane"));
+    CliResult define = with({"-D", "k=1"});
+    CHECK(define.status == 2);
+  }
+
+  TEST_CASE("banks refuses an access outside the layout, naming the lane and the index") {
+    // Lane l reads row l + 8 of a 32-row layout: lanes 24..31 fall outside (24 + 8 = 32).
+    CliResult r = run_bounded({"banks", "--layout", "row_major(32, 32)", "--dtype", "f32",
+                               "--access", "lambda lane: (lane + 8, 0)"});
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "lane 24 accesses A_shared[32, 0], outside the layout's shape (32, 32)"));
+    // A symbol that pushes it out for one value of its range only: k = 1 takes lane 31 to row 32.
+    CliResult k = run_bounded({"banks", "--layout", "row_major(32, 32)", "--dtype", "f32",
+                               "--access", "lambda lane, k: (lane + k, 0)", "--range", "k=0:1"});
+    CHECK(k.status == 2);
+    CHECK(contains(k.err, "lane 31, k=1 accesses A_shared[32, 0]"));
+  }
+
+  TEST_CASE("T.annotate_layout twice on one buffer is a kernel error naming both") {
+    std::string file = scratch().write("twice.py", R"(import tilelang.language as T
+
+
+@T.prim_func
+def twice(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+    with T.Kernel(1, threads=128):
+        S = T.alloc_shared((64, 64), "float16")
+        T.annotate_layout({S: swizzle_128b(64, 64, f16)})
+        T.annotate_layout({S: row_major(64, 64)})
+        T.copy(A, S)
+        T.copy(S, B)
+)");
+    CliResult r = run_bounded({"lower", file});
+    CHECK(r.status == 1);
+    CHECK(contains(r.err, "buffer 'S' is annotated twice"));
+    std::string dict = scratch().write("dict.py", R"(import tilelang.language as T
+
+
+@T.prim_func
+def dict_twice(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+    with T.Kernel(1, threads=128):
+        S = T.alloc_shared((64, 64), "float16")
+        T.annotate_layout({S: swizzle_128b(64, 64, f16), S: row_major(64, 64)})
+        T.copy(A, S)
+        T.copy(S, B)
+)");
+    CliResult d = run_bounded({"print", dict});
+    CHECK(d.status != 0);
+    CHECK(contains(d.err, "'S' is given two layouts"));
+  }
+
+  // ---- Runaway kernels ------------------------------------------------------------------------
+
+  TEST_CASE("--max-steps stops an endless kernel at both levels, saying where") {
+    std::string file = scratch().write("endless.py", kEndless);
+    for (const char* level : {"tile", "thread"}) {
+      CliResult r = run_bounded({"run", file, "--level", level, "--max-steps", "200000"});
+      CHECK(r.status == 1);
+      CHECK(contains(r.err, "stopped: kernel 'endless', block (0"));
+      CHECK(contains(r.err, "it reached the limit of 200000 steps (--max-steps)"));
+      CHECK(contains(r.err, std::string("of 4 blocks done at ") + level + " level"));
+    }
+  }
+
+  TEST_CASE("--timeout stops an endless kernel within the time, and --json says so") {
+    std::string file = scratch().write("endless.py", kEndless);
+    auto start = std::chrono::steady_clock::now();
+    CliResult r = run_bounded({"run", file, "--timeout", "0.3", "--json"});
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(r.status == 1);
+    CHECK(took < 3);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["passed"] == false);
+    CHECK(j["stopped"] == true);
+    CHECK(contains(j["error"].get<std::string>(), "it ran for longer than 0.3 s (--timeout)"));
+  }
+
+  TEST_CASE("the progress line counts blocks done, the rate and the time left") {
+    tessel::RunControl control;
+    CHECK(tessel::cli::progress_text(control).find(": 0/0 blocks") != std::string::npos);
+    control.begin("thread level", 64);
+    for (int i = 0; i < 16; ++i) control.block_done();
+    std::string text = tessel::cli::progress_text(control);
+    CHECK(contains(text, "thread level: 16/64 blocks"));
+    CHECK(contains(text, "blocks/s"));
+    CHECK(contains(text, "left"));
+  }
+
+  TEST_CASE("--progress draws on stderr and never on stdout") {
+    std::string file = scratch().write("endless.py", kEndless);
+    CliResult r = run_bounded({"run", file, "--timeout", "1.6", "--progress", "--json"});
+    CHECK(r.status == 1);
+    CHECK(contains(r.err, "tile level: 0/4 blocks"));
+    CHECK(nlohmann::json::parse(r.out)["stopped"] == true);
+  }
+
+  // ---- Sizes ----------------------------------------------------------------------------------
+
+  TEST_CASE("huge local and shared buffers are refused before anything is allocated") {
+    long before = peak_mib();
+    std::string local = scratch().write("big_local.py", R"(import tilelang.language as T
+
+
+@T.prim_func
+def big_local(A: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        tx = T.get_thread_binding()
+        acc = T.alloc_local((1073741824,), "float32")
+        acc[0] = A[tx]
+        A[tx] = acc[0]
+)");
+    std::string shared = scratch().write("big_shared.py", R"(import tilelang.language as T
+
+
+@T.prim_func
+def big_shared(A: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        tx = T.get_thread_binding()
+        S = T.alloc_shared((1073741824,), "float32")
+        S[tx] = A[tx]
+        A[tx] = S[tx]
+)");
+    for (const char* level : {"tile", "thread"}) {
+      CliResult l = run_bounded({"run", local, "--level", level});
+      CHECK(l.status == 1);
+      CHECK(contains(l.err, "acc"));
+      CHECK(contains(l.err, "registers"));
+      CliResult s = run_bounded({"run", shared, "--level", level});
+      CHECK(s.status == 1);
+      CHECK(contains(s.err, "S 4294967296 B"));
+    }
+    CHECK(peak_mib() - before < 256);
+  }
+
+  TEST_CASE("host tensors larger than the machine are refused naming the tensors") {
+    long before = peak_mib();
+    CliResult r = run_bounded({"run", "gemm", "-D", "M=1000000", "-D", "N=1000000"});
+    CHECK(r.status == 1);
+    CHECK(contains(r.err, "kernel 'gemm': its tensors would need"));
+    CHECK(contains(r.err, "C (1000000, 1000000)"));
+    CHECK(contains(r.err, "half of this machine's memory"));
+    CHECK(peak_mib() - before < 256);
+  }
+}
