@@ -25,7 +25,7 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 // ---- Block -------------------------------------------------------------------------------------
 
-BlockExec::BlockExec(LaunchContext& launch, uint32_t block_linear)
+BlockExec::BlockExec(LaunchContext& launch, uint32_t block_linear, int64_t turn)
     : launch_(launch),
       block_linear_(block_linear),
       block_index_(launch.sim.block_index(block_linear)),
@@ -34,6 +34,7 @@ BlockExec::BlockExec(LaunchContext& launch, uint32_t block_linear)
       storage_(launch.prog.buffers.size()),
       steps(launch.control) {
   const ThreadProgram& prog = launch.prog;
+  if (turn >= 0) sim_.set_turn(turn, [this](int b, int64_t flat) { return global_cell(b, flat); });
   for (int b = 0; b < prog.num_globals; ++b) {
     storage_[b].tensor = launch.tensors[b];
     storage_[b].is_float = prog.buffers[b].buffer->dtype.is_float();
@@ -157,6 +158,7 @@ void BlockExec::run() {
       cell(copy.buffer, 0, copy.flat + j) = copy.cells[j];
   }
   steps.flush([&] { return where(0); });
+  sim_.commit_global();
   launch_.sim.absorb(sim_);
 }
 

@@ -178,7 +178,10 @@ using IndexScratch = std::array<LaneValues, 8>;
 /// Runs one block: storage, warps, barrier rounds.
 class BlockExec {
  public:
-  BlockExec(LaunchContext& launch, uint32_t block_linear);
+  /// `turn`: the block's place in the launch's block order; its cross-block checks wait for the
+  /// blocks before it (sim::SimRun::wait_turn), so findings do not depend on the workers. -1:
+  /// checked at once.
+  BlockExec(LaunchContext& launch, uint32_t block_linear, int64_t turn = -1);
   /// Runs the block to its end and hands the models' results to the launch.
   void run();
 

@@ -125,7 +125,7 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
     int64_t i = 0;
     try {
       for (i = next++; i < blocks; i = next++) {
-        thread_detail::BlockExec block(launch, order[i]);
+        thread_detail::BlockExec block(launch, order[i], i);
         block.run();
         lane_ops += block.lane_ops;
         if (options.control) options.control->block_done();

@@ -71,6 +71,15 @@ BlockSim::BlockSim(SimRun& run, uint32_t block_linear, int threads)
       in_flight_(threads, 0),
       peak_(threads, 0) {}
 
+BlockSim::~BlockSim() {
+  if (turn_ >= 0) run_.finish_turn(turn_);
+}
+
+void BlockSim::set_turn(int64_t turn, std::function<uint64_t(int, int64_t)> read_global) {
+  turn_ = turn;
+  read_global_ = std::move(read_global);
+}
+
 int BlockSim::add_buffer(BufferDesc desc) {
   internal_check(desc.space != Space::kGlobal, "global buffers are registered with SimRun");
   BlockBuffer b;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,18 @@ struct Arrival {
 class BlockSim {
  public:
   BlockSim(SimRun& run, uint32_t block_linear, int threads);
+  ~BlockSim();  ///< finishes the block's turn, if it has one
+  BlockSim(const BlockSim&) = delete;
+  BlockSim& operator=(const BlockSim&) = delete;
+
+  /// Gives the block turn `turn` (SimRun::wait_turn): its loads and stores of global memory are
+  /// held and checked against other blocks' in turn order, by commit_global. `read_global` gives
+  /// the value a store left in global memory (the element's cell), for the same-value rule.
+  void set_turn(int64_t turn, std::function<uint64_t(int buffer, int64_t flat)> read_global);
+  /// Waits for the block's turn and checks the held global accesses against the other blocks'
+  /// (at the end of the block, and whenever kMaxHeld are held; from then on the block keeps
+  /// its turn until it is destroyed).
+  void commit_global();
 
   /// Registers a shared buffer (shape per block) or a local one (shape per thread); ids follow
   /// the global ones. Shared buffers start uninitialised.
@@ -113,7 +126,7 @@ class BlockSim {
                     uint64_t same);
   void global_race_in_block(const WarpRequest& req, const BufferDesc& d, int64_t e, int t,
                             const BlockConflict& c);
-  void global_race_across_blocks(const WarpRequest& req, const BufferDesc& d, int64_t e, int t,
+  void global_race_across_blocks(int site, Access access, const BufferDesc& d, int64_t e, int t,
                                  const GlobalConflict& c);
   void shared_store(BlockBuffer& b, int64_t e, int thread, int site, bool same);
   /// Sum over threads of their peak bytes in flight in the current barrier interval.
@@ -135,6 +148,18 @@ class BlockSim {
   BlockGlobalShadow block_global_;  ///< global elements touched since the last barrier
   std::vector<Counters> per_site_;
   FindingLog findings_;
+  /// A global access held for the block's turn.
+  struct HeldAccess {
+    int64_t flat;
+    uint64_t value;  ///< stores: the value left in memory
+    int32_t buffer, thread, site;
+    Access access;
+  };
+  static constexpr size_t kMaxHeld = size_t{1} << 20;
+  std::vector<HeldAccess> held_;
+  int64_t turn_ = -1;  ///< -1: no turn, accesses are checked at once
+  bool in_turn_ = false;
+  std::function<uint64_t(int, int64_t)> read_global_;
   AsyncCopyEngine async_;
   int64_t async_bytes_ = 0;
   std::vector<int64_t> in_flight_;    ///< per thread: cp.async bytes issued and not landed

@@ -30,12 +30,36 @@ void BlockSim::check_global(const WarpRequest& req, const Resolved& r, const Buf
           load ? block_global_.read(req.buffer, e, t, req.site)
                : block_global_.write(req.buffer, e, t, req.site, lane_same);
       if (in_block) global_race_in_block(req, d, e, t, *in_block);
+      if (turn_ >= 0) {
+        held_.push_back(
+            {e, load ? 0 : read_global_(req.buffer, e), req.buffer, t, req.site, req.access});
+        if (held_.size() >= kMaxHeld) commit_global();
+        continue;
+      }
       std::optional<GlobalConflict> across =
           load ? shadow.read(req.buffer, e, block_, t, req.site)
                : shadow.write(req.buffer, e, block_, t, req.site, lane_same);
-      if (across) global_race_across_blocks(req, d, e, t, *across);
+      if (across) global_race_across_blocks(req.site, req.access, d, e, t, *across);
     }
   }
+}
+
+void BlockSim::commit_global() {
+  if (turn_ < 0) return;
+  if (!in_turn_) {
+    run_.wait_turn(turn_);
+    in_turn_ = true;
+  }
+  GlobalShadow& shadow = run_.shadow();
+  for (const HeldAccess& h : held_) {
+    std::optional<GlobalConflict> across =
+        h.access == Access::kLoad
+            ? shadow.read(h.buffer, h.flat, block_, h.thread, h.site)
+            : shadow.write_in_turn(h.buffer, h.flat, block_, h.thread, h.site, h.value);
+    if (across)
+      global_race_across_blocks(h.site, h.access, run_.global(h.buffer), h.flat, h.thread, *across);
+  }
+  held_.clear();
 }
 
 void BlockSim::global_race_in_block(const WarpRequest& req, const BufferDesc& d, int64_t e, int t,
@@ -79,10 +103,10 @@ void BlockSim::global_race_in_block(const WarpRequest& req, const BufferDesc& d,
       kWithinBlock);
 }
 
-void BlockSim::global_race_across_blocks(const WarpRequest& req, const BufferDesc& d, int64_t e,
+void BlockSim::global_race_across_blocks(int site, Access access, const BufferDesc& d, int64_t e,
                                          int t, const GlobalConflict& c) {
   const Toucher& o = c.other;
-  findings_.add(c.kind, c.benign, d.name, o.site, req.site, [&] {
+  findings_.add(c.kind, c.benign, d.name, o.site, site, [&] {
     Finding f;
     f.element = d.index_string(e);
     std::string other_block =
@@ -95,22 +119,21 @@ void BlockSim::global_race_across_blocks(const WarpRequest& req, const BufferDes
     std::string their_site = o.site >= 0 ? " by " + site_words(o.site) : "";
     if (c.kind == FindingKind::kWriteConflict) {
       f.message = "write conflict on global " + d.name + f.element + ": " + me + " writes it by " +
-                  site_words(req.site) + " and " + them + " wrote a different value" + their_site +
+                  site_words(site) + " and " + them + " wrote a different value" + their_site +
                   "; blocks run in no fixed order, so the result depends on scheduling. Give "
                   "each block its own output elements, or combine them with an atomic";
     } else if (c.benign) {
       f.message = "benign race on global " + d.name + f.element + ": " + me + " (by " +
-                  site_words(req.site) + ") and " + them + their_site +
-                  " write it with the same value";
-    } else if (req.access == Access::kLoad) {
+                  site_words(site) + ") and " + them + their_site + " write it with the same value";
+    } else if (access == Access::kLoad) {
       f.message = "race on global " + d.name + f.element + ": " + me + " reads it by " +
-                  site_words(req.site) + " while " + them + " writes it" + their_site +
+                  site_words(site) + " while " + them + " writes it" + their_site +
                   "; blocks of one launch run in no fixed order, so the read may see "
                   "either value. Do not read what another block writes in the same launch";
     } else {
       f.message = "race on global " + d.name + f.element + ": " + me + " writes it by " +
-                  site_words(req.site) + " while " + them + " read" + (o.several ? "" : "s") +
-                  " it" + their_site +
+                  site_words(site) + " while " + them + " read" + (o.several ? "" : "s") + " it" +
+                  their_site +
                   "; blocks of one launch run in no fixed order, so the read may see either "
                   "value. Do not write what another block reads in the same launch";
     }

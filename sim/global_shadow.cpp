@@ -32,6 +32,7 @@ void GlobalShadow::add_buffer(int id, int64_t size) {
   // Value-initialised atomics start at 0 ("nobody").
   buffers_[id].writer = std::make_unique<std::atomic<uint64_t>[]>(size);
   buffers_[id].reader = std::make_unique<std::atomic<uint64_t>[]>(size);
+  buffers_[id].value = std::make_unique<uint64_t[]>(size);
 }
 
 std::optional<GlobalConflict> GlobalShadow::read(int id, int64_t flat, uint32_t block, int thread,
@@ -65,6 +66,25 @@ std::optional<GlobalConflict> GlobalShadow::write(int id, int64_t flat, uint32_t
   if (seen != 0 && block_of(seen) != block) {
     return GlobalConflict{same_value ? FindingKind::kRace : FindingKind::kWriteConflict, same_value,
                           true, unpack(seen)};
+  }
+  uint64_t r = c.reader[flat].load(std::memory_order_relaxed);
+  if (r != 0 && (r == kSeveral || block_of(r) != block)) {
+    return GlobalConflict{FindingKind::kRace, false, false, unpack(r)};
+  }
+  return std::nullopt;
+}
+
+std::optional<GlobalConflict> GlobalShadow::write_in_turn(int id, int64_t flat, uint32_t block,
+                                                          int thread, int site, uint64_t value) {
+  Cells& c = buffers_[id];
+  uint64_t seen = c.writer[flat].load(std::memory_order_relaxed);
+  if (seen == 0) {
+    c.writer[flat].store(pack(block, thread, site), std::memory_order_relaxed);
+    c.value[flat] = value;
+  } else if (block_of(seen) != block) {
+    bool same = c.value[flat] == value;
+    return GlobalConflict{same ? FindingKind::kRace : FindingKind::kWriteConflict, same, true,
+                          unpack(seen)};
   }
   uint64_t r = c.reader[flat].load(std::memory_order_relaxed);
   if (r != 0 && (r == kSeveral || block_of(r) != block)) {

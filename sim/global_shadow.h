@@ -40,10 +40,16 @@ class GlobalShadow {
   /// a benign race when `same_value`) or, failing that, with another block's read (race).
   std::optional<GlobalConflict> write(int id, int64_t flat, uint32_t block, int thread, int site,
                                       bool same_value);
+  /// As write(), for accesses checked one block after another (SimRun::wait_turn, no other
+  /// thread touches the shadow meanwhile): the first store keeps `value`, and a later store of
+  /// another block is a benign race when it stores that same value, a write conflict otherwise.
+  std::optional<GlobalConflict> write_in_turn(int id, int64_t flat, uint32_t block, int thread,
+                                              int site, uint64_t value);
 
  private:
   struct Cells {
     std::unique_ptr<std::atomic<uint64_t>[]> writer, reader;
+    std::unique_ptr<uint64_t[]> value;  ///< the first store's value (write_in_turn)
   };
   std::vector<Cells> buffers_;
 };

@@ -36,6 +36,20 @@ std::vector<int64_t> SimRun::block_index(uint32_t linear) const {
   return index;
 }
 
+void SimRun::wait_turn(int64_t turn) {
+  std::unique_lock<std::mutex> guard(turn_lock_);
+  turn_done_.wait(guard, [&] { return next_turn_ == turn; });
+}
+
+void SimRun::finish_turn(int64_t turn) {
+  {
+    std::lock_guard<std::mutex> guard(turn_lock_);
+    finished_turns_.insert(turn);
+    while (finished_turns_.count(next_turn_)) finished_turns_.erase(next_turn_++);
+  }
+  turn_done_.notify_all();
+}
+
 void SimRun::absorb(const BlockSim& block) {
   std::lock_guard<std::mutex> guard(lock_);
   const auto& counters = block.counters();

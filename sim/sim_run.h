@@ -2,9 +2,11 @@
 // cross-block shadow, and the results merged from every block into one report.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,14 @@ class SimRun {
   /// The grid, for naming blocks: linear id = x + gx * (y + gy * z).
   void set_grid(std::vector<int64_t> grid) { grid_ = std::move(grid); }
 
+  /// Turns make the cross-block checks independent of how blocks overlap on CPU threads: a block
+  /// given turn n (BlockSim::set_turn) holds its global accesses and checks them against the
+  /// shadow only once every block of an earlier turn has finished, as if blocks ran one after
+  /// another in turn order. Waits until turn `turn` may go.
+  void wait_turn(int64_t turn);
+  /// The block of `turn` finished (or failed): later turns may go.
+  void finish_turn(int64_t turn);
+
   /// Adds a finished block's counters and findings (thread-safe).
   void absorb(const BlockSim& block);
   /// The merged report (after every block was absorbed): findings in block-id order.
@@ -73,6 +83,10 @@ class SimRun {
   std::vector<BufferDesc> globals_;
   std::vector<int64_t> grid_;
   GlobalShadow shadow_;
+  std::mutex turn_lock_;
+  std::condition_variable turn_done_;
+  int64_t next_turn_ = 0;
+  std::set<int64_t> finished_turns_;  ///< finished ahead of next_turn_
   mutable std::mutex lock_;
   std::vector<Counters> per_site_;
   std::map<uint32_t, FindingLog> block_findings_;

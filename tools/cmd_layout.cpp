@@ -242,6 +242,11 @@ void add_layout_command(CLI::App& app, Context& ctx) {
   sub->add_option("--name", args->name, "buffer name used in counterexamples (default A)");
   sub->add_flag("--list", args->list, "print the named layouts");
   sub->callback([args, &ctx] {
+    if (!ctx.defines.empty()) {
+      throw UsageError(
+          "-D sets a kernel's parameters; `tessel layout` has none (write the "
+          "numbers into the SPEC)");
+    }
     if (args->list) {
       list_layouts(ctx);
       return;

@@ -90,6 +90,9 @@ void add_list_command(CLI::App& app, Context& ctx) {
   file.clear();
   sub->add_option("FILE", file, "a kernel file (.py): list the kernels it defines");
   sub->callback([&ctx] {
+    if (!ctx.defines.empty()) {
+      throw UsageError("-D sets a kernel's parameters; `tessel list` takes none (it shows them)");
+    }
     if (!file.empty()) return list_file(ctx, file);
     if (ctx.json) {
       nlohmann::json list = nlohmann::json::array();
