@@ -68,12 +68,23 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       ->default_val(1)
       ->check(CLI::PositiveNumber);
   sub->add_option("--verify-timeout-ms", timeout_ms, "limit of one Z3 query")->default_val(2000);
+  static std::vector<std::string> draw_bugs;
+  sub->add_option("--known-bug", draw_bugs,
+                  "also draw the shapes of this known bug (repeatable; see docs/testing.md)")
+      ->type_name("NAME");
   sub->add_flag("--known-bugs", known_bugs,
                 "also draw the program shapes of known open bugs (off: they are left out)");
   sub->add_flag("--print", print, "print every program (TileLang syntax) with its verdict");
   sub->add_flag("--no-shrink", no_shrink, "report disagreements without reducing them");
   sub->callback([&ctx] {
     fuzz::KnownBugs bugs = known_bugs ? fuzz::KnownBugs::none() : fuzz::KnownBugs{};
+    for (const std::string& name : draw_bugs) {
+      if (!bugs.draw(name)) {
+        std::string names;
+        for (const std::string& n : fuzz::KnownBugs{}.active()) names += " " + n;
+        throw UsageError("--known-bug " + name + ": no such switch; the switches are" + names);
+      }
+    }
     fuzz::CheckOptions options;
     options.verify_timeout_ms = timeout_ms;
     auto t0 = std::chrono::steady_clock::now();

@@ -47,21 +47,29 @@ std::vector<int> step_reads(const Step& s) {
 
 KnownBugs KnownBugs::none() {
   KnownBugs k;
-  k.reduce_into_filled = false;
   k.reduce_non_pow2_threads = false;
   k.replicated_vector_non_pow2 = false;
-  k.reduce_into_foreign_laid_out_vector = false;
   k.verify_bank_replay_symbolic = false;
   k.fill_local_buffer = false;
   return k;
 }
 
+bool KnownBugs::draw(const std::string& name) {
+  std::map<std::string, bool*> by_name = {
+      {"reduce_non_pow2_threads", &reduce_non_pow2_threads},
+      {"replicated_vector_non_pow2", &replicated_vector_non_pow2},
+      {"verify_bank_replay_symbolic", &verify_bank_replay_symbolic},
+      {"fill_local_buffer", &fill_local_buffer}};
+  auto it = by_name.find(name);
+  if (it == by_name.end()) return false;
+  *it->second = false;
+  return true;
+}
+
 std::vector<std::string> KnownBugs::active() const {
   std::vector<std::string> names;
-  if (reduce_into_filled) names.push_back("reduce_into_filled");
   if (reduce_non_pow2_threads) names.push_back("reduce_non_pow2_threads");
   if (replicated_vector_non_pow2) names.push_back("replicated_vector_non_pow2");
-  if (reduce_into_foreign_laid_out_vector) names.push_back("reduce_into_foreign_laid_out_vector");
   if (verify_bank_replay_symbolic) names.push_back("verify_bank_replay_symbolic");
   if (fill_local_buffer) names.push_back("fill_local_buffer");
   return names;
@@ -70,7 +78,7 @@ std::vector<std::string> KnownBugs::active() const {
 std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bugs) {
   const int nb = static_cast<int>(p.buffers.size());
   std::vector<bool> written(nb, false);
-  std::set<int> filled, reduced;
+  std::set<int> reduced;
   auto buf = [&](int i) -> const FBuffer& { return p.buffers[i]; };
   for (size_t si = 0; si < p.steps.size(); ++si) {
     const Step& s = p.steps[si];
@@ -91,7 +99,6 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
       case StepKind::kFill:
         bad = need(s.dst >= 0, "no destination");
         if (!bad && s.kind == StepKind::kLoad) bad = need(!is_vec(buf(s.dst)), "load of a vector");
-        if (!bad && s.kind == StepKind::kFill) filled.insert(s.dst);
         break;
       case StepKind::kCopy:
         bad = need(s.dst >= 0 && s.a >= 0 && s.dst != s.a && buf(s.dst).shape == buf(s.a).shape,
@@ -153,38 +160,6 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
     }
     if (bad) return bad;
     if (s.dst >= 0) written[s.dst] = true;
-  }
-  if (bugs.reduce_into_filled) {
-    for (int v : reduced) {
-      if (filled.count(v)) return "known bug reduce_into_filled";
-    }
-  }
-  if (bugs.reduce_into_foreign_laid_out_vector) {
-    // Vectors joined by 1-d loops or copies share a layout; a group that a reduction writes must
-    // meet no tile but the one it reduces (another reduce source or a broadcast partner).
-    std::vector<int> group(p.buffers.size());
-    for (size_t i = 0; i < group.size(); ++i) group[i] = static_cast<int>(i);
-    auto find = [&](int x) {
-      while (group[x] != x) x = group[x] = group[group[x]];
-      return x;
-    };
-    for (const Step& s : p.steps) {
-      bool vec_link = s.kind == StepKind::kVecOp ||
-                      (s.kind == StepKind::kCopy && s.a >= 0 && is_vec(p.buffers[s.a]));
-      if (vec_link && s.a >= 0 && s.dst >= 0) group[find(s.a)] = find(s.dst);
-    }
-    std::map<int, std::set<int>> tiles_met;
-    std::set<int> reduced_groups;
-    for (const Step& s : p.steps) {
-      if (s.kind == StepKind::kReduce && s.dst >= 0) {
-        reduced_groups.insert(find(s.dst));
-        tiles_met[find(s.dst)].insert(s.a);
-      }
-      if (s.kind == StepKind::kBroadcast && s.vec >= 0) tiles_met[find(s.vec)].insert(s.a);
-    }
-    for (int g : reduced_groups) {
-      if (tiles_met[g].size() > 1) return "known bug reduce_into_foreign_laid_out_vector";
-    }
   }
   if (bugs.fill_local_buffer) {
     for (const Step& s : p.steps) {

@@ -17,18 +17,10 @@ namespace tessel::fuzz {
 /// Program shapes that hit bugs already reported (each names its bug). The generator leaves
 /// them out unless asked, so that `tessel fuzz` stays green while the bug is open.
 struct KnownBugs {
-  /// T.reduce into a 1-d fragment first written by T.fill takes the fill's layout and loses
-  /// replicas (soundness inbox: "reduce into a T.fill-laid-out vector").
-  bool reduce_into_filled = true;
   /// Reductions where the block has a number of threads that is not a power of two.
   bool reduce_non_pow2_threads = true;
   /// A replicated 1-d fragment over a non-power-of-two block read by a 1-d T.Parallel.
   bool replicated_vector_non_pow2 = true;
-  /// T.reduce (either axis) into a vector whose layout another operator chose — a T.Parallel
-  /// that reads it (or a vector 1-d loops derive from it) with a tile other than the reduce's
-  /// source, or a reduce from another tile: the reduce folds each thread's values into registers
-  /// that hold other elements (soundness inbox, fuzz seeds 17, 666, 786, 100443, 208619).
-  bool reduce_into_foreign_laid_out_vector = true;
   /// `tessel verify` throws an internal error ("bank-conflict degree model does not replay",
   /// verify/bank_proofs.cpp) on a guarded T.Parallel read of a shared tile (float16, or a
   /// swizzled float32 one) when the row count is symbolic (lead inbox, fuzz seeds 102220,
@@ -42,6 +34,8 @@ struct KnownBugs {
   static KnownBugs none();
   /// The names of the switches that are on (for reports).
   std::vector<std::string> active() const;
+  /// Turns the switch `name` off (its shapes are drawn); false when there is no such switch.
+  bool draw(const std::string& name);
 };
 
 /// Shape class of a buffer, in units of the program's tile sizes.
