@@ -306,6 +306,29 @@ class SourcePrinter {
                    " was not lowered; codegen prints thread-level IR (run the lowering first)");
       case StmtKind::kUseSwizzle:
         user_error("kernel '" + k_->name + "': T.use_swizzle was not lowered");
+      case StmtKind::kPrint: {
+        // The interpreters' line, from the device's printf.
+        const auto* p = s.as<PrintNode>();
+        DataType dt = p->value.dtype();
+        std::string format =
+            "T.print" + (p->loc.known() ? " at " + p->loc.str() : "") + ": block (";
+        std::string args;
+        for (size_t d = 0; d < k_->block_vars.size(); ++d) {
+          format += std::string(d ? ", " : "") + "%d";
+          args += ", (int)" + name(k_->block_vars[d]);
+        }
+        format += "), thread %d: " + (p->msg.empty() ? "" : p->msg + " = ");
+        args += ", (int)" + name(k_->thread_var);
+        if (dt.is_integral()) {
+          format += "%lld";
+          args += ", (long long)(" + expr_text(p->value) + ")";
+        } else {
+          format += "%.9g";
+          args += ", (double)" + cast_text(DataType::f32(), p->value);
+        }
+        line(o, "printf(\"" + format + "\\n\"" + args + ");");
+        return;
+      }
       case StmtKind::kSeq: return;
     }
   }

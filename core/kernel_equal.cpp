@@ -252,6 +252,10 @@ class Comparer {
         return true;
       case StmtKind::kTileOpCall:
         return op(*a.as<TileOpCallNode>()->op, *b.as<TileOpCallNode>()->op, here);
+      case StmtKind::kPrint: {
+        const auto *x = a.as<PrintNode>(), *y = b.as<PrintNode>();
+        return (x->msg == y->msg || fail(here, headline(b))) && check(x->value, y->value, here);
+      }
       case StmtKind::kUseSwizzle: {
         const auto *x = a.as<UseSwizzleNode>(), *y = b.as<UseSwizzleNode>();
         return (x->panel_size == y->panel_size && x->column_major == y->column_major) ||

@@ -190,6 +190,24 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
     emit_op([&] { return FillOp::make(dst, make_int(0), true, loc); });
     return true;
   }
+  if (op == "T.print") {
+    // Each thread that runs it prints the value; warp_group_id / warp_id pick which warp prints
+    // a whole buffer in TileLang, which Tessel does not print.
+    start();
+    auto a = bind_args(call, {"obj", "msg", "warp_group_id", "warp_id"}, 1);
+    const Value& v = a[0]->value;
+    if ((v.kind == Value::Kind::kBuffer && !var_buffers_.count(v.buffer.get())) ||
+        v.kind == Value::Kind::kRegion) {
+      fail(a[0]->value_at,
+           "T.print of a whole buffer is not supported yet; print its elements "
+           "(for i, j in T.Parallel(...): T.print(" +
+               v.buffer->name + "[i, j], msg=\"" + v.buffer->name + "\"))");
+    }
+    Expr value = arg_expr(call, *a[0], "obj");
+    std::string msg = a[1] ? arg_string(call, *a[1], "msg") : std::string();
+    out.push_back(located(call.at, [&] { return PrintNode::make(value, msg, loc); }));
+    return true;
+  }
   if (op == "T.no_set_max_nreg" || op == "T.disable_warp_group_reg_alloc") {
     // Tells TileLang not to rebalance registers between warp groups (setmaxnreg, Hopper): Tessel
     // never emits setmaxnreg, so this is already so.

@@ -65,7 +65,7 @@ std::optional<std::string> refusal_of(const std::string& norm) {
            " is a Blackwell (sm100) tensor-memory construct, which Tessel does not support; "
            "use T.alloc_fragment accumulators with T.gemm";
   }
-  if (norm == "T.print" || norm == "T.device_assert") {
+  if (norm == "T.device_assert") {
     return norm +
            " is not supported yet: the interpreters have no output statement; read values with "
            "`tessel run --save DIR` (every tensor after the run) or copy them to an output tensor";

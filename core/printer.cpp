@@ -72,6 +72,12 @@ class StmtPrinter {
       case StmtKind::kIntrinsicCall:
         line(indent, intrinsic_call_to_string(*s.as<IntrinsicCallNode>()));
         break;
+      case StmtKind::kPrint: {
+        const auto* op = s.as<PrintNode>();
+        line(indent, "T.print(" + to_string(op->value) +
+                         (op->msg.empty() ? ")" : ", msg=\"" + op->msg + "\")"));
+        break;
+      }
     }
   }
 

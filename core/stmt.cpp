@@ -132,6 +132,17 @@ Stmt TileOpCallNode::make(std::shared_ptr<const TileOp> op) {
   return Stmt(std::make_shared<const TileOpCallNode>(std::move(op)));
 }
 
+Stmt PrintNode::make(Expr value, std::string msg, SourceLoc loc) {
+  internal_check(value.defined(), "T.print of an undefined value");
+  for (char c : msg) {
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '%') {
+      user_error("T.print" + at(loc) +
+                 ": msg may hold printable characters other than '\"', '\\' and '%'");
+    }
+  }
+  return Stmt(std::make_shared<const PrintNode>(std::move(value), std::move(msg), std::move(loc)));
+}
+
 Stmt UseSwizzleNode::make(int panel_size, bool column_major, SourceLoc loc) {
   if (panel_size <= 0) {
     user_error("T.use_swizzle" + at(loc) + ": panel_size=" + std::to_string(panel_size) +

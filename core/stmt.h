@@ -26,7 +26,8 @@ enum class IntrinsicId : uint8_t;
   X(Barrier)                 \
   X(TileOpCall)              \
   X(UseSwizzle)              \
-  X(IntrinsicCall)
+  X(IntrinsicCall)           \
+  X(Print)
 
 enum class StmtKind : uint8_t {
 #define TESSEL_ENUM_(name) k##name,
@@ -200,6 +201,19 @@ struct IntrinsicCallNode : StmtNode {
   static Stmt make(IntrinsicId intrinsic, std::vector<IntrinsicArg> args, SourceLoc loc);
   IntrinsicCallNode(IntrinsicId i, std::vector<IntrinsicArg> a, SourceLoc l)
       : StmtNode(kKind, std::move(l)), intrinsic(i), args(std::move(a)) {}
+};
+
+/// T.print(value, msg="..."): every thread that runs it writes `msg` and the value, with its
+/// block and thread, to the interpreters' output (stderr); generated code calls printf.
+struct PrintNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kPrint;
+  Expr value;
+  std::string msg;
+  /// Requires: a defined value; msg of printable characters other than `"`, `\` and `%`
+  /// (user error otherwise).
+  static Stmt make(Expr value, std::string msg, SourceLoc loc);
+  PrintNode(Expr v, std::string m, SourceLoc l)
+      : StmtNode(kKind, std::move(l)), value(std::move(v)), msg(std::move(m)) {}
 };
 
 }  // namespace tessel

@@ -40,6 +40,7 @@ void StmtVisitor::visit_TileOpCall(const TileOpCallNode* op, const Stmt&) {
   });
 }
 void StmtVisitor::visit_UseSwizzle(const UseSwizzleNode*, const Stmt&) {}
+void StmtVisitor::visit_Print(const PrintNode* op, const Stmt&) { visit_expr(op->value); }
 void StmtVisitor::visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt&) {
   for (const IntrinsicArg& a : op->args) {
     for (const Expr& i : a.indices) visit_expr(i);
@@ -98,6 +99,10 @@ Stmt StmtMutator::visit_TileOpCall(const TileOpCallNode* op, const Stmt&) {
   return TileOpCallNode::make(op->op->map_exprs([this](const Expr& e) { return mutate_expr(e); }));
 }
 Stmt StmtMutator::visit_UseSwizzle(const UseSwizzleNode*, const Stmt& s) { return s; }
+Stmt StmtMutator::visit_Print(const PrintNode* op, const Stmt& s) {
+  Expr v = mutate_expr(op->value);
+  return v.same_as(op->value) ? s : PrintNode::make(v, op->msg, op->loc);
+}
 Stmt StmtMutator::visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt& s) {
   std::vector<IntrinsicArg> args = op->args;
   bool changed = false;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "interp/print_output.h"
 
 namespace tessel::thread_detail {
 
@@ -207,6 +208,16 @@ void WarpExec::exec(const CStmt* s, uint64_t mask) {
     case SOp::kIntrinsic:
       exec_intrinsic(s, mask);
       break;
+    case SOp::kPrint: {
+      LaneValues sv;
+      const LaneValues& v = eval(s->a, mask, sv);
+      DataType dt = s->print->value.dtype();
+      for_lanes(mask, [&](int l) {
+        write_print(s->print->loc, s->print->msg, block_.block_index(), warp_.first_thread + l, dt,
+                    dt.is_integral() ? 0.0 : v.f[l], dt.is_integral() ? v.i[l] : 0);
+      });
+      break;
+    }
     case SOp::kNop:
       break;
   }

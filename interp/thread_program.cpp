@@ -268,6 +268,13 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
   const CStmt* visit_TileOpCall(const TileOpCallNode* op, const Stmt& s) override {
     not_thread_level("T." + op->op->name() + " (a tile operator)", s->loc);
   }
+  const CStmt* visit_Print(const PrintNode* op, const Stmt& s) override {
+    CStmt* c = st_.new_stmt(SOp::kPrint);
+    LocScope scope(st_, s->loc, "");
+    c->a = exprs_.compile(op->value);
+    c->print = op;
+    return c;
+  }
   const CStmt* visit_UseSwizzle(const UseSwizzleNode*, const Stmt&) override {
     return st_.new_stmt(SOp::kNop);  // block rasterisation changes only the order of blocks
   }

@@ -79,7 +79,9 @@ struct CExpr {
   LaneValues imm;                     ///< kImm: the value in every lane
 };
 
-enum class SOp : uint8_t { kSeq, kFor, kIf, kStore, kAlloc, kLet, kBarrier, kIntrinsic, kNop };
+enum class SOp : uint8_t {
+  kSeq, kFor, kIf, kStore, kAlloc, kLet, kBarrier, kIntrinsic, kPrint, kNop
+};
 
 /// An operand of an intrinsic call.
 struct CArg {
@@ -103,6 +105,7 @@ struct CStmt {
   std::vector<const CStmt*> body;     ///< kSeq: children; kFor/kLet: {body}; kIf: {then, else?}
   const IntrinsicInfo* intrinsic = nullptr;
   std::vector<CArg> args;
+  const PrintNode* print = nullptr;  ///< kPrint (its value is `a`)
 };
 
 /// A buffer of the program: a kernel parameter (global) or an allocation.

@@ -12,6 +12,7 @@
 #include "core/int_eval.h"
 #include "core/printer.h"
 #include "core/tile_op.h"
+#include "interp/print_output.h"
 #include "interp/scalar_eval.h"
 
 namespace tessel {
@@ -114,6 +115,18 @@ class BlockRunner {
         break;
       }
       case StmtKind::kUseSwizzle: break;  // only the order of blocks changes
+      case StmtKind::kPrint: {
+        // Every thread that runs it prints; an iteration of T.Parallel belongs to no thread yet.
+        const auto* op = s.as<PrintNode>();
+        for (int t : lanes) {
+          Value v = eval_scalar(op->value, block_, t);
+          DataType dt = op->value.dtype();
+          write_print(s->loc, op->msg, block_.block_index(),
+                      in_parallel_ ? std::nullopt : std::optional<int>(t), dt,
+                      dt.is_integral() ? 0.0 : v.as_double(dt), dt.is_integral() ? v.i : 0);
+        }
+        break;
+      }
       case StmtKind::kIntrinsicCall: {
         std::string text = print_stmt(s);
         user_error(where(s) + ": the hardware instruction `" + text.substr(0, text.find('\n')) +

@@ -11,6 +11,7 @@
 #include "core/kernel_parser.h"
 #include "core/passes.h"
 #include "core/printer.h"
+#include "interp/print_output.h"
 #include "interp/thread_interpreter.h"
 #include "interp/tile_interpreter.h"
 #include "tests/cli_runner.h"
@@ -395,7 +396,9 @@ TEST_SUITE("parser constructs") {
       const char* message;
     };
     for (Case c :
-         {Case{"T.print(A[0], msg=\"a0\")", "k.py:8:13: T.print is not supported yet"},
+         {Case{"T.device_assert(A[0] > 0)", "k.py:8:13: T.device_assert is not supported yet"},
+          Case{"T.print(A, msg=\"a\")",
+               "k.py:8:21: T.print of a whole buffer is not supported yet"},
           Case{"r = T.alloc_reducer((64,), dtype, op=\"sum\")",
                "k.py:8:17: T.alloc_reducer (TileLang's per-thread reducer buffers) is not "
                "supported yet"},
@@ -443,5 +446,52 @@ TEST_SUITE("parser constructs") {
     CHECK(error_of(kernel_with(body.replace(body.find("\"max\""), 5, "\"bitand\""))) ==
           "k.py:11:28: T.reduce: reduce_type \"bitand\" is not supported; Tessel reduces with "
           "\"sum\", \"max\", \"min\", \"abssum\" and \"absmax\"");
+  }
+}
+
+TEST_SUITE("parser constructs") {
+  TEST_CASE("T.print writes each printing thread's value, with its block, at both levels") {
+    std::string file = test_kernel("print_partial_sums.py");
+    ParsedKernel p = parse_kernel_file(file);
+    // A[r, c] = c + 100 r: thread t of block r sums columns 4t..4t+3, i.e. 16t + 6 + 400r; the
+    // row's total is 120 + 1600 r.
+    auto a = [](int64_t f) { return static_cast<double>(f % 16 + 100 * (f / 16)); };
+    TensorMap tile{{"A", tensor(DataType::i32(), {2, 16}, a)}, {"S", tensor(DataType::i32(), {2})}};
+    TensorMap thread = tile;
+    std::ostringstream tile_out, thread_out;
+    set_print_output(&tile_out);
+    run_tile_level(p.kernel, tile, TileRunOptions{1});
+    set_print_output(&thread_out);
+    ThreadRunOptions options;
+    options.workers = 1;
+    run_thread_level(lower_kernel(p.kernel, find_target("sm80")).kernel, thread, options);
+    set_print_output(nullptr);
+    std::string tile_want;
+    for (int r = 0; r < 2; ++r) {
+      for (int t = 0; t < 4; ++t) {
+        tile_want += "T.print at " + file + ":20:13: block (" + std::to_string(r) + "), thread " +
+                     std::to_string(t) + ": partial = " + std::to_string(16 * t + 6 + 400 * r) +
+                     "\n";
+      }
+      tile_want += "T.print at " + file + ":27:17: block (" + std::to_string(r) +
+                   "): total = " + std::to_string(120 + 1600 * r) + "\n";
+    }
+    CHECK(tile_out.str() == tile_want);
+    // The thread level prints the same partial sums, each total from the threads that hold it.
+    std::string thread_text = thread_out.str();
+    for (int t = 0; t < 4; ++t) {
+      CHECK(thread_text.find("block (1), thread " + std::to_string(t) + ": partial = " +
+                             std::to_string(16 * t + 406) + "\n") != std::string::npos);
+    }
+    CHECK(thread_text.find(":27:17: block (1), thread 0: total = 1720\n") != std::string::npos);
+    CHECK(thread["S"].at(0) == 120);
+    CHECK(thread["S"].at(1) == 1720);
+    CliResult emit = run_tessel({"emit", file, "--target", "cuda"});
+    CHECK_MESSAGE(emit.status == 0, emit.err);
+    CHECK(emit.out.find("printf(\"T.print at " + file +
+                        ":20:13: block (%d), thread %d: partial = %lld\\n\"") != std::string::npos);
+    std::string printed = print_kernel(p.kernel);
+    CHECK(printed.find("T.print(acc[0], msg=\"partial\")") != std::string::npos);
+    CHECK(print_kernel(parse_kernel(printed, "printed.py").kernel) == printed);
   }
 }

@@ -234,6 +234,10 @@ class Collector : public StmtFunctor<void> {
   void visit_Barrier(const BarrierNode*, const Stmt&) override { ++order_; }
   void visit_TileOpCall(const TileOpCallNode*, const Stmt&) override { ++order_; }
   void visit_UseSwizzle(const UseSwizzleNode*, const Stmt&) override { ++order_; }
+  void visit_Print(const PrintNode* op, const Stmt& s) override {
+    ++order_;
+    scan(op->value, s);
+  }
 
   std::vector<Enclosing> enclosing_;
   std::map<const ExprNode*, Expr> lets_;
