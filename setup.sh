@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(cmake ninja-build g++ libz3-dev libboost-graph-dev libeigen3-dev doctest-dev
-          libcli11-dev nlohmann-json3-dev libzip-dev)
+          libcli11-dev nlohmann-json3-dev libzip-dev libxml2-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -79,7 +79,7 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
                " blocks is more than the thread-level interpreter runs; use smaller shapes");
   }
 
-  sim::SimRun run(sim::SimOptions{*banks, options.detectors, options.counters}, prog->sites);
+  sim::SimRun run(sim::SimOptions{*banks, options.detectors, options.counters, options.bank_samples}, prog->sites);
   run.set_grid(grid);
   thread_detail::LaunchContext launch{*prog, run, {}, {}, grid, banks->warp_size, options.schedule};
   launch.control = options.control;

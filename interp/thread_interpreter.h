@@ -34,6 +34,7 @@ struct ThreadRunOptions {
   bool detectors = true;          ///< races, uninitialised reads, async races
   bool counters = true;           ///< bank wavefronts and global sectors
   RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
+  bool bank_samples = false;      ///< keep each shared site's worst request (SimReport::worst_bank)
 };
 
 struct ThreadRunResult {

@@ -199,6 +199,7 @@ void BlockSim::count(const WarpRequest& req, const Resolved& r, const BufferDesc
     c.wavefronts += b.wavefronts;
     c.ideal_wavefronts += b.ideal_wavefronts;
     c.bank_conflicts += b.bank_conflicts;
+    if (run_.options().bank_samples) keep_bank_sample(req, r, d, addr, width, write, b);
   } else {
     SectorCount s = count_sectors(addr, bytes, r.ok);
     c.global_requests += 1;
@@ -206,6 +207,24 @@ void BlockSim::count(const WarpRequest& req, const Resolved& r, const BufferDesc
     c.ideal_sectors += s.ideal_sectors;
     c.lines += s.lines;
   }
+}
+
+void BlockSim::keep_bank_sample(const WarpRequest& req, const Resolved& r, const BufferDesc& d,
+                                const std::array<int64_t, kMaxLanes>& addr, int width,
+                                bool write, const BankCount& count) {
+  if (worst_bank_.empty()) worst_bank_.resize(per_site_.size());
+  BankSample& s = worst_bank_[req.site];
+  if (count.max_degree <= s.max_degree) return;
+  s.max_degree = count.max_degree;
+  s.access_bytes = width;
+  s.ldmatrix = req.ldmatrix;
+  s.write = write;
+  s.mask = r.ok;
+  s.warp = req.warp;
+  s.first_thread = req.first_thread;
+  s.block = block_;
+  s.buffer_base = d.base;
+  s.byte_addr.assign(addr.begin(), addr.begin() + warp_size_);
 }
 
 void BlockSim::barrier(const std::vector<Arrival>& arrivals) {

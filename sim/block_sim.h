@@ -85,6 +85,8 @@ class BlockSim {
   std::vector<AsyncCopy> async_drain();
 
   const std::vector<Counters>& counters() const { return per_site_; }
+  /// With SimOptions::bank_samples: per site, this block's costliest shared request.
+  const std::vector<BankSample>& bank_samples() const { return worst_bank_; }
   const FindingLog& findings() const { return findings_; }
   uint32_t block_linear() const { return block_; }
   /// Barrier intervals so far (starts at 1).
@@ -118,6 +120,10 @@ class BlockSim {
   };
 
   void count(const WarpRequest& req, const Resolved& r, const BufferDesc& desc);
+  /// Keeps the request as its site's bank sample when its worst phase is the costliest yet.
+  void keep_bank_sample(const WarpRequest& req, const Resolved& r, const BufferDesc& desc,
+                        const std::array<int64_t, kMaxLanes>& addr, int width, bool write,
+                        const BankCount& count);
   void check_shared(const WarpRequest& req, const Resolved& r, BlockBuffer& b, uint64_t same);
   void check_local(const WarpRequest& req, const Resolved& r, BlockBuffer& b);
   /// Reports the lanes whose address is not a multiple of req.align (their first only).
@@ -147,6 +153,7 @@ class BlockSim {
   std::vector<BlockBuffer> buffers_;
   BlockGlobalShadow block_global_;  ///< global elements touched since the last barrier
   std::vector<Counters> per_site_;
+  std::vector<BankSample> worst_bank_;  ///< SimOptions::bank_samples only
   FindingLog findings_;
   /// A global access held for the block's turn.
   struct HeldAccess {

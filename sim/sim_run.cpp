@@ -54,6 +54,19 @@ void SimRun::absorb(const BlockSim& block) {
   std::lock_guard<std::mutex> guard(lock_);
   const auto& counters = block.counters();
   for (size_t s = 0; s < counters.size(); ++s) per_site_[s] += counters[s];
+  if (options_.bank_samples) {
+    if (worst_bank_.empty()) worst_bank_.resize(sites_.size());
+    const std::vector<BankSample>& samples = block.bank_samples();
+    for (size_t s = 0; s < samples.size(); ++s) {
+      const BankSample& mine = worst_bank_[s];
+      const BankSample& theirs = samples[s];
+      if (theirs.max_degree > mine.max_degree ||
+          (theirs.max_degree == mine.max_degree && theirs.max_degree > 0 &&
+           theirs.block < mine.block)) {
+        worst_bank_[s] = theirs;
+      }
+    }
+  }
   if (!block.findings().empty()) block_findings_[block.block_linear()].merge(block.findings());
   ++blocks_;
   barriers_ += block.barrier_rounds();
@@ -67,6 +80,8 @@ SimReport SimRun::report() const {
   r.warp_size = options_.banks.warp_size;
   r.sites = sites_;
   r.per_site = per_site_;
+  r.worst_bank = worst_bank_;
+  if (options_.bank_samples) r.worst_bank.resize(sites_.size());
   for (const Counters& c : per_site_) r.total += c;
   FindingLog merged;
   for (const auto& [block, log] : block_findings_) merged.merge(log);

@@ -21,6 +21,9 @@ struct SimOptions {
   BankModel banks = BankModel::nvidia();  ///< bank geometry and phase rules; warp size
   bool detectors = true;  ///< races, uninitialised reads, async races (bounds are always checked)
   bool counters = true;   ///< bank wavefronts and global sectors
+  /// Keep, per shared-memory site, its request with the worst phase (for bank maps); off by
+  /// default, so a run that draws nothing pays nothing.
+  bool bank_samples = false;
 };
 
 /// The merged result of a launch.
@@ -29,6 +32,9 @@ struct SimReport {
   Counters total;
   std::vector<Site> sites;
   std::vector<Counters> per_site;  ///< indexed like `sites`
+  /// With SimOptions::bank_samples: indexed like `sites`, the costliest request of each shared
+  /// site (max_degree 0 for the others); ties keep the lowest block, then the first request.
+  std::vector<BankSample> worst_bank;
   std::vector<Finding> findings;   ///< in block order, then order of occurrence
   int64_t blocks = 0;
   int64_t barriers = 0;             ///< barrier rounds executed, summed over blocks
@@ -89,6 +95,7 @@ class SimRun {
   std::set<int64_t> finished_turns_;  ///< finished ahead of next_turn_
   mutable std::mutex lock_;
   std::vector<Counters> per_site_;
+  std::vector<BankSample> worst_bank_;
   std::map<uint32_t, FindingLog> block_findings_;
   int64_t blocks_ = 0;
   int64_t barriers_ = 0;

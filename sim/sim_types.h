@@ -105,6 +105,21 @@ struct Counters {
   friend bool operator==(const Counters&, const Counters&) = default;
 };
 
+/// The costliest request of one shared-memory site, kept so reports can draw its bank map
+/// (SimOptions::bank_samples): every lane's first byte address, as count_wavefronts saw them.
+struct BankSample {
+  int max_degree = 0;  ///< the worst phase's wavefronts; 0 when nothing was recorded
+  int access_bytes = 0;
+  bool ldmatrix = false;
+  bool write = false;
+  uint64_t mask = 0;                ///< active lanes
+  int warp = 0;                     ///< warp index in its block
+  int first_thread = 0;             ///< thread index of lane 0
+  uint32_t block = 0;               ///< linear block id
+  int64_t buffer_base = 0;          ///< byte address of the buffer's element 0
+  std::vector<int64_t> byte_addr;   ///< per lane of the warp
+};
+
 enum class FindingKind : uint8_t {
   kRace,               ///< two threads, at least one write, no barrier between (or two blocks)
   kOob,                ///< an index outside the buffer's logical shape

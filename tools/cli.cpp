@@ -72,6 +72,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   add_emit_command(app, ctx);
   add_verify_command(app, ctx);
   add_fuzz_command(app, ctx);
+  add_report_command(app, ctx);
   try {
     app.parse(argc, argv);
     return ctx.exit_code;

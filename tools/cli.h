@@ -49,6 +49,7 @@ void add_lower_command(CLI::App& app, Context& ctx);
 void add_emit_command(CLI::App& app, Context& ctx);
 void add_verify_command(CLI::App& app, Context& ctx);
 void add_fuzz_command(CLI::App& app, Context& ctx);
+void add_report_command(CLI::App& app, Context& ctx);
 
 /// Runs the command line; returns the exit status. Catches every error and reports it: usage
 /// errors -> 2, kernel errors -> 1, internal errors -> 3 (with a request to report them).

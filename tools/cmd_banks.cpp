@@ -1,9 +1,11 @@
 // `tessel banks`: the bank conflicts of one warp-wide shared-memory access, counted exactly and
 // (with --prove) proved with Z3 for every value of the access's symbolic parameters.
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 
+#include "core/bank_phase.h"
 #include "core/bank_rules.h"
 #include "core/error.h"
 #include "core/expr_parser.h"
@@ -29,6 +31,7 @@ struct BanksArgs {
   bool ldmatrix = false;
   bool prove = false;
   bool write = false;
+  std::string svg;  ///< --svg FILE: the bank map of the worst phase
 };
 
 /// `lambda lane[, k, ...]: index` or `... : (i, j)`: the parameters and the index expressions.
@@ -199,6 +202,25 @@ json cex_json(const Counterexample& cex) {
           {"message", cex.text}};
 }
 
+/// --svg FILE: the worst phase of the access at the symbol values `at` (the costliest ones).
+void write_bank_svg(const BanksArgs& args, const BankAccess& access, const BankModel& model,
+                    const IntEnv& at, const BankCount& count) {
+  BankRequest req = access_request(access, model, at);
+  BankPhaseMap map = worst_phase(model, req.addr, req.mask, access.access_bytes(), access.ldmatrix,
+                                 access.write);
+  BankMapSvgOptions options;
+  options.title = args.name + ": " + args.access + " — phase " + std::to_string(map.phase) +
+                  " of " + std::to_string(map.num_phases) + ", " +
+                  std::to_string(map.wavefronts) + " wavefront" +
+                  (map.wavefronts == 1 ? "" : "s") + " (request: " +
+                  std::to_string(count.wavefronts) + ", ideal " +
+                  std::to_string(count.ideal_wavefronts) + ")";
+  std::ofstream file(args.svg);
+  if (!file) throw UsageError("cannot write --svg file '" + args.svg + "'");
+  file << bank_phase_svg(map, options);
+  if (!file) throw UsageError("could not write all of --svg file '" + args.svg + "'");
+}
+
 void run_banks(const BanksArgs& args, const CLI::App& sub, Context& ctx) {
   if (sub.count("--width") && args.width <= 0) {
     throw UsageError("--width " + std::to_string(args.width) +
@@ -251,6 +273,7 @@ void run_banks(const BanksArgs& args, const CLI::App& sub, Context& ctx) {
   json j = {{"wavefronts", count.wavefronts},         {"ideal_wavefronts", count.ideal_wavefronts},
             {"bank_conflicts", count.bank_conflicts}, {"max_degree", count.max_degree},
             {"access_bytes", access.access_bytes()},  {"target", args.target}};
+  if (!args.svg.empty()) write_bank_svg(args, access, *model, at, count);
   std::optional<BankProofResult> proof;
   if (args.prove) {
     ProofOptions options;
@@ -282,6 +305,7 @@ void run_banks(const BanksArgs& args, const CLI::App& sub, Context& ctx) {
       out << " " << v.name() << "=" << at.at(v.operator->());
   }
   out << "\n";
+  if (!args.svg.empty()) out << "bank map    written to " << args.svg << "\n";
   if (proof) {
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.1f ms", proof->ms);
@@ -324,6 +348,9 @@ void add_banks_command(CLI::App& app, Context& ctx) {
                   "only the first N lanes take part (ldmatrix.x1: 8, .x2: 16)");
   sub->add_option("--range", args->ranges, "a symbol's inclusive range, name=lo:hi (repeatable)");
   sub->add_option("--name", args->name, "buffer name used in messages (default A_shared)");
+  sub->add_option("--svg", args->svg,
+                  "draw the bank map of the costliest phase (banks x lanes, each cell the word "
+                  "the lane requests, conflicting words in red) to FILE");
   sub->callback([args, sub, &ctx] { run_banks(*args, *sub, ctx); });
 }
 

@@ -57,6 +57,7 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
   options.schedule = *Schedule::parse(req.schedule);
   options.workers = req.workers;
   options.control = req.control;
+  options.bank_samples = req.bank_samples;
   Kernel thread_kernel = kernel;
   run.lowered = is_tile_level(kernel);
   if (run.lowered) thread_kernel = lower_kernel(kernel, find_target(req.target)).kernel;

@@ -38,6 +38,7 @@ struct RunRequest {
   /// same values (a kernel that accumulates into its output is checked with NAME=zeros).
   std::map<std::string, std::string> init;
   RunControl* control = nullptr;      ///< step and time limits, progress counters (optional)
+  bool bank_samples = false;          ///< thread level: keep worst requests for bank maps
 };
 
 struct KernelRun {

@@ -210,6 +210,12 @@ BankCount count_access(const BankAccess& access, const BankModel& model, const I
                           access.write);
 }
 
+BankRequest access_request(const BankAccess& access, const BankModel& model,
+                           const IntEnv& symbols) {
+  Evaluated ev = evaluate(access, model, symbols);
+  return {std::move(ev.addr), ev.mask};
+}
+
 BankProofResult prove_conflict_free(const BankAccess& access, const BankModel& model,
                                     const ProofOptions& options, bool compute_max_degree) {
   Stopwatch clock;

@@ -45,6 +45,15 @@ struct BankAccess {
 /// The exact request cost when the symbolic variables take the values in `symbols`.
 BankCount count_access(const BankAccess& access, const BankModel& model, const IntEnv& symbols);
 
+/// The request itself at `symbols`: every lane's first byte address (0 for inactive lanes) and
+/// the active lanes, as count_wavefronts and worst_phase (core/bank_phase.h) take them.
+struct BankRequest {
+  std::vector<int64_t> addr;
+  uint64_t mask = 0;
+};
+BankRequest access_request(const BankAccess& access, const BankModel& model,
+                           const IntEnv& symbols);
+
 /// A bank proof: ProofResult (holds = conflict-free for every symbol value) plus the worst case.
 struct BankProofResult : ProofResult {
   int max_degree = 0;  ///< most distinct words one bank serves in one phase (1: conflict-free)
