@@ -131,10 +131,17 @@ void require_drawable(const std::string& what, int64_t rows, int64_t cols) {
   }
 }
 
+/// The rows and columns drawn: the grid's, cut to options' maxima.
+std::pair<int64_t, int64_t> drawn(std::pair<int64_t, int64_t> grid, const SvgOptions& options) {
+  if (options.max_rows > 0) grid.first = std::min(grid.first, options.max_rows);
+  if (options.max_cols > 0) grid.second = std::min(grid.second, options.max_cols);
+  return grid;
+}
+
 }  // namespace
 
 std::string fragment_svg(const Fragment& fragment, const SvgOptions& options) {
-  auto [rows, cols] = grid_of(fragment.input_shape());
+  auto [rows, cols] = drawn(grid_of(fragment.input_shape()), options);
   require_drawable(fragment.to_string(), rows, cols);
   std::string title =
       options.title.empty()
@@ -159,7 +166,7 @@ std::string fragment_svg(const Fragment& fragment, const SvgOptions& options) {
 }
 
 std::string bank_map_svg(const Layout& layout, DataType dtype, const SvgOptions& options) {
-  auto [rows, cols] = grid_of(layout.input_shape());
+  auto [rows, cols] = drawn(grid_of(layout.input_shape()), options);
   require_drawable(layout.to_string(), rows, cols);
   std::string title =
       options.title.empty() ? layout.to_string() + "  banks for " + dtype.name() : options.title;

@@ -12,7 +12,9 @@ namespace tessel {
 struct SvgOptions {
   int cell_width = 44;  ///< pixels per cell
   int cell_height = 30;
-  std::string title;  ///< drawn above the grid; defaults to the layout's printed form
+  std::string title;     ///< drawn above the grid; defaults to the layout's printed form
+  int64_t max_rows = 0;  ///< draw only the first rows of the grid (0: all)
+  int64_t max_cols = 0;  ///< draw only the first columns (0: all)
 };
 
 /// A 2-D fragment (rank 1 is drawn as one row; higher ranks fold leading dimensions into rows) as

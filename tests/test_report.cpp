@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/bank_phase.h"
@@ -38,6 +39,16 @@ int line_of(const std::string& path, const std::string& text) {
     if (lines[k].find(text) != std::string::npos) return static_cast<int>(k + 1);
   }
   FAIL("no line of " << path << " contains " << text);
+  return 0;
+}
+
+/// The line of the innermost `T.serial(` at or above `line` (the builder records the loop).
+int enclosing_serial(const std::string& path, int line) {
+  std::vector<std::string> lines = file_lines(path);
+  for (int k = line; k >= 1; --k) {
+    if (lines[k - 1].find("T.serial(") != std::string::npos) return k;
+  }
+  FAIL("no T.serial( above line " << line << " of " << path);
   return 0;
 }
 
@@ -275,6 +286,68 @@ TEST_SUITE("report") {
     REQUIRE(proofs.size() >= 1);
     CHECK(Page::attr(proofs[0], "data-line") == std::to_string(read));
     CHECK(Page::text(proofs[0]).find("counterexample") != std::string::npos);
+  }
+
+  TEST_CASE("a line with two instructions gets a bank map only for the one that conflicts") {
+    std::string file = source("examples/bugs/thread_gemm.cpp");
+    auto [status, html] = report(
+        {"gemm_simt", "-D", "M=64", "-D", "N=64", "-D", "K=64", "--no-verify", "--workers", "1"});
+    CHECK(status == 0);
+    Page page(html);
+    check_every_line(page, file);
+    // Element statements of the builder carry no location; the simulator counts them at their
+    // enclosing loop's line.
+    int fma =
+        enclosing_serial(file, line_of(file, "acc(i * 4 + j) = acc(i * 4 + j) + cast(f32, A_s("));
+    // Lane t of warp 0 reads A_s[(t / 16) * 4 + i, kk]: lanes 0-15 one word, lanes 16-31 the
+    // word 4 rows (4 * 16 * 2 = 128 bytes = 32 words) further, in the same bank: 2 words, 2
+    // wavefronts, every lane's cell red. B_s[kk, (t % 16) * 4 + j] is 16 words (2-byte
+    // elements 4 apart = 8 bytes) in 16 banks: conflict-free, no map.
+    std::vector<xmlNodePtr> maps = page.all("//div[@class='bankmap-box']");
+    REQUIRE(maps.size() == 1);
+    CHECK(Page::attr(maps[0], "data-line") == std::to_string(fma));
+    CHECK(Page::text(maps[0]).find("A_s") != std::string::npos);
+    CHECK(page.count("//svg[@data-wavefronts='2']") == 1);
+    CHECK(page.count("//g[@class='word conflict']") == 32);
+    // The store of C writes each thread's 4 x 4 micro-tile row by row: more sectors than the
+    // ideal, an orange line.
+    int store =
+        enclosing_serial(file, line_of(file, "C(by * 64 + ty * 4 + i, bx * 64 + tx * 4 + j)"));
+    std::string style =
+        Page::attr(page.all("//tr[@id='L" + std::to_string(store) + "']")[0], "style");
+    CHECK(style.find("hsl(35,") != std::string::npos);
+    // Two instructions at the fma line, both counted in its cell.
+    std::string stats =
+        Page::text(page.all("//tr[@id='L" + std::to_string(fma) + "']/td[@class='stats']")[0]);
+    CHECK(stats.find("bank conflicts") != std::string::npos);
+  }
+
+  TEST_CASE("a clean kernel's report says there is nothing to look at and draws its layouts") {
+    std::string file = source("examples/gemm.cpp");
+    auto [status, html] = report(
+        {"gemm", "-D", "M=128", "-D", "N=128", "-D", "K=64", "--no-verify", "--workers", "1"});
+    CHECK(status == 0);
+    Page page(html);
+    check_every_line(page, file);
+    CHECK(page.count("//div[@class='bankmap-box']") == 0);  // swizzled: conflict-free
+    CHECK(page.count("//p[@class='where-none']") == 1);
+    // A_shared and B_shared as bank colourings, C_local as a thread/register grid.
+    CHECK(page.count("//section[@id='layouts']//details//svg") == 3);
+    CHECK(Page::text(page.all("//span[contains(@class,'verdict')]")[0]) == "PASSED");
+  }
+
+  TEST_CASE("report --json names the page and its counts") {
+    std::string path =
+        (std::filesystem::temp_directory_path() / "tessel_report_json.html").string();
+    CliResult r = run_tessel({"report", "row_sum_bank_conflicts", "-D", "blocks=1", "--no-verify",
+                              "--json", "-o", path});
+    std::remove(path.c_str());
+    CHECK(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["report"] == path);
+    CHECK(j["passed"] == true);
+    // 32 reads of 32 lanes in one bank: 32 x 32 wavefronts for 32 ideal, 992 conflicts.
+    CHECK(j["bank_conflicts"] == 992);
   }
 
   TEST_CASE("the report needs an output file and a known kernel") {

@@ -7,6 +7,7 @@
 
 #include "core/bank_phase.h"
 #include "core/stmt_functor.h"
+#include "core/target.h"
 #include "tools/html_text.h"
 #include "tools/report.h"
 #include "tools/report_html_parts.h"
@@ -280,7 +281,12 @@ void summary(std::string& out, const Page& p) {
       }
     }
   }
-  if (!where.empty()) out += "<p>Where to look:</p>\n<ul class=\"where\">\n" + where + "</ul>\n";
+  if (!where.empty()) {
+    out += "<p>Where to look:</p>\n<ul class=\"where\">\n" + where + "</ul>\n";
+  } else if (p.sim) {
+    out += "<p class=\"where-none\">Nothing to look at: no finding, no bank conflict" +
+           std::string(d.proofs ? ", no failed proof" : "") + ".</p>\n";
+  }
   for (const std::string* e : {&d.lower_error, &d.run_error, &d.verify_error}) {
     if (!e->empty())
       out += "<div class=\"finding\"><b>error</b><p>" + html_escape(*e) + "</p></div>\n";
@@ -322,7 +328,7 @@ void finding_box(std::string& out, const Page& p, int index) {
 void bank_map_box(std::string& out, const Page& p, int site, int line) {
   const sim::BankSample& s = p.sim->worst_bank[site];
   const sim::Counters& c = p.sim->per_site[site];
-  std::optional<BankModel> model = BankModel::for_target(p.d.target);
+  const BankModel* model = &find_target(p.d.target).banks;
   BankPhaseMap map = worst_phase(*model, s.byte_addr, s.mask, s.access_bytes, s.ldmatrix, s.write);
   const sim::Site& at = p.sim->sites[site];
   BankMapSvgOptions options;

@@ -10,13 +10,15 @@ namespace tessel::cli {
 
 namespace {
 
-/// Pictures past this many cells are left to `tessel layout --svg` (they would weigh megabytes).
-constexpr int64_t kMaxPictureCells = 4096;
+/// Pictures past this many rows or columns show their top-left corner (a whole 128 x 128
+/// fragment would weigh megabytes); `tessel layout --svg` draws all of it.
+constexpr int64_t kMaxPictureRows = 32, kMaxPictureCols = 64;
 
-int64_t cells_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  return n;
+/// Rows x columns of a layout's picture (leading dimensions fold into rows).
+std::pair<int64_t, int64_t> grid_of(const std::vector<int64_t>& shape) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  return {rows, shape.empty() ? 1 : shape.back()};
 }
 
 std::string ms(double v) {
@@ -30,13 +32,14 @@ void picture(std::string& out, const std::string& what, const std::string& origi
              const std::function<std::string()>& draw) {
   out += "<details class=\"pictures\"><summary>" + html_escape(what) + " — " + html_escape(origin) +
          "</summary>\n<p class=\"note\"><code>" + html_escape(spec) + "</code></p>\n";
-  if (cells_of(shape) <= kMaxPictureCells) {
-    out += draw();
-  } else {
-    out += "<p class=\"note\">" + std::to_string(cells_of(shape)) +
-           " elements: too many to draw here; <code>tessel layout '" + html_escape(spec) +
-           "' --svg FILE</code> draws it.</p>\n";
+  auto [rows, cols] = grid_of(shape);
+  if (rows > kMaxPictureRows || cols > kMaxPictureCols) {
+    out += "<p class=\"note\">The first " + std::to_string(std::min(rows, kMaxPictureRows)) +
+           " rows and " + std::to_string(std::min(cols, kMaxPictureCols)) + " columns of " +
+           std::to_string(rows) + " x " + std::to_string(cols) + "; <code>tessel layout '" +
+           html_escape(spec) + "' --svg FILE</code> draws all of it.</p>\n";
   }
+  out += draw();
   out += "</details>\n";
 }
 
@@ -55,15 +58,17 @@ void layouts_section(std::string& out, const ReportData& d) {
     DataType dtype = dec.buffer->dtype;
     picture(out, "shared " + dec.buffer->name + " (bank of each element)", dec.origin,
             layout.input_shape(), layout.to_string(), [&] {
-              return bank_map_svg(layout, dtype, {22, 18, dec.buffer->name});
+              return bank_map_svg(layout, dtype,
+                                  {22, 18, dec.buffer->name, kMaxPictureRows, kMaxPictureCols});
             });
   }
   for (const auto& [node, dec] : m.fragments) {
     const Fragment& frag = dec.layout;
-    picture(out, "fragment " + dec.buffer->name + " (thread and register of each element)",
-            dec.origin, frag.input_shape(), frag.to_string(), [&] {
-              return fragment_svg(frag, {44, 30, dec.buffer->name});
-            });
+    picture(
+        out, "fragment " + dec.buffer->name + " (thread and register of each element)", dec.origin,
+        frag.input_shape(), frag.to_string(), [&] {
+          return fragment_svg(frag, {44, 30, dec.buffer->name, kMaxPictureRows, kMaxPictureCols});
+        });
   }
   out += "</section>\n";
 }
