@@ -23,7 +23,8 @@ int main() {
   std::string csv = std::string(TESSEL_SOURCE_DIR) + "/bench/results/codegen.csv";
   std::ofstream out(csv);
   out << "date,machine,kernel,target,generate_ms,compiler,compile_s,source_lines,runs\n";
-  std::printf("%-8s %12s %12s %8s  %s\n", "target", "generate ms", "compile s", "lines", "compiler");
+  std::printf("%-8s %12s %12s %8s  %s\n", "target", "generate ms", "compile s", "lines",
+              "compiler");
   for (const Target& target : all_targets()) {
     const char* name = target.name.c_str();
     std::vector<double> gen;
@@ -31,7 +32,8 @@ int main() {
     for (int i = 0; i < 9; ++i) {
       auto t0 = std::chrono::steady_clock::now();
       src = emit_source(lower_kernel(kernel, target).kernel, target);
-      gen.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      gen.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::vector<double> compile;
     std::string compiler = "none";
@@ -49,9 +51,9 @@ int main() {
     double comp_s = compile.empty() ? 0 : bench::median(compile);
     std::printf("%-8s %12.2f %12.3f %8lld  %s\n", name, gen_ms, comp_s,
                 static_cast<long long>(lines), compiler.c_str());
-    out << bench::today() << ",\"" << bench::cpu_name() << "\",\"gemm 4096^3 128x128x32, 3 stages\","
-        << name << "," << gen_ms << ",\"" << compiler << "\"," << comp_s << "," << lines << ","
-        << compile.size() << "\n";
+    out << bench::today() << ",\"" << bench::cpu_name()
+        << "\",\"gemm 4096^3 128x128x32, 3 stages\"," << name << "," << gen_ms << ",\"" << compiler
+        << "\"," << comp_s << "," << lines << "," << compile.size() << "\n";
   }
   std::printf("wrote %s\n", csv.c_str());
   return 0;

@@ -49,8 +49,8 @@ struct Driver {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t);
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, CUstream, void**, void**);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void**, void**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
   CUresult (*cuEventCreate)(CUevent*, unsigned);
   CUresult (*cuEventRecord)(CUevent, CUstream);
@@ -86,8 +86,9 @@ Driver& driver() {
               d.get(d.cuModuleGetFunction, "cuModuleGetFunction") &&
               d.get(d.cuFuncSetAttribute, "cuFuncSetAttribute") &&
               d.get(d.cuMemAlloc, "cuMemAlloc_v2") && d.get(d.cuMemFree, "cuMemFree_v2") &&
-              d.get(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2") && d.get(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2") &&
-              d.get(d.cuMemsetD8, "cuMemsetD8_v2") && d.get(d.cuLaunchKernel, "cuLaunchKernel") &&
+              d.get(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2") &&
+              d.get(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2") && d.get(d.cuMemsetD8, "cuMemsetD8_v2") &&
+              d.get(d.cuLaunchKernel, "cuLaunchKernel") &&
               d.get(d.cuGetErrorString, "cuGetErrorString") &&
               d.get(d.cuEventCreate, "cuEventCreate") && d.get(d.cuEventRecord, "cuEventRecord") &&
               d.get(d.cuEventSynchronize, "cuEventSynchronize") &&
@@ -231,7 +232,8 @@ void* CudaSession::load(const EmittedSource& source, double* compile_seconds) {
     return nullptr;
   }
   if (source.dynamic_shared_bytes > 48 * 1024) {
-    CUresult r = d.cuFuncSetAttribute(fn, kMaxDynamicShared, static_cast<int>(source.dynamic_shared_bytes));
+    CUresult r =
+        d.cuFuncSetAttribute(fn, kMaxDynamicShared, static_cast<int>(source.dynamic_shared_bytes));
     if (r) {
       error_ = "allowing " + std::to_string(source.dynamic_shared_bytes) +
                " bytes of shared memory: " + message(r);
@@ -261,8 +263,8 @@ double CudaSession::launch(void* kernel, const EmittedSource& source,
                            const std::vector<int64_t>& grid, std::vector<void*>& params) {
   std::vector<int64_t> g = grid;
   g.resize(3, 1);
-  std::vector<int> b = source.thread_dims.empty() ? std::vector<int>{source.threads}
-                                                  : source.thread_dims;
+  std::vector<int> b =
+      source.thread_dims.empty() ? std::vector<int>{source.threads} : source.thread_dims;
   b.resize(3, 1);
   Driver& d = driver();
   CUresult launched = 0;

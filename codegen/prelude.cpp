@@ -158,8 +158,10 @@ std::string prelude(Language lang, const std::set<std::string>& used) {
   std::string out = lang == Language::kCuda ? kCudaHeader : kHipHeader;
   if (used.count("vector_types")) {
     out += lang == Language::kCuda
-               ? "typedef uint2 tessel_u32x2;  // 8- and 16-byte vector copies\ntypedef uint4 tessel_u32x4;\n"
-               : "typedef unsigned tessel_u32x2 __attribute__((ext_vector_type(2)));  // vector copies\n"
+               ? "typedef uint2 tessel_u32x2;  // 8- and 16-byte vector copies\ntypedef uint4 "
+                 "tessel_u32x4;\n"
+               : "typedef unsigned tessel_u32x2 __attribute__((ext_vector_type(2)));  // vector "
+                 "copies\n"
                  "typedef unsigned tessel_u32x4 __attribute__((ext_vector_type(4)));\n";
   }
   if (lang == Language::kCuda && used.count("atomics")) out += kCudaAtomics;

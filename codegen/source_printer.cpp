@@ -38,8 +38,8 @@ class SourcePrinter {
     line(body, "const int " + name(k_->thread_var) + " = " + linear_thread_index() + ";");
     if (lang_ == Language::kCuda && k_->threads % kNvidiaWarpSize) {
       // The lanes this thread's warp has: all 32 but in the last, partial warp (shuffle masks).
-      line(body, "const unsigned tessel_lanes = " + name(k_->thread_var) + " / 32 == " +
-                     std::to_string(k_->threads / kNvidiaWarpSize) + " ? (1u << " +
+      line(body, "const unsigned tessel_lanes = " + name(k_->thread_var) +
+                     " / 32 == " + std::to_string(k_->threads / kNvidiaWarpSize) + " ? (1u << " +
                      std::to_string(k_->threads % kNvidiaWarpSize) + ") - 1u : 0xffffffffu;");
     }
     for (size_t d = 0; d < k_->block_vars.size(); ++d) {
@@ -54,8 +54,8 @@ class SourcePrinter {
     if (lang_ == Language::kCuda) {
       sig << "__global__ void __launch_bounds__(" << k_->threads << ") ";
     } else {
-      sig << "__attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, "
-          << k_->threads << "))) void ";
+      sig << "__attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, " << k_->threads
+          << "))) void ";
     }
     sig << k_->name << "(";
     bool first = true;
@@ -83,7 +83,8 @@ class SourcePrinter {
       }
       code << ")";
     }
-    if (out.dynamic_shared_bytes) code << ", " << out.dynamic_shared_bytes << " bytes of dynamic shared memory";
+    if (out.dynamic_shared_bytes)
+      code << ", " << out.dynamic_shared_bytes << " bytes of dynamic shared memory";
     code << ".\n" << codegen::prelude(lang_, used_) << "\n" << sig.str() << " {\n";
     if (lang_ == Language::kCuda && shared_offset_) {
       code << "  extern __shared__ __align__(16) unsigned char tessel_shared[];\n";
@@ -138,19 +139,24 @@ class SourcePrinter {
         if (e.dtype().bits == 64) s += "LL";
         return s;
       }
-      case ExprKind::kFloatImm: return codegen::float_literal(lang_, e.dtype(), e.as<FloatImmNode>()->value);
-      case ExprKind::kVar: return unique(e.get(), e.as<VarNode>()->name);
-      case ExprKind::kNot: return "(!" + expr_text(e.as<NotNode>()->a) + ")";
+      case ExprKind::kFloatImm:
+        return codegen::float_literal(lang_, e.dtype(), e.as<FloatImmNode>()->value);
+      case ExprKind::kVar:
+        return unique(e.get(), e.as<VarNode>()->name);
+      case ExprKind::kNot:
+        return "(!" + expr_text(e.as<NotNode>()->a) + ")";
       case ExprKind::kSelect: {
         const auto* s = e.as<SelectNode>();
         return "(" + expr_text(s->cond) + " ? " + expr_text(s->t) + " : " + expr_text(s->f) + ")";
       }
-      case ExprKind::kCast: return cast_text(e.dtype(), e.as<CastNode>()->value);
+      case ExprKind::kCast:
+        return cast_text(e.dtype(), e.as<CastNode>()->value);
       case ExprKind::kBufferLoad: {
         const auto* ld = e.as<BufferLoadNode>();
         return name(ld->buffer) + "[" + flat_index(ld->buffer, ld->indices) + "]";
       }
-      case ExprKind::kCall: return call_text(e);
+      case ExprKind::kCall:
+        return call_text(e);
       case ExprKind::kFloorDiv:
       case ExprKind::kFloorMod: {
         const auto* b = static_cast<const BinaryNode*>(e.get());
@@ -170,23 +176,29 @@ class SourcePrinter {
         return e.kind() == ExprKind::kMin ? "(" + y + " < " + x + " ? " + y + " : " + x + ")"
                                           : "(" + x + " < " + y + " ? " + y + " : " + x + ")";
       }
-      default: break;
+      default:
+        break;
     }
     switch (e.kind()) {
 #define TESSEL_CASE_(n, sym) \
   case ExprKind::k##n:       \
     return binary(static_cast<const BinaryNode*>(e.get()), sym);
-      TESSEL_CASE_(Add, "+") TESSEL_CASE_(Sub, "-") TESSEL_CASE_(Mul, "*") TESSEL_CASE_(Div, "/")
-      TESSEL_CASE_(BitAnd, "&") TESSEL_CASE_(BitOr, "|") TESSEL_CASE_(BitXor, "^")
-      TESSEL_CASE_(Shl, "<<") TESSEL_CASE_(Shr, ">>")
+      TESSEL_CASE_(Add, "+")
+      TESSEL_CASE_(Sub, "-") TESSEL_CASE_(Mul, "*") TESSEL_CASE_(Div, "/") TESSEL_CASE_(BitAnd, "&")
+          TESSEL_CASE_(BitOr, "|") TESSEL_CASE_(BitXor, "^") TESSEL_CASE_(Shl, "<<")
+              TESSEL_CASE_(Shr, ">>")
 #undef TESSEL_CASE_
-      default: break;
+                  default : break;
     }
     const auto* c = static_cast<const CompareNode*>(e.get());
-    const char* sym = e.kind() == ExprKind::kEQ ? "==" : e.kind() == ExprKind::kNE ? "!="
-                      : e.kind() == ExprKind::kLT ? "<" : e.kind() == ExprKind::kLE ? "<="
-                      : e.kind() == ExprKind::kGT ? ">" : e.kind() == ExprKind::kGE ? ">="
-                      : e.kind() == ExprKind::kAnd ? "&&" : "||";
+    const char* sym = e.kind() == ExprKind::kEQ    ? "=="
+                      : e.kind() == ExprKind::kNE  ? "!="
+                      : e.kind() == ExprKind::kLT  ? "<"
+                      : e.kind() == ExprKind::kLE  ? "<="
+                      : e.kind() == ExprKind::kGT  ? ">"
+                      : e.kind() == ExprKind::kGE  ? ">="
+                      : e.kind() == ExprKind::kAnd ? "&&"
+                                                   : "||";
     return "(" + expr_text(c->a) + " " + sym + " " + expr_text(c->b) + ")";
   }
 
@@ -260,8 +272,9 @@ class SourcePrinter {
           line(o, "#pragma unroll");
         }
         std::string v = name(f->var);
-        line(o, "for (" + c_type(lang_, f->var.dtype()) + " " + v + " = " + expr_text(f->min) + "; " + v + " < " +
-                    expr_text(analyzer_.simplify(f->min + f->extent)) + "; ++" + v + ") {");
+        line(o, "for (" + c_type(lang_, f->var.dtype()) + " " + v + " = " + expr_text(f->min) +
+                    "; " + v + " < " + expr_text(analyzer_.simplify(f->min + f->extent)) + "; ++" +
+                    v + ") {");
         ++indent_;
         stmt(o, f->body);
         --indent_;
@@ -288,10 +301,12 @@ class SourcePrinter {
         std::string value = st->value.dtype() == st->buffer->dtype
                                 ? expr_text(st->value)
                                 : cast_text(st->buffer->dtype, st->value);
-        line(o, name(st->buffer) + "[" + flat_index(st->buffer, st->indices) + "] = " + value + ";");
+        line(o,
+             name(st->buffer) + "[" + flat_index(st->buffer, st->indices) + "] = " + value + ";");
         return;
       }
-      case StmtKind::kAlloc: return alloc(o, *s.as<AllocNode>());
+      case StmtKind::kAlloc:
+        return alloc(o, *s.as<AllocNode>());
       case StmtKind::kLet: {
         const auto* let = s.as<LetNode>();
         line(o, "const " + c_type(lang_, let->var.dtype()) + " " + name(let->var) + " = " +
@@ -299,8 +314,11 @@ class SourcePrinter {
         stmt(o, let->body);
         return;
       }
-      case StmtKind::kBarrier: line(o, codegen::barrier(lang_)); return;
-      case StmtKind::kIntrinsicCall: return intrinsic(o, *s.as<IntrinsicCallNode>());
+      case StmtKind::kBarrier:
+        line(o, codegen::barrier(lang_));
+        return;
+      case StmtKind::kIntrinsicCall:
+        return intrinsic(o, *s.as<IntrinsicCallNode>());
       case StmtKind::kTileOpCall:
         user_error("kernel '" + k_->name + "': " + s.as<TileOpCallNode>()->op->describe() +
                    " was not lowered; codegen prints thread-level IR (run the lowering first)");
@@ -329,7 +347,8 @@ class SourcePrinter {
         line(o, "printf(\"" + format + "\\n\"" + args + ");");
         return;
       }
-      case StmtKind::kSeq: return;
+      case StmtKind::kSeq:
+        return;
     }
   }
 
@@ -356,7 +375,8 @@ class SourcePrinter {
     std::string type = c_type(lang_, b->dtype);
     auto size = b->const_size();
     if (!size) {
-      user_error("kernel '" + k_->name + "': buffer '" + b->name + "' has a symbolic size; "
+      user_error("kernel '" + k_->name + "': buffer '" + b->name +
+                 "' has a symbolic size; "
                  "shared and register buffers need constant shapes in generated code");
     }
     if (b->scope == Scope::kShared || b->scope == Scope::kSharedDyn) {
@@ -403,9 +423,10 @@ class SourcePrinter {
   Analyzer analyzer_;
   int indent_ = 1;
   std::map<const void*, std::string> names_;
-  std::set<std::string> taken_{"int", "float", "half", "for", "if", "else", "const", "static",
-                               "char", "double", "unsigned", "signed", "long", "short", "bool",
-                               "auto", "new", "delete", "register", "default", "case", "switch"};
+  std::set<std::string> taken_{"int",      "float",   "half", "for",    "if",       "else",
+                               "const",    "static",  "char", "double", "unsigned", "signed",
+                               "long",     "short",   "bool", "auto",   "new",      "delete",
+                               "register", "default", "case", "switch"};
   std::set<std::string> used_;
   int64_t shared_offset_ = 0;
   std::string last_loc_;

@@ -87,11 +87,13 @@ CompileResult compile_device_code(const EmittedSource& source, const Target& tar
     }
     const std::string& arch = target.arch;
     r.output = dir + "/" + source.entry + "_" + target.name + ".cubin";
-    command = quote(*nvcc) + " -arch=" + arch + " -cubin -O3 -o " + quote(r.output) + " " + quote(src);
+    command =
+        quote(*nvcc) + " -arch=" + arch + " -cubin -O3 -o " + quote(r.output) + " " + quote(src);
   } else {
     auto clang = find_amd_clang(target.arch);
     if (!clang) {
-      r.skipped = "no clang that knows " + target.name + " (install clang-19, or set $TESSEL_HIP_CLANG)";
+      r.skipped =
+          "no clang that knows " + target.name + " (install clang-19, or set $TESSEL_HIP_CLANG)";
       return r;
     }
     r.output = dir + "/" + source.entry + "_" + target.name + ".s";

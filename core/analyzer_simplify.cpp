@@ -5,8 +5,8 @@
 // a sum into canonical form is always exact. Rules that need the true, unwrapped value (division,
 // modulo, comparisons) are applied only when the bound of the true sum fits the dtype, for then
 // the wrapped value and the true value are the same number.
-#include <numeric>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -187,10 +187,22 @@ std::optional<bool> decide_compare(Analyzer& analyzer, ExprKind k, const Expr& a
   auto d = diff_bound(analyzer, a, b);
   if (!d) return std::nullopt;
   switch (k) {
-    case ExprKind::kLT: if (d->max < 0) return true; if (d->min >= 0) return false; break;
-    case ExprKind::kLE: if (d->max <= 0) return true; if (d->min > 0) return false; break;
-    case ExprKind::kGT: if (d->min > 0) return true; if (d->max <= 0) return false; break;
-    case ExprKind::kGE: if (d->min >= 0) return true; if (d->max < 0) return false; break;
+    case ExprKind::kLT:
+      if (d->max < 0) return true;
+      if (d->min >= 0) return false;
+      break;
+    case ExprKind::kLE:
+      if (d->max <= 0) return true;
+      if (d->min > 0) return false;
+      break;
+    case ExprKind::kGT:
+      if (d->min > 0) return true;
+      if (d->max <= 0) return false;
+      break;
+    case ExprKind::kGE:
+      if (d->min >= 0) return true;
+      if (d->max < 0) return false;
+      break;
     case ExprKind::kEQ:
     case ExprKind::kNE: {
       std::optional<bool> eq;
@@ -199,7 +211,8 @@ std::optional<bool> decide_compare(Analyzer& analyzer, ExprKind k, const Expr& a
       if (eq && k == ExprKind::kNE) eq = !*eq;
       return eq;
     }
-    default: break;
+    default:
+      break;
   }
   return std::nullopt;
 }
@@ -244,17 +257,18 @@ class Simplifier : public ExprMutator {
     return BitAndNode::make(a, b);
   }
 
-#define TESSEL_COMPARE_(name, sym)                                              \
-  Expr visit_##name(const name##Node* op, const Expr&) override {              \
-    Expr a = visit(op->a), b = visit(op->b);                                   \
+#define TESSEL_COMPARE_(name, sym)                                                \
+  Expr visit_##name(const name##Node* op, const Expr&) override {                 \
+    Expr a = visit(op->a), b = visit(op->b);                                      \
     if (auto v = decide_compare(analyzer_, op->kind, a, b)) return make_bool(*v); \
-    return name##Node::make(a, b);                                             \
+    return name##Node::make(a, b);                                                \
   }
-  TESSEL_COMPARE_(EQ, "==") TESSEL_COMPARE_(NE, "!=") TESSEL_COMPARE_(LT, "<")
-  TESSEL_COMPARE_(LE, "<=") TESSEL_COMPARE_(GT, ">") TESSEL_COMPARE_(GE, ">=")
+  TESSEL_COMPARE_(EQ, "==")
+  TESSEL_COMPARE_(NE, "!=") TESSEL_COMPARE_(LT, "<") TESSEL_COMPARE_(LE, "<=")
+      TESSEL_COMPARE_(GT, ">") TESSEL_COMPARE_(GE, ">=")
 #undef TESSEL_COMPARE_
 
-  Expr visit_And(const AndNode* op, const Expr&) override {
+          Expr visit_And(const AndNode* op, const Expr&) override {
     Expr a = visit(op->a), b = visit(op->b);
     auto ca = as_const_int(a), cb = as_const_int(b);
     if (ca == 0 || cb == 0) return make_bool(false);

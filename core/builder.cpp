@@ -28,7 +28,8 @@ ElementRef::operator Expr() const {
   std::vector<Expr> idx;
   for (const Index& i : indices_) {
     if (i.is_slice) {
-      user_error("'" + buffer_->name + "' is read with a slice as if it were one element; "
+      user_error("'" + buffer_->name +
+                 "' is read with a slice as if it were one element; "
                  "index every dimension with a single value to read an element");
     }
     idx.push_back(i.point);
@@ -40,7 +41,8 @@ ElementRef& ElementRef::operator=(const Expr& value) {
   std::vector<Expr> idx;
   for (const Index& i : indices_) {
     if (i.is_slice) {
-      user_error("'" + buffer_->name + "' is assigned through a slice; stores write one element "
+      user_error("'" + buffer_->name +
+                 "' is assigned through a slice; stores write one element "
                  "(use T.copy or T.fill for a region)");
     }
     idx.push_back(i.point);
@@ -164,8 +166,8 @@ BufferRef KernelBuilder::alloc_shared(std::string name, std::vector<Expr> shape,
                                       SourceLoc loc) {
   return alloc(std::move(name), std::move(shape), dtype, Scope::kShared, Expr(), false, loc);
 }
-BufferRef KernelBuilder::alloc_fragment(std::string name, std::vector<Expr> shape,
-                                        DataType dtype, SourceLoc loc) {
+BufferRef KernelBuilder::alloc_fragment(std::string name, std::vector<Expr> shape, DataType dtype,
+                                        SourceLoc loc) {
   return alloc(std::move(name), std::move(shape), dtype, Scope::kFragment, Expr(), false, loc);
 }
 BufferRef KernelBuilder::alloc_local(std::string name, std::vector<Expr> shape, DataType dtype,
@@ -192,19 +194,24 @@ void KernelBuilder::reduce(ReduceKind kind, const Buffer& src, const Buffer& dst
   check_launched("T.reduce", loc);
   emit(TileOpCallNode::make(ReduceOp::make(kind, src, dst, dim, clear, std::move(loc))));
 }
-void KernelBuilder::reduce_sum(const Buffer& s, const Buffer& d, int dim, bool clear, SourceLoc loc) {
+void KernelBuilder::reduce_sum(const Buffer& s, const Buffer& d, int dim, bool clear,
+                               SourceLoc loc) {
   reduce(ReduceKind::kSum, s, d, dim, clear, std::move(loc));
 }
-void KernelBuilder::reduce_max(const Buffer& s, const Buffer& d, int dim, bool clear, SourceLoc loc) {
+void KernelBuilder::reduce_max(const Buffer& s, const Buffer& d, int dim, bool clear,
+                               SourceLoc loc) {
   reduce(ReduceKind::kMax, s, d, dim, clear, std::move(loc));
 }
-void KernelBuilder::reduce_min(const Buffer& s, const Buffer& d, int dim, bool clear, SourceLoc loc) {
+void KernelBuilder::reduce_min(const Buffer& s, const Buffer& d, int dim, bool clear,
+                               SourceLoc loc) {
   reduce(ReduceKind::kMin, s, d, dim, clear, std::move(loc));
 }
-void KernelBuilder::reduce_abssum(const Buffer& s, const Buffer& d, int dim, bool clear, SourceLoc loc) {
+void KernelBuilder::reduce_abssum(const Buffer& s, const Buffer& d, int dim, bool clear,
+                                  SourceLoc loc) {
   reduce(ReduceKind::kAbsSum, s, d, dim, clear, std::move(loc));
 }
-void KernelBuilder::reduce_absmax(const Buffer& s, const Buffer& d, int dim, bool clear, SourceLoc loc) {
+void KernelBuilder::reduce_absmax(const Buffer& s, const Buffer& d, int dim, bool clear,
+                                  SourceLoc loc) {
   reduce(ReduceKind::kAbsMax, s, d, dim, clear, std::move(loc));
 }
 
@@ -214,7 +221,8 @@ void KernelBuilder::atomic(AtomicKind kind, TileArg dst, TileArg src, SourceLoc 
 }
 void KernelBuilder::atomic(AtomicKind kind, TileArg dst, Expr value, SourceLoc loc) {
   check_launched("T.atomic", loc);
-  emit(TileOpCallNode::make(AtomicOp::make_scalar(kind, dst.region, std::move(value), std::move(loc))));
+  emit(TileOpCallNode::make(
+      AtomicOp::make_scalar(kind, dst.region, std::move(value), std::move(loc))));
 }
 void KernelBuilder::atomic_add(TileArg dst, TileArg src, SourceLoc loc) {
   atomic(AtomicKind::kAdd, std::move(dst), std::move(src), std::move(loc));
@@ -248,51 +256,59 @@ void KernelBuilder::loop(ForKind kind, std::vector<Var> vars, std::vector<Expr> 
   Stmt s = SeqNode::make(std::move(frames_.back()));
   frames_.pop_back();
   for (size_t d = vars.size(); d-- > 0;) {
-    s = ForNode::make(vars[d], make_int(0), extents[d], kind, s, loc, d == 0 ? pipeline : PipelineInfo{});
+    s = ForNode::make(vars[d], make_int(0), extents[d], kind, s, loc,
+                      d == 0 ? pipeline : PipelineInfo{});
   }
   emit(s);
 }
 
 void KernelBuilder::parallel(Expr e0, const std::function<void(Var)>& body, SourceLoc loc) {
   Var i("i", loop_var_type(make_int(0), e0));
-  loop(ForKind::kParallel, {i}, {std::move(e0)}, [&] { body(i); }, std::move(loc));
+  loop(
+      ForKind::kParallel, {i}, {std::move(e0)}, [&] { body(i); }, std::move(loc));
 }
 void KernelBuilder::parallel(Expr e0, Expr e1, const std::function<void(Var, Var)>& body,
                              SourceLoc loc) {
   Var i("i", loop_var_type(make_int(0), e0)), j("j", loop_var_type(make_int(0), e1));
-  loop(ForKind::kParallel, {i, j}, {std::move(e0), std::move(e1)}, [&] { body(i, j); },
-       std::move(loc));
+  loop(
+      ForKind::kParallel, {i, j}, {std::move(e0), std::move(e1)}, [&] { body(i, j); },
+      std::move(loc));
 }
 void KernelBuilder::parallel(Expr e0, Expr e1, Expr e2,
                              const std::function<void(Var, Var, Var)>& body, SourceLoc loc) {
   Var i("i", loop_var_type(make_int(0), e0)), j("j", loop_var_type(make_int(0), e1)),
       k("k", loop_var_type(make_int(0), e2));
-  loop(ForKind::kParallel, {i, j, k}, {std::move(e0), std::move(e1), std::move(e2)},
-       [&] { body(i, j, k); }, std::move(loc));
+  loop(
+      ForKind::kParallel, {i, j, k}, {std::move(e0), std::move(e1), std::move(e2)},
+      [&] { body(i, j, k); }, std::move(loc));
 }
 
 void KernelBuilder::pipelined(Expr extent, int num_stages, const std::function<void(Var)>& body,
                               PipelineInfo extra, std::string var, SourceLoc loc) {
   Var k(std::move(var), loop_var_type(make_int(0), extent));
   extra.num_stages = num_stages;
-  loop(ForKind::kPipelined, {k}, {std::move(extent)}, [&] { body(k); }, std::move(loc),
-       std::move(extra));
+  loop(
+      ForKind::kPipelined, {k}, {std::move(extent)}, [&] { body(k); }, std::move(loc),
+      std::move(extra));
 }
 
 void KernelBuilder::serial(Expr extent, const std::function<void(Var)>& body, std::string var,
                            SourceLoc loc) {
   Var i(std::move(var), loop_var_type(make_int(0), extent));
-  loop(ForKind::kSerial, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
+  loop(
+      ForKind::kSerial, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
 }
 void KernelBuilder::unroll(Expr extent, const std::function<void(Var)>& body, std::string var,
                            SourceLoc loc) {
   Var i(std::move(var), loop_var_type(make_int(0), extent));
-  loop(ForKind::kUnrolled, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
+  loop(
+      ForKind::kUnrolled, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
 }
-void KernelBuilder::vectorized(Expr extent, const std::function<void(Var)>& body,
-                               std::string var, SourceLoc loc) {
+void KernelBuilder::vectorized(Expr extent, const std::function<void(Var)>& body, std::string var,
+                               SourceLoc loc) {
   Var i(std::move(var), loop_var_type(make_int(0), extent));
-  loop(ForKind::kVectorized, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
+  loop(
+      ForKind::kVectorized, {i}, {std::move(extent)}, [&] { body(i); }, std::move(loc));
 }
 
 void KernelBuilder::if_then(Expr cond, const std::function<void()>& then_body,
@@ -335,7 +351,8 @@ IntrinsicArg element_arg(const ElementRef& ref, const char* what) {
   BufferRegion r = ref.region();
   for (const Range& range : r.ranges) {
     if (as_const_int(range.extent) != 1) {
-      user_error(std::string(what) + ": '" + r.buffer->name + "' is passed as a slice; an "
+      user_error(std::string(what) + ": '" + r.buffer->name +
+                 "' is passed as a slice; an "
                  "instruction operand is one element (the lane's first register or address)");
     }
   }
@@ -368,8 +385,10 @@ void KernelBuilder::mfma(int m, const ElementRef& d, const ElementRef& a, const 
   IntrinsicArg aa = element_arg(a, "T.mfma");
   auto id = find_matrix_intrinsic(false, m, m, m == 32 ? 8 : 16, aa.buffer->dtype);
   if (!id) {
-    user_error("T.mfma" + (loc.known() ? " at " + loc.str() : std::string()) + ": no MFMA "
-               "instruction for m = " + std::to_string(m) + " with " + aa.buffer->dtype.name() +
+    user_error("T.mfma" + (loc.known() ? " at " + loc.str() : std::string()) +
+               ": no MFMA "
+               "instruction for m = " +
+               std::to_string(m) + " with " + aa.buffer->dtype.name() +
                " inputs; use m = 16 (16x16x16) or 32 (32x32x8) with float16 or bfloat16");
   }
   intrinsic(*id, {element_arg(d, "T.mfma"), aa, element_arg(b, "T.mfma"), element_arg(c, "T.mfma")},
@@ -380,9 +399,8 @@ void KernelBuilder::ldmatrix(int num, bool trans, const ElementRef& dst, const E
                              SourceLoc loc) {
   static const IntrinsicId plain[] = {IntrinsicId::kLdmatrixX1, IntrinsicId::kLdmatrixX2,
                                       IntrinsicId::kLdmatrixX4};
-  static const IntrinsicId transposed[] = {IntrinsicId::kLdmatrixX1Trans,
-                                           IntrinsicId::kLdmatrixX2Trans,
-                                           IntrinsicId::kLdmatrixX4Trans};
+  static const IntrinsicId transposed[] = {
+      IntrinsicId::kLdmatrixX1Trans, IntrinsicId::kLdmatrixX2Trans, IntrinsicId::kLdmatrixX4Trans};
   int slot = num == 1 ? 0 : num == 2 ? 1 : num == 4 ? 2 : -1;
   if (slot < 0) {
     user_error("T.ldmatrix" + (loc.known() ? " at " + loc.str() : std::string()) + ": x" +
@@ -392,17 +410,19 @@ void KernelBuilder::ldmatrix(int num, bool trans, const ElementRef& dst, const E
             {element_arg(dst, "T.ldmatrix"), element_arg(src, "T.ldmatrix")}, std::move(loc));
 }
 
-void KernelBuilder::cp_async(const ElementRef& dst, const ElementRef& src, int bytes,
-                             Expr src_size, SourceLoc loc) {
-  IntrinsicId id = bytes == 4 ? IntrinsicId::kCpAsync4 : bytes == 8 ? IntrinsicId::kCpAsync8
-                                                                    : IntrinsicId::kCpAsync16;
+void KernelBuilder::cp_async(const ElementRef& dst, const ElementRef& src, int bytes, Expr src_size,
+                             SourceLoc loc) {
+  IntrinsicId id = bytes == 4   ? IntrinsicId::kCpAsync4
+                   : bytes == 8 ? IntrinsicId::kCpAsync8
+                                : IntrinsicId::kCpAsync16;
   if (bytes != 4 && bytes != 8 && bytes != 16) {
     user_error("T.cp_async" + (loc.known() ? " at " + loc.str() : std::string()) + ": " +
                std::to_string(bytes) + " bytes; cp.async copies 4, 8 or 16 bytes per thread");
   }
   if (!src_size.defined()) src_size = make_int(bytes);
-  intrinsic(id, {element_arg(dst, "T.cp_async"), element_arg(src, "T.cp_async"),
-                 value_arg(std::move(src_size))},
+  intrinsic(id,
+            {element_arg(dst, "T.cp_async"), element_arg(src, "T.cp_async"),
+             value_arg(std::move(src_size))},
             std::move(loc));
 }
 
@@ -418,7 +438,8 @@ void KernelBuilder::emit(Stmt stmt) { frames_.back().push_back(std::move(stmt));
 
 Kernel KernelBuilder::finish() {
   if (!launched_) {
-    user_error("kernel '" + name_ + "' has no T.Kernel(...) launch; open one with "
+    user_error("kernel '" + name_ +
+               "' has no T.Kernel(...) launch; open one with "
                "T.kernel(grid, threads)");
   }
   internal_check(frames_.size() == 1, "builder frames left open");

@@ -44,20 +44,22 @@ class IntEvaluator : public ExprFunctor<int64_t> {
     return wrap_int(op->dtype, visit(op->value));
   }
 
-#define TESSEL_ARITH_(name, expr_)                                            \
-  int64_t visit_##name(const name##Node* op, const Expr&) override {         \
-    int64_t a = visit(op->a), b = visit(op->b);                              \
-    return wrap_int(op->dtype, expr_);                                       \
+#define TESSEL_ARITH_(name, expr_)                                   \
+  int64_t visit_##name(const name##Node* op, const Expr&) override { \
+    int64_t a = visit(op->a), b = visit(op->b);                      \
+    return wrap_int(op->dtype, expr_);                               \
   }
   TESSEL_ARITH_(Add, static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)))
   TESSEL_ARITH_(Sub, static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)))
   TESSEL_ARITH_(Mul, static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)))
   TESSEL_ARITH_(Min, std::min(a, b))
   TESSEL_ARITH_(Max, std::max(a, b))
-  TESSEL_ARITH_(BitAnd, a & b)
+  TESSEL_ARITH_(BitAnd, a& b)
   TESSEL_ARITH_(BitOr, a | b)
   TESSEL_ARITH_(BitXor, a ^ b)
-  TESSEL_ARITH_(Shl, shift_amount(b) >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << shift_amount(b)))
+  TESSEL_ARITH_(Shl, shift_amount(b) >= 64
+                         ? 0
+                         : static_cast<int64_t>(static_cast<uint64_t>(a) << shift_amount(b)))
   TESSEL_ARITH_(Shr, a >> std::min<int64_t>(shift_amount(b), 63))
 #undef TESSEL_ARITH_
   int64_t visit_FloorDiv(const FloorDivNode* op, const Expr& e) override {
@@ -71,9 +73,9 @@ class IntEvaluator : public ExprFunctor<int64_t> {
     return wrap_int(op->dtype, floor_mod(a, b));
   }
 
-#define TESSEL_CMP_(name, op_)                                         \
-  int64_t visit_##name(const name##Node* op, const Expr&) override {  \
-    return visit(op->a) op_ visit(op->b);                             \
+#define TESSEL_CMP_(name, op_)                                       \
+  int64_t visit_##name(const name##Node* op, const Expr&) override { \
+    return visit(op->a) op_ visit(op->b);                            \
   }
   TESSEL_CMP_(EQ, ==)
   TESSEL_CMP_(NE, !=)
@@ -82,7 +84,9 @@ class IntEvaluator : public ExprFunctor<int64_t> {
   TESSEL_CMP_(GT, >)
   TESSEL_CMP_(GE, >=)
 #undef TESSEL_CMP_
-  int64_t visit_And(const AndNode* op, const Expr&) override { return visit(op->a) && visit(op->b); }
+  int64_t visit_And(const AndNode* op, const Expr&) override {
+    return visit(op->a) && visit(op->b);
+  }
   int64_t visit_Or(const OrNode* op, const Expr&) override { return visit(op->a) || visit(op->b); }
 
   int64_t visit_default(const Expr& e) override {

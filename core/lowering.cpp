@@ -12,9 +12,12 @@ namespace tessel {
 
 const char* infer_level_name(InferLevel level) {
   switch (level) {
-    case InferLevel::kStrict: return "strict";
-    case InferLevel::kCommon: return "common";
-    case InferLevel::kFree: return "free";
+    case InferLevel::kStrict:
+      return "strict";
+    case InferLevel::kCommon:
+      return "common";
+    case InferLevel::kFree:
+      return "free";
   }
   return "?";
 }
@@ -29,8 +32,12 @@ auto* find_layout(const M& map, const void* key) {
 
 }  // namespace
 
-const Layout* LayoutMap::shared_layout(const Buffer& b) const { return find_layout(shared, b.get()); }
-const Fragment* LayoutMap::fragment(const Buffer& b) const { return find_layout(fragments, b.get()); }
+const Layout* LayoutMap::shared_layout(const Buffer& b) const {
+  return find_layout(shared, b.get());
+}
+const Fragment* LayoutMap::fragment(const Buffer& b) const {
+  return find_layout(fragments, b.get());
+}
 const Fragment* LayoutMap::loop(const void* key) const { return find_layout(loops, key); }
 
 std::string LayoutMap::to_string() const {
@@ -58,13 +65,13 @@ std::string LayoutMap::to_string() const {
 
 namespace {
 
-[[noreturn]] void conflict(const std::string& kernel, const Buffer& b, const std::string& old_layout,
-                           const std::string& old_origin, const std::string& new_layout,
-                           const std::string& new_origin) {
+[[noreturn]] void conflict(const std::string& kernel, const Buffer& b,
+                           const std::string& old_layout, const std::string& old_origin,
+                           const std::string& new_layout, const std::string& new_origin) {
   user_error("kernel '" + kernel + "': layout inference cannot agree on buffer '" + b->name +
              "':\n  " + old_origin + " needs\n    " + old_layout + "\n  " + new_origin +
-             " needs\n    " + new_layout +
-             "\n  fix: give '" + b->name + "' one layout with T.annotate_layout, or copy it "
+             " needs\n    " + new_layout + "\n  fix: give '" + b->name +
+             "' one layout with T.annotate_layout, or copy it "
              "into a second buffer between the two operators (a hop through shared memory)");
 }
 

@@ -81,15 +81,19 @@ std::optional<Stmt> lower_ldmatrix_copy(const CopyOp& op, LowerContext& ctx) {
     Expr lane = floormod(t, make_int(32));
     Var b = ctx.fresh_var("b");
     std::vector<Expr> first = inverse.forward({t, b * 8});
-    Expr r0 = trans ? first[0] - floormod(lane, make_int(4)) * 2 : first[0] - floordiv(lane, make_int(4));
-    Expr c0 = trans ? first[1] - floordiv(lane, make_int(4)) : first[1] - floormod(lane, make_int(4)) * 2;
-    Expr row = r0 + floormod(floordiv(lane, make_int(8)), make_int(2)) * 8 + floormod(lane, make_int(8));
+    Expr r0 =
+        trans ? first[0] - floormod(lane, make_int(4)) * 2 : first[0] - floordiv(lane, make_int(4));
+    Expr c0 =
+        trans ? first[1] - floordiv(lane, make_int(4)) : first[1] - floormod(lane, make_int(4)) * 2;
+    Expr row =
+        r0 + floormod(floordiv(lane, make_int(8)), make_int(2)) * 8 + floormod(lane, make_int(8));
     Expr col = c0 + floordiv(lane, make_int(16)) * 8;
     row = ctx.analyzer().simplify(row + op.src().ranges[0].min);
     col = ctx.analyzer().simplify(col + op.src().ranges[1].min);
     IntrinsicId id = trans ? IntrinsicId::kLdmatrixX4Trans : IntrinsicId::kLdmatrixX4;
     Stmt call = IntrinsicCallNode::make(
-        id, {IntrinsicArg{ctx.registers(dst), {b * 8}, Expr()}, IntrinsicArg{src, {row, col}, Expr()}},
+        id,
+        {IntrinsicArg{ctx.registers(dst), {b * 8}, Expr()}, IntrinsicArg{src, {row, col}, Expr()}},
         op.loc());
     return ForNode::make(b, make_int(0), make_int(blocks), ForKind::kUnrolled, call, op.loc());
   }

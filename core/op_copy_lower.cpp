@@ -32,12 +32,13 @@ ParallelLoop copy_loop(const CopyOp& op, Analyzer* analyzer) {
   const Buffer& dst = op.dst().buffer;
   Expr value = BufferLoadNode::make(op.src().buffer, s);
   if (value.dtype() != dst->dtype) value = cast(dst->dtype, value);
-  Stmt body = guard(edge_test(op.src().buffer, s, analyzer),
-                    StoreNode::make(dst, d, value, op.loc()),
-                    StoreNode::make(dst, d, make_const(dst->dtype, 0), op.loc()), op.loc());
+  Stmt body =
+      guard(edge_test(op.src().buffer, s, analyzer), StoreNode::make(dst, d, value, op.loc()),
+            StoreNode::make(dst, d, make_const(dst->dtype, 0), op.loc()), op.loc());
   body = guard(edge_test(dst, d, analyzer), body, Stmt(), op.loc());
   ParallelLoop l(&op, op.describe(), loop.vars, loop.extents, body, op.loc());
-  l.set_converts_layouts(op.src().buffer->scope == Scope::kFragment && dst->scope == Scope::kFragment);
+  l.set_converts_layouts(op.src().buffer->scope == Scope::kFragment &&
+                         dst->scope == Scope::kFragment);
   return l;
 }
 
@@ -50,9 +51,9 @@ std::optional<Stmt> lower_conversion(const CopyOp& op, LowerContext& ctx) {
   if (src->scope != Scope::kFragment || dst->scope != Scope::kFragment) return std::nullopt;
   const Fragment* fs = ctx.layouts().fragment(src);
   const Fragment* fd = ctx.layouts().fragment(dst);
-  if (!fs || !fd || *fs == *fd || (fs->input_shape() == fd->input_shape() &&
-                                   fs->input_size() <= (int64_t{1} << 20) &&
-                                   equal_by_evaluation(*fs, *fd))) {
+  if (!fs || !fd || *fs == *fd ||
+      (fs->input_shape() == fd->input_shape() && fs->input_size() <= (int64_t{1} << 20) &&
+       equal_by_evaluation(*fs, *fd))) {
     return std::nullopt;
   }
   RegionLoop loop = region_loop(op.src(), op);
@@ -95,18 +96,27 @@ std::optional<Stmt> lower_async(const CopyOp& op, LowerContext& ctx) {
       !a.can_prove(floormod(origin, make_int(*vec)) == make_int(0))) {
     return std::nullopt;
   }
-  IntrinsicId id = bytes == 4 ? IntrinsicId::kCpAsync4
-                   : bytes == 8 ? IntrinsicId::kCpAsync8 : IntrinsicId::kCpAsync16;
-  return lower_vector_chunks(ctx, *layout, loop.extents, [&](const std::vector<Expr>& first, int64_t) {
-    std::vector<Expr> s, d;
-    // region_index substitutes the loop variables; here they take the chunk's first element.
-    for (Expr e : region_index(op.src(), loop.vars)) s.push_back(substitute_loop(e, loop.vars, first));
-    for (Expr e : region_index(op.dst(), loop.vars)) d.push_back(substitute_loop(e, loop.vars, first));
-    Expr inside = edge_test(src, s, &a);
-    Expr size = inside.defined() ? if_then_else(inside, make_int(bytes), make_int(0)) : make_int(bytes);
-    return IntrinsicCallNode::make(id, {IntrinsicArg{dst, d, Expr()}, IntrinsicArg{src, s, Expr()},
-                                        IntrinsicArg{Buffer(), {}, size}}, op.loc());
-  }, op.loc());
+  IntrinsicId id = bytes == 4   ? IntrinsicId::kCpAsync4
+                   : bytes == 8 ? IntrinsicId::kCpAsync8
+                                : IntrinsicId::kCpAsync16;
+  return lower_vector_chunks(
+      ctx, *layout, loop.extents,
+      [&](const std::vector<Expr>& first, int64_t) {
+        std::vector<Expr> s, d;
+        // region_index substitutes the loop variables; here they take the chunk's first element.
+        for (Expr e : region_index(op.src(), loop.vars))
+          s.push_back(substitute_loop(e, loop.vars, first));
+        for (Expr e : region_index(op.dst(), loop.vars))
+          d.push_back(substitute_loop(e, loop.vars, first));
+        Expr inside = edge_test(src, s, &a);
+        Expr size =
+            inside.defined() ? if_then_else(inside, make_int(bytes), make_int(0)) : make_int(bytes);
+        return IntrinsicCallNode::make(id,
+                                       {IntrinsicArg{dst, d, Expr()}, IntrinsicArg{src, s, Expr()},
+                                        IntrinsicArg{Buffer(), {}, size}},
+                                       op.loc());
+      },
+      op.loc());
 }
 
 }  // namespace

@@ -10,11 +10,16 @@ namespace tessel {
 
 const char* reduce_kind_name(ReduceKind kind) {
   switch (kind) {
-    case ReduceKind::kSum: return "sum";
-    case ReduceKind::kMax: return "max";
-    case ReduceKind::kMin: return "min";
-    case ReduceKind::kAbsSum: return "abssum";
-    case ReduceKind::kAbsMax: return "absmax";
+    case ReduceKind::kSum:
+      return "sum";
+    case ReduceKind::kMax:
+      return "max";
+    case ReduceKind::kMin:
+      return "min";
+    case ReduceKind::kAbsSum:
+      return "abssum";
+    case ReduceKind::kAbsMax:
+      return "absmax";
   }
   return "?";
 }
@@ -23,19 +28,27 @@ namespace {
 
 double identity(ReduceKind k) {
   switch (k) {
-    case ReduceKind::kMax: return -std::numeric_limits<double>::infinity();
-    case ReduceKind::kMin: return std::numeric_limits<double>::infinity();
-    default: return 0.0;
+    case ReduceKind::kMax:
+      return -std::numeric_limits<double>::infinity();
+    case ReduceKind::kMin:
+      return std::numeric_limits<double>::infinity();
+    default:
+      return 0.0;
   }
 }
 
 double combine(ReduceKind k, double acc, double x) {
   switch (k) {
-    case ReduceKind::kSum: return acc + x;
-    case ReduceKind::kMax: return std::max(acc, x);
-    case ReduceKind::kMin: return std::min(acc, x);
-    case ReduceKind::kAbsSum: return acc + std::fabs(x);
-    case ReduceKind::kAbsMax: return std::max(acc, std::fabs(x));
+    case ReduceKind::kSum:
+      return acc + x;
+    case ReduceKind::kMax:
+      return std::max(acc, x);
+    case ReduceKind::kMin:
+      return std::min(acc, x);
+    case ReduceKind::kAbsSum:
+      return acc + std::fabs(x);
+    case ReduceKind::kAbsMax:
+      return std::max(acc, std::fabs(x));
   }
   return acc;
 }
@@ -44,8 +57,8 @@ double combine(ReduceKind k, double acc, double x) {
 
 TileOpRef ReduceOp::make(ReduceKind kind, Buffer src, Buffer dst, int dim, bool clear,
                          SourceLoc loc) {
-  std::string op = "T.reduce_" + std::string(reduce_kind_name(kind)) +
-                   (loc.known() ? " at " + loc.str() : "");
+  std::string op =
+      "T.reduce_" + std::string(reduce_kind_name(kind)) + (loc.known() ? " at " + loc.str() : "");
   // Both levels run only what the thread level can lower: reductions of fragments.
   for (const Buffer* b : {&src, &dst}) {
     if ((*b)->scope != Scope::kFragment) {
@@ -59,8 +72,8 @@ TileOpRef ReduceOp::make(ReduceKind kind, Buffer src, Buffer dst, int dim, bool 
   if (dim < 0) dim += nd;  // Python-style negative dims
   if (dim < 0 || dim >= nd) {
     user_error(op + ": dim=" + std::to_string(given) + " but '" + src->name + "' has " +
-               std::to_string(nd) + " dimension(s); pick a dim in [-" + std::to_string(nd) +
-               ", " + std::to_string(nd) + ")");
+               std::to_string(nd) + " dimension(s); pick a dim in [-" + std::to_string(nd) + ", " +
+               std::to_string(nd) + ")");
   }
   std::vector<Expr> want;
   for (int d = 0; d < nd; ++d) {
@@ -86,8 +99,8 @@ TileOpRef ReduceOp::make(ReduceKind kind, Buffer src, Buffer dst, int dim, bool 
 }
 
 std::string ReduceOp::to_string() const {
-  std::string s = "T." + name() + "(" + src_->name + ", " + dst_->name + ", dim=" +
-                  std::to_string(dim_);
+  std::string s =
+      "T." + name() + "(" + src_->name + ", " + dst_->name + ", dim=" + std::to_string(dim_);
   if (!clear_) s += ", clear=False";
   return s + ")";
 }
@@ -112,7 +125,8 @@ void ReduceOp::run_reference(TileExec& exec) const {
     for (int64_t in = 0; in < inner; ++in) {
       int64_t out = o * inner + in;
       double acc = clear_ ? identity(kind_) : d.load(out);
-      for (int64_t r = 0; r < extent; ++r) acc = combine(kind_, acc, s.load((o * extent + r) * inner + in));
+      for (int64_t r = 0; r < extent; ++r)
+        acc = combine(kind_, acc, s.load((o * extent + r) * inner + in));
       d.store(out, acc);
     }
   }

@@ -62,7 +62,8 @@ std::set<const BufferNode*> used_outside_pipelines(const Stmt& body) {
   class DropPipelines : public StmtMutator {
    protected:
     Stmt visit_For(const ForNode* op, const Stmt& s) override {
-      if (op->for_kind == ForKind::kPipelined && !op->pipeline.stage.empty()) return SeqNode::make({});
+      if (op->for_kind == ForKind::kPipelined && !op->pipeline.stage.empty())
+        return SeqNode::make({});
       return StmtMutator::visit_For(op, s);
     }
   };
@@ -98,9 +99,10 @@ LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutM
     auto it = state.layouts.shared.find(v.original.get());
     if (it == state.layouts.shared.end()) continue;
     state.layouts.shared.emplace(
-        v.versioned.get(), Decided<Layout>{v.versioned, versioned_layout(it->second.layout, v.depth),
-                                           it->second.origin + ", " + std::to_string(v.depth) +
-                                               " versions (T.Pipelined)"});
+        v.versioned.get(),
+        Decided<Layout>{
+            v.versioned, versioned_layout(it->second.layout, v.depth),
+            it->second.origin + ", " + std::to_string(v.depth) + " versions (T.Pipelined)"});
     state.layouts.shared.erase(it);
   }
   std::vector<Stmt> top;

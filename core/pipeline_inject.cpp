@@ -34,7 +34,10 @@ class Versioner : public AccessRewriter {
  public:
   using VersionOf = std::function<Expr(const BufferNode*)>;
   Versioner(const PipelineVersions& versions, VersionOf version, const Var& loop, Expr source)
-      : versions_(versions), version_(std::move(version)), loop_(loop), source_(std::move(source)) {}
+      : versions_(versions),
+        version_(std::move(version)),
+        loop_(loop),
+        source_(std::move(source)) {}
 
   std::optional<Access> rewrite(const Buffer& b, const std::vector<Expr>& idx) override {
     auto it = versions_.buffers.find(b.get());
@@ -94,8 +97,9 @@ Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
           std::vector<Expr> shape{make_int(depth)};
           shape.insert(shape.end(), buf->shape.begin(), buf->shape.end());
           versions.buffers.emplace(
-              b, PipelineVersions::Entry{buf, BufferNode::make(buf->name, shape, buf->dtype,
-                                                                buf->scope, buf->loc), depth});
+              b, PipelineVersions::Entry{
+                     buf, BufferNode::make(buf->name, shape, buf->dtype, buf->scope, buf->loc),
+                     depth});
         } else if (it->second.depth != depth) {
           user_error("T.Pipelined at " + loop.loc.str() + ": shared buffer '" + buf->name +
                      "' is multi-buffered by two pipelines with different depths (" +
@@ -105,8 +109,9 @@ Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
       }
     }
   }
-  std::stable_sort(groups.begin(), groups.end(),
-                   [](const PipelineGroup& a, const PipelineGroup& b) { return a.order < b.order; });
+  std::stable_sort(
+      groups.begin(), groups.end(),
+      [](const PipelineGroup& a, const PipelineGroup& b) { return a.order < b.order; });
   const Var& k = loop.var;
   const SourceLoc& loc = loop.loc;
   bool any_async = false;
@@ -152,7 +157,9 @@ Stmt apply_versions(const Stmt& body, const PipelineVersions& versions) {
   class Apply : public Versioner {
    public:
     explicit Apply(const PipelineVersions& v)
-        : Versioner(v, [](const BufferNode*) { return make_int(0); }, Var("_"), Expr()), v_(v) {}
+        : Versioner(
+              v, [](const BufferNode*) { return make_int(0); }, Var("_"), Expr()),
+          v_(v) {}
 
    protected:
     Stmt visit_Alloc(const AllocNode* op, const Stmt& s) override {

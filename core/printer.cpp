@@ -37,7 +37,9 @@ class StmtPrinter {
         for (const Stmt& c : stmts) print(c, indent);
         break;
       }
-      case StmtKind::kFor: print_for(s.as<ForNode>(), indent); break;
+      case StmtKind::kFor:
+        print_for(s.as<ForNode>(), indent);
+        break;
       case StmtKind::kIf: {
         const auto* op = s.as<IfNode>();
         line(indent, "if " + to_string(op->cond) + ":");
@@ -54,15 +56,21 @@ class StmtPrinter {
                          to_string(op->value));
         break;
       }
-      case StmtKind::kAlloc: print_alloc(s.as<AllocNode>(), indent); break;
+      case StmtKind::kAlloc:
+        print_alloc(s.as<AllocNode>(), indent);
+        break;
       case StmtKind::kLet: {
         const auto* op = s.as<LetNode>();
         line(indent, op->var.name() + " = " + to_string(op->value));
         print(op->body, indent);
         break;
       }
-      case StmtKind::kBarrier: line(indent, "T.sync_threads()"); break;
-      case StmtKind::kTileOpCall: line(indent, s.as<TileOpCallNode>()->op->to_string()); break;
+      case StmtKind::kBarrier:
+        line(indent, "T.sync_threads()");
+        break;
+      case StmtKind::kTileOpCall:
+        line(indent, s.as<TileOpCallNode>()->op->to_string());
+        break;
       case StmtKind::kUseSwizzle: {
         const auto* op = s.as<UseSwizzleNode>();
         line(indent, "T.use_swizzle(panel_size=" + std::to_string(op->panel_size) +
@@ -115,7 +123,8 @@ class StmtPrinter {
     std::string dtype = "\"" + b->dtype.name() + "\"";
     std::string rhs;
     if (op->is_var) {
-      rhs = "T.alloc_var(" + dtype + (op->init.defined() ? ", init=" + to_string(op->init) : "") + ")";
+      rhs = "T.alloc_var(" + dtype + (op->init.defined() ? ", init=" + to_string(op->init) : "") +
+            ")";
     } else {
       const char* fn = b->scope == Scope::kFragment ? "T.alloc_fragment"
                        : b->scope == Scope::kLocal  ? "T.alloc_local"

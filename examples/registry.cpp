@@ -10,7 +10,8 @@ namespace tessel {
 
 const std::string& Params::text(const std::string& name) const {
   auto it = values_.find(name);
-  if (it == values_.end()) internal_error("kernel '" + kernel_ + "' has no parameter '" + name + "'");
+  if (it == values_.end())
+    internal_error("kernel '" + kernel_ + "' has no parameter '" + name + "'");
   return it->second;
 }
 
@@ -54,9 +55,10 @@ bool Params::boolean(const std::string& name) const {
 
 const std::vector<Example>& examples() {
   static const std::vector<Example> all = [] {
-    std::vector<Example> list = {gemm_example(), gemm_transpose_b_example(), gemm_rs_example(),
-                                 softmax_example(), elementwise_example(),
-                                 dequant_gemm_example(), flash_attention_example()};
+    std::vector<Example> list = {gemm_example(),           gemm_transpose_b_example(),
+                                 gemm_rs_example(),        softmax_example(),
+                                 elementwise_example(),    dequant_gemm_example(),
+                                 flash_attention_example()};
     for (Example& e : thread_level_examples()) list.push_back(std::move(e));
     return list;
   }();
