@@ -69,4 +69,14 @@ std::optional<std::string> capacity_problem(const Kernel& kernel, const Target& 
 /// loosest target).
 void check_capacity(const Kernel& kernel, const Target* target, const IntEnv& env = {});
 
+/// User error when one buffer, about to be allocated with the extents `shape` (evaluated, each
+/// positive), is more than a block can hold on `target` (nullptr: the loosest target): a shared
+/// buffer over a block's shared memory, a register buffer over a thread's registers (a fragment
+/// counts its share per thread, as block_needs does). Both interpreters call it before they
+/// allocate, for sizes check_capacity could not know beforehand (a size that depends on a block,
+/// thread or loop variable, or on a value read from memory). The message names the kernel, the
+/// buffer with its source location, shape and bytes, the limit and the fix.
+void check_allocation(const Kernel& kernel, const Buffer& buffer, const std::vector<int64_t>& shape,
+                      const Target* target);
+
 }  // namespace tessel

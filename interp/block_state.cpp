@@ -1,15 +1,18 @@
 // Block state: per-thread variables and storage, block-wide shared and fragment storage.
 #include "interp/block_state.h"
 
+#include "core/capacity.h"
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
+#include "sim/sim_run.h"
 
 namespace tessel {
 
-BlockState::BlockState(const Kernel& kernel, GlobalMemory& global,
-                       std::vector<int64_t> block_index,
+BlockState::BlockState(const Kernel& kernel, GlobalMemory& global, std::vector<int64_t> block_index,
                        const std::unordered_map<const VarNode*, int64_t>& dynamic_values)
-    : kernel_(kernel), global_(global), block_index_(std::move(block_index)),
+    : kernel_(kernel),
+      global_(global),
+      block_index_(std::move(block_index)),
       threads_(kernel->threads) {
   for (int t = 0; t < kernel->threads; ++t) {
     auto& vars = threads_[t].vars;
@@ -23,9 +26,7 @@ BlockState::BlockState(const Kernel& kernel, GlobalMemory& global,
 }
 
 std::string BlockState::block_name() const {
-  std::string s = "block (";
-  for (size_t d = 0; d < block_index_.size(); ++d) s += (d ? ", " : "") + std::to_string(block_index_[d]);
-  return s + ")";
+  return "block " + sim::block_string(block_index_);  // as the thread level names blocks
 }
 
 HostTensor& BlockState::storage(const Buffer& buffer, int t) {
@@ -66,6 +67,7 @@ void BlockState::allocate(const Buffer& buffer, int t) {
     }
     shape.push_back(n);
   }
+  check_allocation(kernel_, buffer, shape, nullptr);  // before a byte of it is allocated
   table.emplace(b, HostTensor(b->dtype, std::move(shape), 0xFF));
 }
 

@@ -6,6 +6,8 @@
 #include "core/expr_functor.h"
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
+#include "core/stmt.h"
+#include "interp/division_error.h"
 
 namespace tessel {
 
@@ -24,9 +26,8 @@ int64_t checked_flat_index(const BlockState& block, int thread, const Buffer& bu
       const SourceLoc& loc = block.current_loc();
       user_error("kernel '" + block.kernel()->name + "', " + block.block_name() + ", thread " +
                  std::to_string(thread) + (loc.known() ? " (at " + loc.str() + ")" : "") + ": " +
-                 access + " " + buffer->name + idx +
-                 "] is out of bounds of its shape " + ext + ")" +
-                 "; guard the access with an `if` on the index or shrink the loop");
+                 access + " " + buffer->name + idx + "] is out of bounds of its shape " + ext +
+                 ")" + "; guard the access with an `if` on the index or shrink the loop");
     }
     flat = flat * shape[d] + indices[d];
   }
@@ -40,7 +41,9 @@ class Evaluator : public ExprFunctor<Value> {
   Evaluator(BlockState& block, int thread) : block_(block), thread_(thread) {}
 
  protected:
-  Value visit_IntImm(const IntImmNode* op, const Expr&) override { return Value::of_int(op->value); }
+  Value visit_IntImm(const IntImmNode* op, const Expr&) override {
+    return Value::of_int(op->value);
+  }
   Value visit_FloatImm(const FloatImmNode* op, const Expr&) override {
     return Value::of_float(op->value);
   }
@@ -69,7 +72,10 @@ class Evaluator : public ExprFunctor<Value> {
   Value visit_BufferLoad(const BufferLoadNode* op, const Expr&) override {
     std::vector<int64_t> idx;
     idx.reserve(op->indices.size());
+    IndexOf outer = index_of_;
+    index_of_ = IndexOf{"load of", op->buffer.get(), &op->indices};
     for (const Expr& i : op->indices) idx.push_back(visit(i).i);
+    index_of_ = outer;
     HostTensor& t = block_.storage(op->buffer, thread_);
     int64_t flat = checked_flat_index(block_, thread_, op->buffer, t, idx, "load of");
     double v = t.at(flat);
@@ -87,9 +93,12 @@ class Evaluator : public ExprFunctor<Value> {
     int64_t x = a.i, y = b.i;                                        \
     return Value::of_int(wrap_int(op->dtype, int_expr));             \
   }
-  TESSEL_ARITH_(Add, static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)), x + y)
-  TESSEL_ARITH_(Sub, static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)), x - y)
-  TESSEL_ARITH_(Mul, static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)), x * y)
+  TESSEL_ARITH_(Add, static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)),
+                x + y)
+  TESSEL_ARITH_(Sub, static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)),
+                x - y)
+  TESSEL_ARITH_(Mul, static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)),
+                x* y)
   TESSEL_ARITH_(Div, floor_div(x, nonzero(y, e)), x / y)
   TESSEL_ARITH_(FloorDiv, floor_div(x, nonzero(y, e)), std::floor(x / y))
   TESSEL_ARITH_(FloorMod, floor_mod(x, nonzero(y, e)), x - std::floor(x / y) * y)
@@ -97,44 +106,56 @@ class Evaluator : public ExprFunctor<Value> {
   TESSEL_ARITH_(Max, std::max(x, y), std::fmax(x, y))
 #undef TESSEL_ARITH_
 
-#define TESSEL_BITS_(name, int_expr)                                  \
-  Value visit_##name(const name##Node* op, const Expr&) override {   \
-    int64_t x = visit(op->a).i, y = visit(op->b).i;                  \
-    return Value::of_int(wrap_int(op->dtype, int_expr));             \
+#define TESSEL_BITS_(name, int_expr)                               \
+  Value visit_##name(const name##Node* op, const Expr&) override { \
+    int64_t x = visit(op->a).i, y = visit(op->b).i;                \
+    return Value::of_int(wrap_int(op->dtype, int_expr));           \
   }
-  TESSEL_BITS_(BitAnd, x & y)
+  TESSEL_BITS_(BitAnd, x& y)
   TESSEL_BITS_(BitOr, x | y)
   TESSEL_BITS_(BitXor, x ^ y)
   TESSEL_BITS_(Shl, (y < 0 || y >= 64) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(x) << y))
   TESSEL_BITS_(Shr, x >> std::clamp<int64_t>(y, 0, 63))
 #undef TESSEL_BITS_
 
-#define TESSEL_CMP_(name, cmp)                                                     \
-  Value visit_##name(const name##Node* op, const Expr&) override {                \
-    Value a = visit(op->a), b = visit(op->b);                                     \
-    bool r = op->a.dtype().is_float() ? (a.f cmp b.f) : (a.i cmp b.i);            \
-    return Value::of_int(r);                                                      \
+#define TESSEL_CMP_(name, cmp)                                         \
+  Value visit_##name(const name##Node* op, const Expr&) override {     \
+    Value a = visit(op->a), b = visit(op->b);                          \
+    bool r = op->a.dtype().is_float() ? (a.f cmp b.f) : (a.i cmp b.i); \
+    return Value::of_int(r);                                           \
   }
-  TESSEL_CMP_(EQ, ==) TESSEL_CMP_(NE, !=) TESSEL_CMP_(LT, <)
-  TESSEL_CMP_(LE, <=) TESSEL_CMP_(GT, >) TESSEL_CMP_(GE, >=)
+  TESSEL_CMP_(EQ, ==)
+  TESSEL_CMP_(NE, !=) TESSEL_CMP_(LT, <) TESSEL_CMP_(LE, <=) TESSEL_CMP_(GT, >) TESSEL_CMP_(GE, >=)
 #undef TESSEL_CMP_
-  Value visit_And(const AndNode* op, const Expr&) override {
+      Value visit_And(const AndNode* op, const Expr&) override {
     return Value::of_int(visit(op->a).i && visit(op->b).i);
   }
   Value visit_Or(const OrNode* op, const Expr&) override {
     return Value::of_int(visit(op->a).i || visit(op->b).i);
   }
 
+ public:
+  /// The access whose indices are being evaluated (none outside an index).
+  struct IndexOf {
+    const char* access = nullptr;
+    const BufferNode* buffer = nullptr;
+    const std::vector<Expr>* indices = nullptr;
+  };
+  IndexOf index_of_;
+
  private:
-  /// `y`, or a user error naming the kernel, block, thread, source line and the division.
+  /// `y`, or a user error naming the kernel, block, thread, source line, the division and the
+  /// access (buffer and indices) it is an index of.
   int64_t nonzero(int64_t y, const Expr& division) const {
     if (y == 0) {
-      std::string text = to_string(division);
-      if (text.size() > 200) text = text.substr(0, 200) + "...";
       const SourceLoc& loc = block_.current_loc();
-      user_error("kernel '" + block_.kernel()->name + "', " + block_.block_name() + ", thread " +
-                 std::to_string(thread_) + (loc.known() ? " (at " + loc.str() + ")" : "") +
-                 ": integer division by zero in `" + text + "`");
+      std::string where = "kernel '" + block_.kernel()->name + "', " + block_.block_name() +
+                          ", thread " + std::to_string(thread_) +
+                          (loc.known() ? " (at " + loc.str() + ")" : "");
+      std::string access = index_of_.access ? access_words(index_of_.access, index_of_.buffer->name,
+                                                           *index_of_.indices)
+                                            : "";
+      user_error(division_by_zero_message(where, division, access));
     }
     return y;
   }
@@ -151,20 +172,47 @@ Value Evaluator::visit_Call(const CallNode* op, const Expr&) {
   if (op->op == Builtin::kAbs && !t.is_float()) return Value::of_int(wrap_int(t, std::llabs(a.i)));
   double x = a.f, r = 0;
   switch (op->op) {
-    case Builtin::kExp: r = std::exp(x); break;
-    case Builtin::kExp2: r = std::exp2(x); break;
-    case Builtin::kLog: r = std::log(x); break;
-    case Builtin::kLog2: r = std::log2(x); break;
-    case Builtin::kAbs: r = std::fabs(x); break;
-    case Builtin::kSqrt: r = std::sqrt(x); break;
-    case Builtin::kRsqrt: r = 1.0 / std::sqrt(x); break;
-    case Builtin::kTanh: r = std::tanh(x); break;
-    case Builtin::kSin: r = std::sin(x); break;
-    case Builtin::kCos: r = std::cos(x); break;
-    case Builtin::kFloor: r = std::floor(x); break;
-    case Builtin::kCeil: r = std::ceil(x); break;
-    case Builtin::kPow: r = std::pow(x, visit(op->args[1]).f); break;
-    default: internal_error("unhandled builtin");
+    case Builtin::kExp:
+      r = std::exp(x);
+      break;
+    case Builtin::kExp2:
+      r = std::exp2(x);
+      break;
+    case Builtin::kLog:
+      r = std::log(x);
+      break;
+    case Builtin::kLog2:
+      r = std::log2(x);
+      break;
+    case Builtin::kAbs:
+      r = std::fabs(x);
+      break;
+    case Builtin::kSqrt:
+      r = std::sqrt(x);
+      break;
+    case Builtin::kRsqrt:
+      r = 1.0 / std::sqrt(x);
+      break;
+    case Builtin::kTanh:
+      r = std::tanh(x);
+      break;
+    case Builtin::kSin:
+      r = std::sin(x);
+      break;
+    case Builtin::kCos:
+      r = std::cos(x);
+      break;
+    case Builtin::kFloor:
+      r = std::floor(x);
+      break;
+    case Builtin::kCeil:
+      r = std::ceil(x);
+      break;
+    case Builtin::kPow:
+      r = std::pow(x, visit(op->args[1]).f);
+      break;
+    default:
+      internal_error("unhandled builtin");
   }
   return Value::of_float(round_to(t, r));
 }
@@ -176,10 +224,17 @@ Value Evaluator::shuffle(const CallNode* op) {
   int lane = thread_ % kNvidiaWarpSize, warp_base = thread_ - lane;
   int64_t src = lane;
   switch (op->op) {
-    case Builtin::kShflXor: src = lane ^ arg; break;
-    case Builtin::kShflDown: src = lane + arg; break;
-    case Builtin::kShflUp: src = lane - arg; break;
-    default: break;
+    case Builtin::kShflXor:
+      src = lane ^ arg;
+      break;
+    case Builtin::kShflDown:
+      src = lane + arg;
+      break;
+    case Builtin::kShflUp:
+      src = lane - arg;
+      break;
+    default:
+      break;
   }
   if (src < 0 || src >= kNvidiaWarpSize) src = lane;
   return Evaluator(block_, warp_base + static_cast<int>(src)).visit(op->args[0]);
@@ -189,6 +244,12 @@ Value Evaluator::shuffle(const CallNode* op) {
 
 Value eval_scalar(const Expr& e, BlockState& block, int thread) {
   return Evaluator(block, thread).visit(e);
+}
+
+int64_t eval_store_index(const Expr& index, const StoreNode* store, BlockState& block, int thread) {
+  Evaluator ev(block, thread);
+  ev.index_of_ = Evaluator::IndexOf{"store to", store->buffer.get(), &store->indices};
+  return ev.visit(index).i;
 }
 
 }  // namespace tessel

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/int_eval.h"
+#include "interp/division_error.h"
 #include "interp/thread_exec.h"
 
 namespace tessel::thread_detail {
@@ -133,8 +134,9 @@ void WarpExec::eval_binary(const CExpr* e, uint64_t mask, LaneValues& out) {
     return;
     switch (e->op) {
       TESSEL_CMP_(kEQ, ==)
-      TESSEL_CMP_(kNE, !=) TESSEL_CMP_(kLT, <) TESSEL_CMP_(kLE, <=) TESSEL_CMP_(kGT, >)
-          TESSEL_CMP_(kGE, >=) default : break;
+      TESSEL_CMP_(kNE, !=)
+      TESSEL_CMP_(kLT, <) TESSEL_CMP_(kLE, <=) TESSEL_CMP_(kGT, >) TESSEL_CMP_(kGE, >=) default
+          : break;
     }
 #undef TESSEL_CMP_
     internal_error("unhandled comparison in the thread-level evaluator");
@@ -184,7 +186,7 @@ void WarpExec::eval_binary(const CExpr* e, uint64_t mask, LaneValues& out) {
     case XOp::kFloorDiv:
     case XOp::kFloorMod:
       for_lanes(mask, [&](int l) {
-        if (b.i[l] == 0) division_by_zero(l);
+        if (b.i[l] == 0) division_by_zero(e, l);
         out.i[l] = wrap(
             e, e->op == XOp::kFloorMod ? floor_mod(a.i[l], b.i[l]) : floor_div(a.i[l], b.i[l]));
       });
@@ -196,8 +198,18 @@ void WarpExec::eval_binary(const CExpr* e, uint64_t mask, LaneValues& out) {
   internal_error("unhandled binary operation in the thread-level evaluator");
 }
 
-void WarpExec::division_by_zero(int lane) const {
-  user_error(block_.where(warp_.first_thread + lane) + ": integer division by zero");
+void WarpExec::division_by_zero(const CExpr* e, int lane) const {
+  std::string where = block_.where(warp_.first_thread + lane);
+  const auto& sites = block_.prog().sites;
+  if (site_ >= 0 && site_ < static_cast<int>(sites.size()) && !sites[site_].loc.empty()) {
+    where += " (at " + sites[site_].loc + ")";
+  }
+  std::string access;
+  if (index_of_.access) {
+    access = access_words(index_of_.access, block_.prog().buffers[index_of_.buffer].buffer->name,
+                          *index_of_.indices);
+  }
+  user_error(division_by_zero_message(where, e->source, access));
 }
 
 void WarpExec::eval_call(const CExpr* e, uint64_t mask, LaneValues& out) {
@@ -304,7 +316,14 @@ std::array<const int64_t*, 8> WarpExec::eval_indices(const std::vector<const CEx
 
 void WarpExec::eval_load(const CExpr* e, uint64_t mask, LaneValues& out) {
   IndexScratch idx;
+  const IndexOf outer = index_of_;
+  const int outer_site = site_;
+  const auto* load = e->source.as<BufferLoadNode>();
+  if (load) index_of_ = IndexOf{"load of", e->buffer, &load->indices};
+  if (site_ < 0) site_ = e->site;
   auto ptrs = eval_indices(e->indices, mask, idx);
+  index_of_ = outer;
+  site_ = outer_site;
   block_.load(warp_, e->buffer, e->site, mask, ptrs, out);
 }
 

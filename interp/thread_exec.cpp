@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <random>
 
+#include "core/capacity.h"
 #include "core/error.h"
 #include "interp/print_output.h"
 
@@ -81,6 +82,7 @@ void BlockExec::allocate() {
       }
       desc.shape.push_back(n);
     }
+    check_allocation(prog.kernel, cb.buffer, desc.shape, launch_.target);
     Storage& s = storage_[b];
     s.size = desc.size();
     s.is_float = desc.dtype.is_float();
@@ -342,9 +344,13 @@ Task WarpExec::exec_co(const CStmt* s, uint64_t mask) {
 
 void WarpExec::exec_store(const CStmt* s, uint64_t mask) {
   IndexScratch idx;
+  site_ = s->site;
+  index_of_ = IndexOf{"store to", s->buffer, &s->source_indices};
   auto ptrs = eval_indices(s->indices, mask, idx);
+  index_of_ = IndexOf{};
   LaneValues sv;
   const LaneValues& v = eval(s->a, mask, sv);
+  site_ = -1;
   block_.lane_ops += std::popcount(mask);
   block_.store(warp_, s->buffer, s->site, mask, ptrs, v);
 }

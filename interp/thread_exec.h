@@ -22,6 +22,7 @@
 #include <random>
 #include <vector>
 
+#include "core/target.h"
 #include "interp/host_tensor.h"
 #include "interp/thread_interpreter.h"
 #include "interp/thread_program.h"
@@ -121,6 +122,7 @@ struct LaunchContext {
   /// lane's read-modify-write must see the previous one.
   std::mutex global_atomics{};
   RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
+  const Target* target = nullptr;  ///< the limits each allocation is checked against
 };
 
 class WarpExec;
@@ -271,7 +273,9 @@ class WarpExec {
   void eval_call(const CExpr* e, uint64_t mask, LaneValues& out);
   void eval_shuffle(const CExpr* e, uint64_t mask, LaneValues& out);
   void eval_load(const CExpr* e, uint64_t mask, LaneValues& out);
-  [[noreturn]] void division_by_zero(int lane) const;
+  /// The user error of a division `e` by zero in `lane`, naming the kernel, block, thread, the
+  /// source line and, inside an index, the access (interp/division_error.h).
+  [[noreturn]] void division_by_zero(const CExpr* e, int lane) const;
   // thread_exec.cpp
   void exec_for(const CStmt* s, uint64_t mask);
   void exec_store(const CStmt* s, uint64_t mask);
@@ -289,6 +293,15 @@ class WarpExec {
   friend class IntrinsicCallExec;  // thread_intrinsics.cpp: the families' WarpIntrinsicExec
   BlockExec& block_;
   WarpState& warp_;
+  /// The access whose indices are being evaluated (access null outside an index), and the site
+  /// of the statement running (for its source line; -1 when unknown).
+  struct IndexOf {
+    const char* access = nullptr;
+    int buffer = -1;
+    const std::vector<Expr>* indices = nullptr;
+  };
+  IndexOf index_of_;
+  int site_ = -1;
 };
 
 /// Calls f(lane) for every set bit of `mask`, lowest first.

@@ -14,6 +14,7 @@
 #include "core/capacity.h"
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
+#include "interp/run_control.h"
 #include "interp/thread_exec.h"
 
 namespace tessel {
@@ -47,6 +48,80 @@ std::string Schedule::name() const {
 
 namespace {
 
+/// The outcome of running a launch's blocks once.
+struct Launch {
+  std::unique_ptr<sim::SimRun> sim;
+  std::exception_ptr failure;  ///< the first failing block's error in the schedule's order
+  int64_t lane_ops = 0;
+};
+
+/// Runs the blocks in `order` on `workers` CPU threads with fresh models. With several workers
+/// it stops handing out blocks once two blocks met on a global element (SimRun::cross_block).
+Launch launch_blocks(const Kernel& kernel, const ThreadProgram& prog, const Target& target,
+                     const ThreadRunOptions& options, const std::vector<int64_t>& grid,
+                     const std::vector<uint32_t>& order, TensorMap& tensors, const IntEnv& env,
+                     int workers) {
+  Launch out;
+  const BankModel& banks = target.banks;
+  out.sim = std::make_unique<sim::SimRun>(
+      sim::SimOptions{banks, options.detectors, options.counters, options.bank_samples},
+      prog.sites);
+  sim::SimRun& run = *out.sim;
+  run.set_grid(grid);
+  thread_detail::LaunchContext launch{prog, run, {}, {}, grid, banks.warp_size, options.schedule};
+  launch.control = options.control;
+  launch.target = &target;
+  int64_t base = 0;
+  for (const Buffer& b : kernel->params) {
+    HostTensor& t = tensors.at(b->name);
+    base = (base + 255) / 256 * 256;  // device allocations are 256-byte aligned
+    run.add_global(sim::BufferDesc{b->name, sim::Space::kGlobal, b->dtype, t.shape(), base});
+    base += b->dtype.storage_bytes(t.size());
+    launch.tensors.push_back(&t);
+  }
+  for (const auto& [slot, var] : prog.dynamic_slots) {
+    auto it = env.find(var);
+    if (it == env.end()) {
+      user_error("kernel '" + kernel->name + "': symbolic dimension '" + var->name +
+                 "' is not the extent of any tensor dimension, so its value is unknown");
+    }
+    launch.dynamic_values.push_back(it->second);
+  }
+
+  const int64_t blocks = static_cast<int64_t>(order.size());
+  if (options.control) options.control->begin("thread level", blocks);
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> lane_ops{0};
+  // The error reported is the first failing block's in the schedule's order: blocks are handed
+  // out in that order, so every block before a failing one has started and is let finish.
+  int64_t failed_at = blocks;
+  std::mutex failure_lock;
+  auto worker = [&] {
+    int64_t i = 0;
+    try {
+      for (i = next++; i < blocks; i = next++) {
+        if (workers > 1 && run.cross_block()) break;
+        thread_detail::BlockExec block(launch, order[i], i);
+        block.run();
+        lane_ops += block.lane_ops;
+        if (options.control) options.control->block_done();
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> guard(failure_lock);
+      if (i < failed_at) {
+        out.failure = std::current_exception();
+        failed_at = i;
+      }
+      next = blocks;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  out.lane_ops = lane_ops;
+  return out;
+}
 
 }  // namespace
 
@@ -79,27 +154,6 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
                " blocks is more than the thread-level interpreter runs; use smaller shapes");
   }
 
-  sim::SimRun run(sim::SimOptions{*banks, options.detectors, options.counters, options.bank_samples}, prog->sites);
-  run.set_grid(grid);
-  thread_detail::LaunchContext launch{*prog, run, {}, {}, grid, banks->warp_size, options.schedule};
-  launch.control = options.control;
-  int64_t base = 0;
-  for (const Buffer& b : kernel->params) {
-    HostTensor& t = tensors.at(b->name);
-    base = (base + 255) / 256 * 256;  // device allocations are 256-byte aligned
-    run.add_global(sim::BufferDesc{b->name, sim::Space::kGlobal, b->dtype, t.shape(), base});
-    base += b->dtype.storage_bytes(t.size());
-    launch.tensors.push_back(&t);
-  }
-  for (const auto& [slot, var] : prog->dynamic_slots) {
-    auto it = env.find(var);
-    if (it == env.end()) {
-      user_error("kernel '" + kernel->name + "': symbolic dimension '" + var->name +
-                 "' is not the extent of any tensor dimension, so its value is unknown");
-    }
-    launch.dynamic_values.push_back(it->second);
-  }
-
   // Block order: the schedule's, handed out to the workers one block at a time.
   std::vector<uint32_t> order(static_cast<size_t>(blocks));
   for (size_t b = 0; b < order.size(); ++b) order[b] = static_cast<uint32_t>(b);
@@ -113,37 +167,42 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
                     ? options.workers
                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   workers = static_cast<int>(std::min<int64_t>(workers, blocks));
-  if (options.control) options.control->begin("thread level", blocks);
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> lane_ops{0};
-  // The error reported is the first failing block's in the schedule's order: blocks are handed
-  // out in that order, so every block before a failing one has started and is let finish.
-  std::exception_ptr failure;
-  int64_t failed_at = blocks;
-  std::mutex failure_lock;
-  auto worker = [&] {
-    int64_t i = 0;
-    try {
-      for (i = next++; i < blocks; i = next++) {
-        thread_detail::BlockExec block(launch, order[i], i);
-        block.run();
-        lane_ops += block.lane_ops;
-        if (options.control) options.control->block_done();
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> guard(failure_lock);
-      if (i < failed_at) {
-        failure = std::current_exception();
-        failed_at = i;
-      }
-      next = blocks;
+  // Blocks that touch one global element (a race between blocks) see each other's stores as the
+  // CPU threads interleave, so what they load and store varies between runs. Such a launch
+  // stops handing out blocks and runs again on the tensors as they were, one block after another
+  // in the schedule's order: findings, counters and outputs are then those of --workers 1.
+  // Kernels without such races never read what another block writes and need no second run.
+  std::vector<std::pair<HostTensor*, HostTensor>> before;
+  if (workers > 1 && options.detectors) {
+    for (const Buffer& b : kernel->params) {
+      bool written = std::any_of(prog->sites.begin(), prog->sites.end(), [&](const sim::Site& s) {
+        return s.buffer == b->name && s.access != "load";
+      });
+      HostTensor& t = tensors.at(b->name);
+      if (written) before.emplace_back(&t, t);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  }
+  Launch launch =
+      launch_blocks(kernel, *prog, *target, options, grid, order, tensors, env, workers);
+  bool stopped = false;  // past --max-steps or --timeout: no second run
+  bool in_block_order = false;
+  if (launch.failure) {
+    try {
+      std::rethrow_exception(launch.failure);
+    } catch (const RunStopped&) {
+      stopped = true;
+    } catch (...) {
+    }
+  }
+  if (workers > 1 && !stopped && launch.sim->cross_block()) {
+    for (auto& [tensor, saved] : before) *tensor = std::move(saved);
+    workers = 1;
+    in_block_order = true;
+    launch = launch_blocks(kernel, *prog, *target, options, grid, order, tensors, env, workers);
+  }
+  if (launch.failure) std::rethrow_exception(launch.failure);
+  sim::SimRun& run = *launch.sim;
+  const int64_t lane_ops = launch.lane_ops;
 
   ThreadRunResult result;
   result.report = run.report();
@@ -151,6 +210,7 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
   result.threads = kernel->threads;
   result.warp_size = banks->warp_size;
   result.workers = workers;
+  result.in_block_order = in_block_order;
   result.lane_ops = lane_ops;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -43,6 +43,9 @@ struct ThreadRunResult {
   int threads = 0;  ///< per block
   int warp_size = 32;
   int workers = 1;
+  /// Blocks raced on global elements with several workers, so the launch ran again one block
+  /// after another (workers is then 1): a tile-level run to compare with should do the same.
+  bool in_block_order = false;
   double seconds = 0;
   /// Simulated lane-operations: every expression node and memory access, once per active lane.
   int64_t lane_ops = 0;

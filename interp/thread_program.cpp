@@ -126,6 +126,7 @@ class ExprCompiler : public ExprFunctor<const CExpr*> {
     e->buffer = st_.buffer_id(op->buffer, "read");
     for (const Expr& i : op->indices) e->indices.push_back(visit(i));
     e->site = st_.add_site("load", op->buffer->name);
+    e->source = x;
     return e;
   }
   const CExpr* visit_Call(const CallNode* op, const Expr& x) override {
@@ -160,6 +161,7 @@ class ExprCompiler : public ExprFunctor<const CExpr*> {
     e->b = visit(b);
     e->operand_dtype = a.dtype();
     e->operand_float = a.dtype().is_float();
+    if (xop == XOp::kDiv || xop == XOp::kFloorDiv || xop == XOp::kFloorMod) e->source = x;
     return e;
   }
 
@@ -225,6 +227,7 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
     LocScope scope(st_, s->loc, "");
     c->buffer = st_.buffer_id(op->buffer, "written");
     for (const Expr& i : op->indices) c->indices.push_back(exprs_.compile(i));
+    c->source_indices = op->indices;
     c->a = exprs_.compile(op->value);
     c->site = st_.add_site("store", op->buffer->name);
     return c;

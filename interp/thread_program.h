@@ -77,6 +77,7 @@ struct CExpr {
   const CExpr* c = nullptr;
   std::vector<const CExpr*> indices;  ///< kLoad
   LaneValues imm;                     ///< kImm: the value in every lane
+  Expr source;                        ///< kDiv, kFloorDiv, kFloorMod, kLoad: for messages
 };
 
 enum class SOp : uint8_t {
@@ -102,6 +103,7 @@ struct CStmt {
   const CExpr* a = nullptr;           ///< kFor: min; kIf: cond; kStore/kLet: value; kAlloc: init
   const CExpr* b = nullptr;           ///< kFor: extent
   std::vector<const CExpr*> indices;  ///< kStore
+  std::vector<Expr> source_indices;   ///< kStore: the indices as written, for messages
   std::vector<const CStmt*> body;     ///< kSeq: children; kFor/kLet: {body}; kIf: {then, else?}
   const IntrinsicInfo* intrinsic = nullptr;
   std::vector<CArg> args;

@@ -105,6 +105,7 @@ void BlockSim::global_race_in_block(const WarpRequest& req, const BufferDesc& d,
 
 void BlockSim::global_race_across_blocks(int site, Access access, const BufferDesc& d, int64_t e,
                                          int t, const GlobalConflict& c) {
+  run_.note_cross_block();
   const Toucher& o = c.other;
   findings_.add(c.kind, c.benign, d.name, o.site, site, [&] {
     Finding f;

@@ -2,6 +2,7 @@
 // cross-block shadow, and the results merged from every block into one report.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -78,6 +79,13 @@ class SimRun {
   /// The block of `turn` finished (or failed): later turns may go.
   void finish_turn(int64_t turn);
 
+  /// A block found a race or write conflict with another block (set by BlockSim). Blocks that
+  /// share global elements see each other's stores as the CPU threads happen to interleave, so
+  /// the values they load and store — and with them a finding's benign verdict — depend on
+  /// timing: run_thread_level runs such a launch again, one block after another.
+  void note_cross_block() { cross_block_.store(true, std::memory_order_relaxed); }
+  bool cross_block() const { return cross_block_.load(std::memory_order_relaxed); }
+
   /// Adds a finished block's counters and findings (thread-safe).
   void absorb(const BlockSim& block);
   /// The merged report (after every block was absorbed): findings in block-id order.
@@ -93,6 +101,7 @@ class SimRun {
   std::condition_variable turn_done_;
   int64_t next_turn_ = 0;
   std::set<int64_t> finished_turns_;  ///< finished ahead of next_turn_
+  std::atomic<bool> cross_block_{false};
   mutable std::mutex lock_;
   std::vector<Counters> per_site_;
   std::vector<BankSample> worst_bank_;

@@ -254,7 +254,7 @@ TEST_CASE("an out-of-bounds store names the buffer, indices, block and thread") 
   TensorMap t;
   t.emplace("A", HostTensor(DataType::f32(), {100}));
   CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
-                       "kernel 'oob', block (0), thread 100: store to A[100] is out of bounds of "
+                       "kernel 'oob', block (0,), thread 100: store to A[100] is out of bounds of "
                        "its shape (100); guard the access with an `if` on the index or shrink "
                        "the loop",
                        UserError);

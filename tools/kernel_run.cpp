@@ -74,7 +74,11 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
     return;
   }
   try {
-    run_tile_level(kernel, inputs, TileRunOptions{req.workers, req.control});
+    // Blocks that race on global elements load what other blocks stored as the CPU threads
+    // happen to interleave; the thread level then ran them one after another, and so does the
+    // tile level, so that both levels (and every --workers) give the same values.
+    int tile_workers = run.thread->in_block_order ? 1 : req.workers;
+    run_tile_level(kernel, inputs, TileRunOptions{tile_workers, req.control});
     run.tile_tensors = std::move(inputs);
     run.tile_ran = true;
   } catch (const RunStopped&) {
@@ -154,10 +158,11 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   run.kernel = example.build(k.params);
   std::map<std::string, int64_t> dims = run_dims(k);
   run.signature = kernel_signature(run.kernel, dims);
-  // The tensors, the reference's copy, at thread level the tile level's copy and the cross-block
+  // The tensors, the reference's copy, at thread level the tile level's copy, the copy a
+  // multi-worker run keeps to run again in block order (run_thread_level) and the cross-block
   // shadow (three 8-byte cells per element): refused before any is allocated when too large.
   const bool thread = request.level == "thread";
-  check_host_memory(run.signature, thread ? 3 : 2, thread ? 24 : 0);
+  check_host_memory(run.signature, thread ? 4 : 2, thread ? 24 : 0);
 
   // Checked before anything runs: every array names a parameter and fits it.
   TensorMap given, expected;
