@@ -2,6 +2,7 @@
 // arguments as TileLang spells them and builds IR through the operator's own make().
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "core/intrinsics.h"
 #include "core/kernel_parser_detail.h"
@@ -273,16 +274,38 @@ void Parser::parse_annotate_layout(const Token& at, std::vector<Stmt>& out) {
       if (!cur_->accept_op(",")) break;
       continue;
     }
+    // Names of the file's integer values (block_M, pad, ...) in the spec are replaced by their
+    // values, except the lambda's parameters, names before '(' (layout makers) and attributes.
     int depth = 0;
+    std::set<std::string> params;
+    bool in_params = false, after_dot = false;
+    std::vector<std::pair<size_t, std::pair<size_t, std::string>>> values;  // offset, (len, text)
     while (!(depth == 0 && (cur_->at_op(",") || cur_->at_op("}"))) && !cur_->at_end()) {
+      const Token& t = cur_->peek();
       if (cur_->at_op("(") || cur_->at_op("[") || cur_->at_op("{")) ++depth;
       if (cur_->at_op(")") || cur_->at_op("]") || cur_->at_op("}")) --depth;
+      if (t.kind == TokenKind::kName && t.text == "lambda") {
+        in_params = true;
+      } else if (in_params && cur_->at_op(":")) {
+        in_params = false;
+      } else if (t.kind == TokenKind::kName && in_params) {
+        params.insert(t.text);
+      } else if (t.kind == TokenKind::kName && !after_dot && !params.count(t.text) &&
+                 !cur_->at_op("(", 1)) {
+        const Binding* b = lookup(t.text);
+        std::optional<int64_t> v = b ? b->value.as_int() : std::nullopt;
+        if (v) values.push_back({offset_of(t), {t.text.size(), std::to_string(*v)}});
+      }
+      after_dot = cur_->at_op(".");
       cur_->next();
     }
     const Token& end = cur_->peek();
     size_t from = offset_of(spec_at), to = offset_of(end);
     if (cur_->at_end() || to <= from) fail(spec_at, "expected a layout after ':'");
     std::string spec = source_.substr(from, to - from);
+    for (auto it = values.rbegin(); it != values.rend(); ++it) {
+      spec.replace(it->first - from, it->second.first, it->second.second);
+    }
     try {
       entries.emplace_back(key.buffer, parse_layout_spec(spec));
     } catch (const UserError& e) {

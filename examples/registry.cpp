@@ -60,6 +60,7 @@ const std::vector<Example>& examples() {
                                  elementwise_example(),    dequant_gemm_example(),
                                  flash_attention_example()};
     for (Example& e : thread_level_examples()) list.push_back(std::move(e));
+    for (Example& e : dequant_family_examples()) list.push_back(std::move(e));
     return list;
   }();
   return all;

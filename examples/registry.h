@@ -75,5 +75,7 @@ Example softmax_example();
 Example elementwise_example();
 Example dequant_gemm_example();
 Example flash_attention_example();
+/// The dequantising GEMM/GEMV family (examples/dequant_family.cpp), one example per format.
+std::vector<Example> dequant_family_examples();
 
 }  // namespace tessel

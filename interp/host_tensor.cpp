@@ -30,7 +30,10 @@ void HostTensor::fill_random(uint64_t seed) {
   } else if (dtype_.is_bool()) {
     for (int64_t i = 0; i < size_; ++i) set(i, static_cast<double>(rng() & 1));
   } else {
-    int64_t lo = dtype_.is_uint() ? 0 : -8, hi = dtype_.is_uint() ? 16 : 8;
+    // uint8 is the storage of packed low-bit values: every byte pattern. Other integers stay small
+    // (-8..7, unsigned 0..15) so they can serve as indices and products do not overflow.
+    const bool bytes = dtype_ == DataType::u8();
+    int64_t lo = dtype_.is_uint() ? 0 : -8, hi = bytes ? 256 : dtype_.is_uint() ? 16 : 8;
     std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
     for (int64_t i = 0; i < size_; ++i) set(i, static_cast<double>(dist(rng)));
   }

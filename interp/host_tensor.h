@@ -31,7 +31,8 @@ class HostTensor {
   TensorView view(const BufferNode* buffer = nullptr);
 
   /// Deterministic values from `seed`: floats uniform in [-1, 1) rounded to the dtype, integers
-  /// uniform over a small range that fits the type ([-8, 8) signed, [0, 16) unsigned).
+  /// uniform over a small range that fits the type ([-8, 8) signed, [0, 16) unsigned), except
+  /// uint8, the storage of packed low-bit weights, uniform over every byte [0, 256).
   void fill_random(uint64_t seed);
 
  private:

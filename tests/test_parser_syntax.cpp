@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "core/builder.h"
+#include "core/builtin_layouts.h"
 #include "core/expr_parser.h"
 #include "core/kernel_equal.h"
 #include "core/kernel_parser.h"
@@ -238,6 +239,28 @@ def annotated(A: T.Tensor((64, 64), "float16")):
     check_equal(expected, k);
     // The printed form spells the layout out as a lambda; it parses back to the same kernel.
     check_equal(expected, parse(print_kernel(k)));
+  }
+
+  TEST_CASE("a layout spec in T.annotate_layout reads the file's integer names") {
+    // rows = 64, cols = 32, pad = 4: the spec is padded(64, 32, 4), `i` and `j` stay the lambda's.
+    KernelBuilder T("padded_tile");
+    auto A = T.tensor("A", {64, 32}, DataType::i8());
+    T.kernel1(1, 128);
+    auto S = T.alloc_shared("S", {64, 32}, DataType::i8());
+    T.annotate_layout({{S, padded(64, 32, 4)}});
+    T.copy(A, S);
+    Kernel expected = T.finish();
+    Kernel k = parse(R"(
+def make(rows=64, cols=32, pad=4, i=7):
+    @T.prim_func
+    def padded_tile(A: T.Tensor((rows, cols), "int8")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((rows, cols), "int8")
+            T.annotate_layout({S: T.Layout([rows, cols], lambda i, j: i * (cols + pad) + j)})
+            T.copy(A, S)
+    return padded_tile
+)");
+    check_equal(expected, k);
   }
 
   TEST_CASE("T.alloc_var and augmented assignments update in place") {

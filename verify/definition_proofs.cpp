@@ -45,6 +45,14 @@ class ReadProver {
     if (!add_enclosing(domain, r_.enclosing)) return {};  // the read never runs
     if (r_.guard.defined()) domain.assume(r_.guard);
     size_ = buffer_size(r_.buffer);
+    index_ = r_.index;
+    if (r_.opaque && size_ && *size_ >= r_.count) {
+      // The index depends on loaded data (a table lookup): whichever register the data picks
+      // must have been written, so the proof is over every register of the buffer.
+      Var any("any_register");
+      domain.bound(any, 0, *size_ - r_.count);
+      index_ = any;
+    }
     std::vector<WriteCover> same = covers(std::nullopt);
     if (enumerated(same, domain)) return {};
     ReadOutcome out;
@@ -80,11 +88,11 @@ class ReadProver {
   /// Proves the read from the unconditional writes alone when their registers are constants:
   /// the registers the read may touch (bounds of its index) all written, no Z3 call.
   bool enumerated(const std::vector<WriteCover>& covers, const VarDomain& domain) {
-    if (!size_ || r_.opaque) return false;
+    if (!size_ || (r_.opaque && index_.same_as(r_.index))) return false;
     IntBound b;
     try {
       IndexBounds bounds(domain);
-      b = bounds.bound(r_.index);
+      b = bounds.bound(index_);
     } catch (const UserError&) {
       return false;
     }
@@ -105,7 +113,7 @@ class ReadProver {
       for (const WriteInstance& inst : c.instances) {
         if (!std::all_of(inst.conds.begin(), inst.conds.end(), holds)) continue;
         // Written just before at the very index the read uses (same iteration).
-        if (c.write->count >= r_.count && structural_equal(inst.index, r_.index)) return true;
+        if (c.write->count >= r_.count && structural_equal(inst.index, index_)) return true;
         std::optional<int64_t> at = as_const_int(inst.index);
         if (!at) continue;
         for (int64_t x = std::max(lo, *at); x < std::min(hi + 1, *at + c.write->count); ++x) {
@@ -120,7 +128,7 @@ class ReadProver {
   /// (proved or failed), with `out` set; false when it failed and other covers may still help.
   bool query(const std::vector<WriteCover>& covers, VarDomain domain, ReadOutcome& out) {
     Var u("reg");
-    Expr e = r_.index;
+    Expr e = index_;
     if (r_.count > 1) {
       domain.bound(u, 0, r_.count - 1);
       e = e + u;
@@ -259,6 +267,7 @@ class ReadProver {
   int warp_size_;
   unsigned timeout_ms_;
   std::optional<int64_t> size_;
+  Expr index_;  ///< the read's index; for a data-dependent one, any register of the buffer
   std::set<const RegisterAccess*> unmodelled_;
 };
 

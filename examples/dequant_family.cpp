@@ -1,0 +1,255 @@
+// The dequantising GEMM and GEMV family of the paper's low-bit workloads (W_INT4A_FP16,
+// W_NF4A_FP16, W_INT2A_INT8 and FP4 E2M1 with a group scale): weights packed in uint8 bytes are
+// unpacked with shifts and masks in registers inside the k loop, then multiplied.
+//   GEMM: Ct[N, M] = W[N, K] @ A[M, K]^T, the shape of the paper's Fig. 17 (the unpacked tile is
+//         the register operand of T.gemm); int2 weights meet int8 activations and accumulate in
+//         int32 (unpacked into shared memory: the int8 gemm runs as scalar multiply-adds).
+//   GEMV: C[N] = W[N, K] @ A[K] (the paper's V0-V7 have m = 1): each block owns block_N rows,
+//         multiplies a block_K slice element-wise and reduces it into its accumulators.
+// W[n, k] = decode(field k % per_byte of B[n, k / per_byte]) (examples/dequant_formats.h), times
+// Scale[n, k / group_size] for nf4 and fp4. The references decode bytes on the host (Eigen,
+// double). examples/kernels/dequant_{gemm,gemv}_*.py are the same kernels in TileLang syntax.
+#include "core/builder.h"
+#include "examples/dequant_formats.h"
+#include "examples/reference_math.h"
+#include "examples/registry.h"
+
+namespace tessel {
+
+namespace {
+
+struct Shape {
+  int64_t N, K, group;
+};
+
+std::string kernel_name(bool gemv, LowBit f) {
+  return std::string(gemv ? "dequant_gemv_" : "dequant_gemm_") + lowbit_name(f);
+}
+
+/// Refuses shapes the packing or the grouping cannot hold, naming the kernel and the fix.
+void check_shape(const std::string& name, LowBit f, int64_t N, int64_t K, int64_t bN, int64_t bK,
+                 int64_t group) {
+  const int64_t per = lowbit_per_byte(f);
+  if (K % per != 0 || bK % per != 0) {
+    user_error("kernel '" + name + "': K=" + std::to_string(K) +
+               " and block_K=" + std::to_string(bK) + " must be multiples of the " +
+               std::to_string(per) + " " + lowbit_name(f) + " values packed in a byte");
+  }
+  if (lowbit_scaled(f)) {
+    if (group % per != 0 || K % group != 0) {
+      user_error("kernel '" + name + "': group_size=" + std::to_string(group) + " must divide K=" +
+                 std::to_string(K) + " and be a multiple of " + std::to_string(per));
+    }
+    // The scale is read straight from global memory at (row, column / group_size): whole tiles
+    // keep those reads in bounds.
+    if (N % bN != 0 || K % bK != 0) {
+      user_error("kernel '" + name + "': N=" + std::to_string(N) + " and K=" + std::to_string(K) +
+                 " must be multiples of block_N=" + std::to_string(bN) + " and block_K=" +
+                 std::to_string(bK) + " (the group scales are read per element, unguarded)");
+    }
+  }
+}
+
+/// The 16 NF4 code values in a per-thread float32 table, written once before the k loop.
+BufferRef nf4_table(KernelBuilder& T) {
+  auto lut = T.alloc_local("lut", {make_int(16)}, DataType::f32());
+  for (int i = 0; i < 16; ++i) lut(make_int(i)) = make_const(DataType::f32(), kNF4Table[i]);
+  return lut;
+}
+
+/// The value of weight (row, col) of the tile whose packed bytes are `packed`, as `type`:
+/// decoded, looked up (nf4) and scaled (nf4, fp4) in float32.
+Expr weight(LowBit f, const BufferRef& packed, const BufferRef* lut, const BufferRef* scale,
+            const Expr& i, const Expr& j, const Expr& scale_row, const Expr& scale_col,
+            DataType type) {
+  const int64_t per = lowbit_per_byte(f);
+  Expr v = decode_field(f, packed(i, floordiv(j, make_int(per))), floormod(j, make_int(per)));
+  if (f == LowBit::kNF4) v = (*lut)(v);
+  if (scale) v = cast(DataType::f32(), v) * cast(DataType::f32(), (*scale)(scale_row, scale_col));
+  return cast(type, v);
+}
+
+Kernel build_gemm(LowBit f, const Params& p) {
+  const std::string name = kernel_name(false, f);
+  int64_t M = p.integer("M"), N = p.integer("N"), K = p.integer("K");
+  int64_t bM = p.positive("block_M"), bN = p.positive("block_N"), bK = p.positive("block_K");
+  int64_t group = lowbit_scaled(f) ? p.positive("group_size") : K;
+  check_shape(name, f, N, K, bN, bK, group);
+  const bool int8 = f == LowBit::kInt2;
+  const DataType in = int8 ? DataType::i8() : DataType::f16();
+  const DataType acc = int8 ? DataType::i32() : DataType::f32();
+  const DataType out = int8 ? DataType::i32() : DataType::f16();
+  const int64_t per = lowbit_per_byte(f);
+
+  KernelBuilder T(name);
+  auto A = T.tensor("A", {M, K}, in);
+  auto B = T.tensor("B", {N, K / per}, DataType::u8());
+  BufferRef Scale;
+  if (lowbit_scaled(f)) Scale = T.tensor("Scale", {N, K / group}, DataType::f16());
+  auto Ct = T.tensor("Ct", {N, M}, out);
+  auto [bx, by] = T.kernel2(ceildiv(N, bN), ceildiv(M, bM), static_cast<int>(p.integer("threads")));
+  auto A_shared = T.alloc_shared("A_shared", {bM, bK}, in);
+  auto B_shared = T.alloc_shared("B_shared", {bN, bK / per}, DataType::u8());
+  auto B_local = T.alloc_fragment("B_local", {bN, bK / per}, DataType::u8());
+  // int8 x int8 multiplies as scalar multiply-adds, which read both operands from shared memory.
+  auto B_dequant = int8 ? T.alloc_shared("B_dequantize_shared", {bN, bK}, in)
+                        : T.alloc_fragment("B_dequantize_local", {bN, bK}, in);
+  auto Ct_local = T.alloc_fragment("Ct_local", {bN, bM}, acc);
+  BufferRef lut;
+  if (f == LowBit::kNF4) lut = nf4_table(T);
+  T.clear(Ct_local);
+  T.pipelined(ceildiv(K, bK), static_cast<int>(p.integer("num_stages")), [&](Var k) {
+    T.copy(A(by * bM, k * bK), A_shared);
+    T.copy(B(bx * bN, k * bK / per), B_shared);
+    T.copy(B_shared, B_local);
+    T.parallel(bN, bK, [&](Var i, Var j) {
+      B_dequant(i, j) = weight(f, B_local, f == LowBit::kNF4 ? &lut : nullptr,
+                               lowbit_scaled(f) ? &Scale : nullptr, i, j, bx * bN + i,
+                               floordiv(k * bK + j, make_int(group)), in);
+    });
+    T.gemm(B_dequant, A_shared, Ct_local, GemmOptions{.transpose_B = true});
+  });
+  T.copy(Ct_local, Ct(bx * bN, by * bM));
+  return T.finish();
+}
+
+Kernel build_gemv(LowBit f, const Params& p) {
+  const std::string name = kernel_name(true, f);
+  int64_t N = p.integer("N"), K = p.integer("K");
+  int64_t bN = p.positive("block_N"), bK = p.positive("block_K");
+  int64_t group = lowbit_scaled(f) ? p.positive("group_size") : K;
+  check_shape(name, f, N, K, bN, bK, group);
+  const bool int8 = f == LowBit::kInt2;
+  const DataType in = int8 ? DataType::i8() : DataType::f16();
+  const DataType acc = int8 ? DataType::i32() : DataType::f32();
+  const DataType out = int8 ? DataType::i32() : DataType::f16();
+  const int64_t per = lowbit_per_byte(f);
+
+  KernelBuilder T(name);
+  auto A = T.tensor("A", {K}, in);
+  auto B = T.tensor("B", {N, K / per}, DataType::u8());
+  BufferRef Scale;
+  if (lowbit_scaled(f)) Scale = T.tensor("Scale", {N, K / group}, DataType::f16());
+  auto C = T.tensor("C", {N}, out);
+  Var bx = T.kernel1(ceildiv(N, bN), static_cast<int>(p.integer("threads")));
+  auto A_shared = T.alloc_shared("A_shared", {bK}, in);
+  auto B_local = T.alloc_fragment("B_local", {bN, bK / per}, DataType::u8());
+  auto prod = T.alloc_fragment("prod", {bN, bK}, acc);
+  auto C_local = T.alloc_fragment("C_local", {bN}, acc);
+  BufferRef lut;
+  if (f == LowBit::kNF4) lut = nf4_table(T);
+  T.clear(C_local);
+  T.pipelined(ceildiv(K, bK), static_cast<int>(p.integer("num_stages")), [&](Var k) {
+    T.copy(A(k * bK), A_shared);
+    T.copy(B(bx * bN, k * bK / per), B_local);
+    T.parallel(bN, bK, [&](Var i, Var j) {
+      Expr w = weight(f, B_local, f == LowBit::kNF4 ? &lut : nullptr,
+                      lowbit_scaled(f) ? &Scale : nullptr, i, j, bx * bN + i,
+                      floordiv(k * bK + j, make_int(group)), acc);
+      prod(i, j) = w * cast(acc, A_shared(j));
+    });
+    T.reduce_sum(prod, C_local, 1, /*clear=*/false);
+  });
+  T.copy(C_local, C(bx * bN));
+  return T.finish();
+}
+
+/// W[n, k] decoded from the packed bytes (and scaled), in double.
+MatrixD dequantized(LowBit f, TensorMap& t, int64_t K) {
+  const HostTensor& B = t.at("B");
+  const int64_t N = B.shape()[0], packed = B.shape()[1], per = lowbit_per_byte(f);
+  const HostTensor* scale = lowbit_scaled(f) ? &t.at("Scale") : nullptr;
+  const int64_t groups = scale ? scale->shape()[1] : 1;
+  MatrixD W(N, K);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) {
+      auto byte = static_cast<uint8_t>(static_cast<int64_t>(B.at(n * packed + k / per)));
+      double w = host_decode(f, byte, static_cast<int>(k % per));
+      if (scale) w *= scale->at(n * groups + k / (K / groups));
+      W(n, k) = w;
+    }
+  }
+  return W;
+}
+
+void gemm_reference(LowBit f, TensorMap& t) {
+  MatrixD A = to_matrix(t.at("A"));
+  from_matrix(t.at("Ct"), dequantized(f, t, A.cols()) * A.transpose());
+}
+
+void gemv_reference(LowBit f, TensorMap& t) {
+  const HostTensor& A = t.at("A");
+  const int64_t K = A.shape()[0];
+  Eigen::VectorXd a(K);
+  for (int64_t k = 0; k < K; ++k) a(k) = A.at(k);
+  Eigen::VectorXd c = dequantized(f, t, K) * a;
+  HostTensor& C = t.at("C");
+  for (int64_t n = 0; n < c.size(); ++n) C.set(n, c(n));
+}
+
+std::string format_words(LowBit f) {
+  switch (f) {
+    case LowBit::kUInt4:
+      return "unsigned int4 weights (0..15), float16 activations";
+    case LowBit::kInt4:
+      return "signed int4 weights (-8..7), float16 activations";
+    case LowBit::kNF4:
+      return "NF4 weights (QLoRA's 16-value table) times a float16 group scale, float16 "
+             "activations";
+    case LowBit::kFP4:
+      return "FP4 E2M1 weights times a float16 group scale, float16 activations";
+    case LowBit::kInt2:
+      return "signed int2 weights (-2..1), int8 activations, int32 accumulation";
+  }
+  return "";
+}
+
+Example gemm_example(LowBit f) {
+  const bool int8 = f == LowBit::kInt2;
+  Example e;
+  e.name = kernel_name(false, f);
+  e.description = "Ct = dequant(B) @ A^T, " + format_words(f);
+  e.params = {{"M", "256", "rows of A, columns of Ct"},
+              {"N", "256", "rows of B and Ct"},
+              {"K", "512", "the reduction dimension (unpacked)"},
+              {"block_M", int8 ? "64" : "128", "columns of a block's Ct tile"},
+              {"block_N", int8 ? "64" : "128", "rows of a block's Ct tile"},
+              {"block_K", "32", "depth of one k-step (unpacked)"},
+              {"num_stages", "3", "software-pipeline depth of the k loop"},
+              {"threads", "128", "threads per block"}};
+  if (lowbit_scaled(f)) e.params.push_back({"group_size", "128", "weights per scale along K"});
+  e.outputs = {"Ct"};
+  e.build = [f](const Params& p) { return build_gemm(f, p); };
+  e.reference = [f](const Params&, TensorMap& t) { gemm_reference(f, t); };
+  return e;
+}
+
+Example gemv_example(LowBit f) {
+  Example e;
+  e.name = kernel_name(true, f);
+  e.description = "C = dequant(B) @ A (m = 1), " + format_words(f);
+  e.params = {{"N", "1024", "rows of B, length of C"},
+              {"K", "1024", "the reduction dimension (unpacked), length of A"},
+              {"block_N", "8", "rows of C per block"},
+              {"block_K", "128", "depth of one k-step (unpacked)"},
+              {"num_stages", "2", "software-pipeline depth of the k loop"},
+              {"threads", "128", "threads per block"}};
+  if (lowbit_scaled(f)) e.params.push_back({"group_size", "128", "weights per scale along K"});
+  e.outputs = {"C"};
+  e.build = [f](const Params& p) { return build_gemv(f, p); };
+  e.reference = [f](const Params&, TensorMap& t) { gemv_reference(f, t); };
+  return e;
+}
+
+}  // namespace
+
+std::vector<Example> dequant_family_examples() {
+  std::vector<Example> out;
+  for (LowBit f : {LowBit::kUInt4, LowBit::kInt4, LowBit::kNF4, LowBit::kFP4, LowBit::kInt2}) {
+    out.push_back(gemm_example(f));
+    out.push_back(gemv_example(f));
+  }
+  return out;
+}
+
+}  // namespace tessel

@@ -1,0 +1,55 @@
+# Ct = dequant(B) @ A^T with FP4 E2M1 weights (sign, 2 exponent bits with bias 1, 1 mantissa bit: 0,
+# 0.5, 1, 1.5, 2, 3, 4, 6 and negatives), two per uint8 byte, times a float16 scale per group of
+# group_size weights along K.
+# The shape of the paper's Fig. 17 (its W_*A_* dequantised GEMMs): every k-step copies a packed
+# tile,
+# unpacks it with shifts and masks in registers and multiplies. The built-in
+# `dequant_gemm_fp4` (examples/dequant_family.cpp) is the same kernel with an Eigen reference.
+#
+#   tessel run examples/kernels/dequant_gemm_fp4.py --level thread -D M=128 -D N=128 -D K=256
+#
+# tessel: reference=dequant_gemm_fp4
+import tilelang
+import tilelang.language as T
+
+
+def dequant_gemm_fp4(M=256, N=256, K=512, block_M=128, block_N=128, block_K=32, num_stages=3,
+                     threads=128, group_size=128):
+    num_elems_per_byte = 2
+    in_dtype = "float16"
+    accum_dtype = "float32"
+
+    @T.prim_func
+    def main(
+            A: T.Tensor((M, K), in_dtype),
+            B: T.Tensor((N, K // num_elems_per_byte), "uint8"),
+            Scale: T.Tensor((N, K // group_size), "float16"),
+            Ct: T.Tensor((N, M), "float16"),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_N, block_K // num_elems_per_byte), "uint8")
+            B_local = T.alloc_fragment((block_N, block_K // num_elems_per_byte), "uint8")
+            B_dequantize = T.alloc_fragment((block_N, block_K), in_dtype)
+            Ct_local = T.alloc_fragment((block_N, block_M), accum_dtype)
+
+            T.clear(Ct_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[bx * block_N, k * block_K // num_elems_per_byte], B_shared)
+                T.copy(B_shared, B_local)
+                for i, j in T.Parallel(block_N, block_K):
+                    f4 = (B_local[i, j // 2] >> (4 * (j % 2))) & 0xF
+                    s = f4 >> 3
+                    e = (f4 >> 1) & 3
+                    m = f4 & 1
+                    # twice the magnitude: m (subnormal, e == 0) or (2 + m) << (e - 1)
+                    twice = T.if_then_else(e == 0, m, (2 + m) << (e - 1))
+                    mag = T.Cast("float32", twice) * 0.5
+                    w = T.if_then_else(s == 1, -mag, mag)
+                    scale = Scale[bx * block_N + i, (k * block_K + j) // group_size]
+                    B_dequantize[i, j] = T.Cast(in_dtype, w * scale)
+                T.gemm(B_dequantize, A_shared, Ct_local, transpose_B=True)
+            T.copy(Ct_local, Ct[bx * block_N, by * block_M])
+
+    return main
