@@ -71,6 +71,44 @@ std::optional<Stmt> lower_conversion(const CopyOp& op, LowerContext& ctx) {
                         lower_over_layout(ctx, *fd, loop.vars, loop.extents, read, op.loc())});
 }
 
+/// The storage offset of `index` under `layout`: its output index flattened row-major.
+int64_t storage_offset(const Layout& layout, const std::vector<int64_t>& index) {
+  const std::vector<int64_t> out = layout.map(index);
+  const std::vector<int64_t>& shape = layout.output_shape();
+  int64_t offset = 0;
+  for (size_t d = 0; d < out.size(); ++d) offset = offset * shape[d] + out[d];
+  return offset;
+}
+
+/// True when `layout` stores every run of `w` elements along its last dimension that starts at a
+/// multiple of `w` contiguously, from an offset that is a multiple of `w`, and its size (the
+/// distance between pipeline stages) is a multiple of `w`: what a `w`-element cp.async into it
+/// needs. Rows padded by less than a chunk (`i * (cols + 4) + j` in int8) are not.
+bool keeps_chunks_aligned(const Layout& layout, int64_t w) {
+  const std::vector<int64_t>& shape = layout.input_shape();
+  if (w == 1) return true;
+  if (shape.empty() || shape.back() % w != 0 || layout.output_size() % w != 0) return false;
+  if (layout.input_size() > (int64_t{1} << 20)) return false;  // too many to enumerate
+  std::vector<int64_t> idx(shape.size(), 0);
+  while (true) {
+    const int64_t first = storage_offset(layout, idx);
+    if (first % w != 0) return false;
+    for (int64_t t = 1; t < w; ++t) {
+      std::vector<int64_t> next = idx;
+      next.back() += t;
+      if (storage_offset(layout, next) != first + t) return false;
+    }
+    // The next chunk start: the last dimension steps by w, the others count as an odometer.
+    size_t d = shape.size() - 1;
+    idx[d] += w;
+    while (idx[d] >= shape[d]) {
+      if (d == 0) return true;
+      idx[d] = 0;
+      ++idx[--d];
+    }
+  }
+}
+
 /// A copy from global to shared memory as cp.async of whole chunks (4, 8 or 16 bytes), when the
 /// target has it and every chunk is either inside the tensor or entirely past its edge (then it
 /// reads nothing and zero-fills). nullopt when the copy must stay synchronous.
@@ -86,14 +124,23 @@ std::optional<Stmt> lower_async(const CopyOp& op, LowerContext& ctx) {
   bind_loop(loop, &ctx.analyzer());
   const Fragment* layout = ctx.layouts().loop(&op);
   auto vec = free_partition_width(*layout, loop.extents, ctx.threads());
-  const int64_t bytes = vec ? *vec * src->dtype.storage_bits() / 8 : 0;
+  if (!vec) return std::nullopt;
+  // Each lane's run of *vec elements moves as cp.async of `w` elements; w < *vec when the
+  // destination's shared layout keeps only narrower chunks contiguous and aligned (padded rows).
+  const int64_t elem_bytes = src->dtype.storage_bits() / 8;
+  int64_t w = *vec;
+  const Layout* stored = ctx.layouts().shared_layout(dst);
+  while (w > 1 && w * elem_bytes > 4 && stored && !keeps_chunks_aligned(*stored, w)) w /= 2;
+  if (stored && !keeps_chunks_aligned(*stored, w)) return std::nullopt;
+  const int64_t bytes = w * elem_bytes;
   if (bytes != 4 && bytes != 8 && bytes != 16) return std::nullopt;
   // Chunks never straddle the edge: the tensor's last extent and the tile's origin along it are
-  // multiples of the chunk.
+  // multiples of the chunk; the destination's origin along it keeps the chunks aligned.
   Analyzer& a = ctx.analyzer();
   const Expr& origin = op.src().ranges.back().min;
   if (!a.can_prove(floormod(src->shape.back(), make_int(*vec)) == make_int(0)) ||
-      !a.can_prove(floormod(origin, make_int(*vec)) == make_int(0))) {
+      !a.can_prove(floormod(origin, make_int(*vec)) == make_int(0)) ||
+      !a.can_prove(floormod(op.dst().ranges.back().min, make_int(w)) == make_int(0))) {
     return std::nullopt;
   }
   IntrinsicId id = bytes == 4   ? IntrinsicId::kCpAsync4
@@ -102,19 +149,25 @@ std::optional<Stmt> lower_async(const CopyOp& op, LowerContext& ctx) {
   return lower_vector_chunks(
       ctx, *layout, loop.extents,
       [&](const std::vector<Expr>& first, int64_t) {
-        std::vector<Expr> s, d;
-        // region_index substitutes the loop variables; here they take the chunk's first element.
-        for (Expr e : region_index(op.src(), loop.vars))
-          s.push_back(substitute_loop(e, loop.vars, first));
-        for (Expr e : region_index(op.dst(), loop.vars))
-          d.push_back(substitute_loop(e, loop.vars, first));
-        Expr inside = edge_test(src, s, &a);
-        Expr size =
-            inside.defined() ? if_then_else(inside, make_int(bytes), make_int(0)) : make_int(bytes);
-        return IntrinsicCallNode::make(id,
-                                       {IntrinsicArg{dst, d, Expr()}, IntrinsicArg{src, s, Expr()},
-                                        IntrinsicArg{Buffer(), {}, size}},
-                                       op.loc());
+        std::vector<Stmt> calls;
+        for (int64_t part = 0; part < *vec / w; ++part) {
+          std::vector<Expr> at = first, s, d;
+          if (part > 0) at.back() = at.back() + make_int(part * w);
+          // region_index substitutes the loop variables; here they take the part's first element.
+          for (Expr e : region_index(op.src(), loop.vars))
+            s.push_back(substitute_loop(e, loop.vars, at));
+          for (Expr e : region_index(op.dst(), loop.vars))
+            d.push_back(substitute_loop(e, loop.vars, at));
+          Expr inside = edge_test(src, s, &a);
+          Expr size = inside.defined() ? if_then_else(inside, make_int(bytes), make_int(0))
+                                       : make_int(bytes);
+          calls.push_back(
+              IntrinsicCallNode::make(id,
+                                      {IntrinsicArg{dst, d, Expr()}, IntrinsicArg{src, s, Expr()},
+                                       IntrinsicArg{Buffer(), {}, size}},
+                                      op.loc()));
+        }
+        return calls.size() == 1 ? calls[0] : SeqNode::make(calls);
       },
       op.loc());
 }

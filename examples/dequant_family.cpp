@@ -10,6 +10,7 @@
 // Scale[n, k / group_size] for nf4 and fp4. The references decode bytes on the host (Eigen,
 // double). examples/kernels/dequant_{gemm,gemv}_*.py are the same kernels in TileLang syntax.
 #include "core/builder.h"
+#include "core/builtin_layouts.h"
 #include "examples/dequant_formats.h"
 #include "examples/reference_math.h"
 #include "examples/registry.h"
@@ -95,6 +96,13 @@ Kernel build_gemm(LowBit f, const Params& p) {
   auto B_dequant = int8 ? T.alloc_shared("B_dequantize_shared", {bN, bK}, in)
                         : T.alloc_fragment("B_dequantize_local", {bN, bK}, in);
   auto Ct_local = T.alloc_fragment("Ct_local", {bN, bM}, acc);
+  if (int8) {
+    // The scalar multiply-adds read one column of A_shared across a warp's 32 rows. Rows padded
+    // to an odd number of 4-byte words (block_K + 4 bytes) put those 32 bytes in 32 different
+    // banks; a swizzle permutes 16-byte chunks within a row, so rows r, r + 4, ... of 32-byte
+    // rows share banks (4-way). The copy into it then moves 4-byte cp.async pieces.
+    T.annotate_layout({{A_shared, padded(bM, bK, 4)}});
+  }
   BufferRef lut;
   if (f == LowBit::kNF4) lut = nf4_table(T);
   T.clear(Ct_local);

@@ -42,7 +42,7 @@ std::string user_error_of(const std::function<void()>& fn) {
 
 /// Every example of the family, small, at tile level and lowered for `target` at thread level
 /// on the same inputs: equal within the output's tolerance (the mma's summation order is not
-/// the tile level's; int2 x int8 is exact), and no findings.
+/// the tile level's; int2 x int8 is exact), and no finding that is an error.
 void check_thread_level(const std::string& target) {
   for (const char* kind : {"gemm", "gemv"}) {
     for (const char* format : kFormats) {
@@ -61,7 +61,8 @@ void check_thread_level(const std::string& target) {
           compare(thread.at(out), tile.at(out), Tolerance::for_dtype(tile.at(out).dtype()));
       INFO(target << " " << name << ": max abs err " << c.max_abs_err);
       CHECK(c.passed);
-      CHECK(r.report.findings.empty());
+      // Benign findings only: int2's vectorised copies into padded rows run as scalars on gfx942.
+      for (const auto& finding : r.report.findings) CHECK(finding.benign);
     }
   }
 }
@@ -185,20 +186,26 @@ TEST_SUITE("dequant family") {
     check_verify_sm80("gemv");
   }
 
-  TEST_CASE("the int2 GEMM's scalar multiply-adds read A_shared with a 4-way conflict on sm80") {
-    // The int8 gemm has no matrix instruction: lane l of a warp reads A_shared[l, k] (one byte of
-    // each of 32 rows of 32 bytes). The gemm's swizzle permutes 16-byte chunks within a row, so
-    // rows r, r + 4, r + 8, ... of an 8-row group still share their 8 banks: 32 / 8 = 4 ways.
+  TEST_CASE("the int2 GEMM reads its padded A_shared conflict-free; only the copy in conflicts") {
+    // The int8 gemm has no matrix instruction: lane l reads A_shared[l, k], one byte of each of
+    // 32 rows. Rows of 36 bytes (9 words) put row r's word in bank 9 r + k / 4 mod 32: 32
+    // different banks. The copy's 4-byte cp.async pieces land at word 9 (l // 2) + 4 (l % 2)
+    // (+ the piece): 9 r1 = 9 r2 + 4 mod 32 for r1 = r2 + 4 (9^-1 = 25, 4 * 25 = 100 = 4 mod
+    // 32), so lanes 2 r2 + 1 and 2 r2 + 8 share a bank: 2-way, in each of the 4 pieces.
     CliResult r = run_tessel({"verify", "dequant_gemm_int2", "--target", "sm80", "--json"});
     auto j = nlohmann::json::parse(r.out);
-    CHECK(j["failed"] == 1);
+    CHECK(j["failed"] == 4);
+    bool loads_proved = false;
     for (const auto& c : j["checks"]) {
+      std::string what = c["what"];
+      if (what.rfind("load A_shared", 0) == 0) loads_proved = c["result"] == "proved";
       if (c["result"] == "proved") continue;
-      std::string what = c["what"], cex = c["counterexample"];
+      std::string cex = c["counterexample"];
       INFO(what << "\n" << cex);
-      CHECK(what.rfind("load A_shared", 0) == 0);
-      CHECK(cex.find("a 4-way bank conflict") != std::string::npos);
+      CHECK(what.rfind("cp_async_4 A_shared", 0) == 0);
+      CHECK(cex.find("a 2-way bank conflict") != std::string::npos);
     }
+    CHECK(loads_proved);
   }
 
   TEST_CASE("the nf4 table read is proved defined: every register of the table is written") {

@@ -31,6 +31,11 @@ def dequant_gemm_int2(M=256, N=256, K=512, block_M=64, block_N=64, block_K=32, n
             # int8 x int8 runs as scalar multiply-adds, which read both operands from shared memory
             B_dequantize = T.alloc_shared((block_N, block_K), in_dtype)
             Ct_local = T.alloc_fragment((block_N, block_M), accum_dtype)
+            # The multiply-adds read a column of A_shared across 32 rows: rows padded to an odd
+            # number of 4-byte words put it in 32 different banks (a swizzle shares them 4-way).
+            T.annotate_layout({
+                A_shared: T.Layout([block_M, block_K], lambda i, j: i * (block_K + 4) + j)
+            })
 
             T.clear(Ct_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
