@@ -162,8 +162,10 @@ Kernel build_gemv(LowBit f, const Params& p) {
   return T.finish();
 }
 
-/// W[n, k] decoded from the packed bytes (and scaled), in double.
-MatrixD dequantized(LowBit f, TensorMap& t, int64_t K) {
+/// W[n, k] decoded from the packed bytes and scaled, then rounded to `type`, the type the kernel
+/// multiplies it in (float16 for the GEMMs' operand: an fp4 value times a float16 scale has 12
+/// significant bits; float32 for the GEMVs), in double.
+MatrixD dequantized(LowBit f, TensorMap& t, int64_t K, DataType type) {
   const HostTensor& B = t.at("B");
   const int64_t N = B.shape()[0], packed = B.shape()[1], per = lowbit_per_byte(f);
   const HostTensor* scale = lowbit_scaled(f) ? &t.at("Scale") : nullptr;
@@ -174,7 +176,7 @@ MatrixD dequantized(LowBit f, TensorMap& t, int64_t K) {
       auto byte = static_cast<uint8_t>(static_cast<int64_t>(B.at(n * packed + k / per)));
       double w = host_decode(f, byte, static_cast<int>(k % per));
       if (scale) w *= scale->at(n * groups + k / (K / groups));
-      W(n, k) = w;
+      W(n, k) = round_to(type, w);
     }
   }
   return W;
@@ -182,7 +184,8 @@ MatrixD dequantized(LowBit f, TensorMap& t, int64_t K) {
 
 void gemm_reference(LowBit f, TensorMap& t) {
   MatrixD A = to_matrix(t.at("A"));
-  from_matrix(t.at("Ct"), dequantized(f, t, A.cols()) * A.transpose());
+  const DataType operand = f == LowBit::kInt2 ? DataType::i8() : DataType::f16();
+  from_matrix(t.at("Ct"), dequantized(f, t, A.cols(), operand) * A.transpose());
 }
 
 void gemv_reference(LowBit f, TensorMap& t) {
@@ -190,7 +193,8 @@ void gemv_reference(LowBit f, TensorMap& t) {
   const int64_t K = A.shape()[0];
   Eigen::VectorXd a(K);
   for (int64_t k = 0; k < K; ++k) a(k) = A.at(k);
-  Eigen::VectorXd c = dequantized(f, t, K) * a;
+  const DataType operand = f == LowBit::kInt2 ? DataType::i32() : DataType::f32();
+  Eigen::VectorXd c = dequantized(f, t, K, operand) * a;
   HostTensor& C = t.at("C");
   for (int64_t n = 0; n < c.size(); ++n) C.set(n, c(n));
 }
