@@ -96,11 +96,24 @@ std::vector<KernelFileEntry> Parser::list() {
       cur_->next();  // def
       cur_->next();  // the name
       for (const SignatureParam& p : read_signature(e.name)) {
+        if (auto scalar = scalar_param_type(p)) {
+          entry.params.push_back(
+              {p.name.text, std::nullopt, loc_of(p.name), KernelFileParam::Kind::kScalar});
+          continue;
+        }
         bool tensor = p.annotation_head.rfind("T.", 0) == 0 || e.scan.declared.count(p.name.text);
         if (tensor) continue;
         KernelFileParam param{p.name.text, std::nullopt, loc_of(p.name)};
         if (p.default_value) param.default_text = define_text(*p.default_value);
         entry.params.push_back(param);
+      }
+      if (e.scan.role == DefRole::kGenerator) {
+        for (const SignatureParam& p : nested_kernel_signature()) {
+          if (scalar_param_type(p)) {
+            entry.params.push_back(
+                {p.name.text, std::nullopt, loc_of(p.name), KernelFileParam::Kind::kScalar});
+          }
+        }
       }
       for (const std::string& c : e.scan.consts) {
         entry.params.push_back(
@@ -114,6 +127,41 @@ std::vector<KernelFileEntry> Parser::list() {
     }
     return list;
   });
+}
+
+std::optional<DataType> Parser::scalar_param_type(const SignatureParam& p) {
+  if (p.annotation_head.rfind("T.", 0) != 0) return std::nullopt;
+  return DataType::parse(p.annotation_head.substr(2));
+}
+
+std::vector<SignatureParam> Parser::nested_kernel_signature() {
+  // The cursor is in the generator's body (after its signature): find its first
+  // `@T.prim_func` def before the body ends and read that def's signature.
+  int indent = 0;
+  bool decorated = false;
+  for (;;) {
+    const Token& t = cur_->peek();
+    if (t.kind == TokenKind::kEnd) return {};
+    if (t.kind == TokenKind::kIndent) ++indent;
+    if (t.kind == TokenKind::kDedent && --indent <= 0) return {};
+    if (t.kind == TokenKind::kOp && t.text == "@" && cur_->peek(1).kind == TokenKind::kName) {
+      cur_->next();
+      std::string dotted;
+      read_dotted(dotted);
+      std::string norm = normalize(dotted);
+      decorated = decorated || norm == "T.prim_func";
+      continue;
+    }
+    if (t.kind == TokenKind::kName && t.text == "def") {
+      if (decorated && cur_->peek(1).kind == TokenKind::kName) {
+        cur_->next();
+        std::string name = cur_->next().text;
+        return read_signature(name);
+      }
+      decorated = false;
+    }
+    cur_->next();
+  }
 }
 
 void Parser::scan_limits() const {

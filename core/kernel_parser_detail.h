@@ -237,6 +237,11 @@ class Parser {
   // ---- kernel_parser_defs.cpp: signatures, the enclosing def, kernel functions, T.macro -----
   /// Reads `(params...)` and an optional `-> annotation`; the cursor ends on the ':'.
   std::vector<SignatureParam> read_signature(const std::string& function);
+  /// The dtype of a scalar kernel parameter's annotation (`n: T.int32`), or nullopt.
+  static std::optional<DataType> scalar_param_type(const SignatureParam& p);
+  /// For `tessel list`: the signature of the kernel def inside a generator's body (the cursor
+  /// after the generator's signature); empty when there is none.
+  std::vector<SignatureParam> nested_kernel_signature();
   /// Binds parameters set with -D (or their defaults) in `scope` and lists them in result_.
   void bind_compile_time_params(const std::vector<const SignatureParam*>& params,
                                 const std::string& function, NameScope& scope);
@@ -453,6 +458,8 @@ class Parser {
 
   // ---- kernel_parser_ops.cpp: tile operators, allocations, thread-level calls ------------
   bool parse_operator(const CallArgs& call, std::vector<Stmt>& out);
+  /// T.im2col / T.c2d_im2col as the T.Parallel gather loop it means (kernel_parser_im2col.cpp).
+  void parse_im2col(const CallArgs& call, std::vector<Stmt>& out);
   Buffer parse_alloc(const CallArgs& call, const std::string& name, std::vector<Stmt>& out);
   Stmt parse_intrinsic(const CallArgs& call);
   void parse_annotate_layout(const Token& at, std::vector<Stmt>& out);

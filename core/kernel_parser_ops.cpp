@@ -240,6 +240,10 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
         call.at, [&] { return UseSwizzleNode::make(static_cast<int>(panel), column, loc); }));
     return true;
   }
+  if (op == "T.im2col" || op == "T.c2d_im2col") {
+    parse_im2col(call, out);
+    return true;
+  }
   if (op.rfind("T.", 0) == 0 && find_intrinsic(op.substr(2))) {
     start();
     out.push_back(parse_intrinsic(call));

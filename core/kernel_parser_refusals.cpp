@@ -86,11 +86,6 @@ std::optional<std::string> refusal_of(const std::string& norm) {
            " (a view of a buffer's storage under another shape or dtype) is not supported yet; "
            "index the buffer itself (A[i // 8, i % 8])";
   }
-  if (norm == "T.im2col" || norm == "T.c2d_im2col") {
-    return norm +
-           " is not supported yet; gather the patch with a T.Parallel loop over the input "
-           "(img[n, oh * stride + kh, ow * stride + kw, c]) into a shared tile";
-  }
   if (norm == "T.call_extern" || norm == "T.call_intrin" || norm == "T.call_packed" ||
       norm == "T.import_source" || norm == "T.evaluate") {
     return norm +

@@ -475,18 +475,43 @@ void ParallelLoop::check_held(LayoutInferContext& ctx) const {
     if (!f || (is_identity(a, vars_, extents_) && f->input_shape() == extents_ && *f == *loop)) {
       continue;
     }
+    // A dimension indexed by a variable of an enclosing loop (`picked[i, k]` in a serial loop
+    // over k) may take any value: the thread must hold every element along it.
+    std::vector<bool> any(a.indices.size(), false);
+    for (size_t d = 0; d < a.indices.size(); ++d) {
+      pre_order_visit(a.indices[d], [&](const Expr& x) {
+        if (const auto* v = x.as<VarNode>()) {
+          bool own =
+              std::any_of(vars_.begin(), vars_.end(), [&](const Var& lv) { return lv.get() == v; });
+          any[d] = any[d] || !own;
+        }
+      });
+    }
     IntEnv env;
     std::map<std::vector<int64_t>, std::vector<int64_t>> cache;
     for_each_thread(*loop, [&](const std::vector<int64_t>& p, int64_t, int64_t t) {
       bind_point(env, vars_, p);
-      std::vector<int64_t> b;
-      for (const Expr& e : a.indices) b.push_back(eval_int(e, env));
+      std::vector<int64_t> b(a.indices.size(), 0);
       for (size_t d = 0; d < b.size(); ++d) {
+        if (any[d]) continue;
+        b[d] = eval_int(a.indices[d], env);
         if (b[d] < 0 || b[d] >= f->input_shape()[d]) return;  // out of bounds: the simulator's job
       }
+      // Each element the iteration may touch: the free dimensions over their whole extent.
+      std::vector<int64_t> free_shape;
+      for (size_t d = 0; d < b.size(); ++d) free_shape.push_back(any[d] ? f->input_shape()[d] : 1);
+      bool held = true;
+      for_each_index(free_shape, [&](const std::vector<int64_t>& q) {
+        if (!held) return;
+        for (size_t d = 0; d < b.size(); ++d) {
+          if (any[d]) b[d] = q[d];
+        }
+        auto it = cache.find(b);
+        if (it == cache.end()) it = cache.emplace(b, holders(*f, b)).first;
+        held = std::binary_search(it->second.begin(), it->second.end(), t);
+      });
+      if (held) return;
       auto it = cache.find(b);
-      if (it == cache.end()) it = cache.emplace(b, holders(*f, b)).first;
-      if (std::binary_search(it->second.begin(), it->second.end(), t)) return;
       std::string point;
       for (size_t k = 0; k < vars_.size(); ++k) {
         point += (k ? ", " : "") + vars_[k].name() + "=" + std::to_string(p[k]);

@@ -2,6 +2,7 @@
 // operators, and blocks spread over CPU threads.
 #include "interp/tile_interpreter.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -110,8 +111,17 @@ class BlockRunner {
                      " threads; tile operators run on the whole block, so they must not sit in a "
                      "branch that depends on the thread index");
         }
-        OpExec ctx(block_, lanes[0]);
-        op.run_reference(ctx);
+        // An operator that writes only per-thread (T.alloc_local) buffers is each thread's own
+        // work (T.clear(acc) clears every thread's acc); any other runs once for the block.
+        std::vector<BufferRegion> writes = op.writes();
+        bool per_thread =
+            !writes.empty() && std::all_of(writes.begin(), writes.end(), [](const BufferRegion& r) {
+              return is_per_thread(r.buffer->scope);
+            });
+        for (int t : per_thread ? lanes : Lanes{lanes[0]}) {
+          OpExec ctx(block_, t);
+          op.run_reference(ctx);
+        }
         break;
       }
       case StmtKind::kUseSwizzle: break;  // only the order of blocks changes

@@ -410,7 +410,6 @@ TEST_SUITE("parser constructs") {
                "k.py:8:17: T.Tensor(shape, dtype, buf.data) as a value is a view of another "
                "buffer's storage, which Tessel does not support yet"},
           Case{"V = T.view(A, (8, 8))", "k.py:8:17: T.view (a view of a buffer's storage"},
-          Case{"T.im2col(A, B, 3, 3, 1, 1)", "k.py:8:13: T.im2col is not supported yet"},
           Case{"T.call_extern(\"handle\", \"foo\", A[0])",
                "k.py:8:13: T.call_extern (calling code Tessel cannot see) is not supported "
                "yet"},
