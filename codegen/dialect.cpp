@@ -36,7 +36,11 @@ std::string c_type(Language lang, DataType t) {
       break;
     case TypeCode::kE4M3:
     case TypeCode::kE5M2:
-      return "unsigned char";  // storage only: conversions are not emitted
+      // CUDA's OCP FP8 types (cuda_fp8.h): conversions from float round to nearest even and
+      // saturate, as Tessel's casts do. HIP kernels hold the bytes (copies only): the source
+      // printer refuses any conversion or arithmetic on them (see fp8_on_hip).
+      if (cuda) return t.code == TypeCode::kE4M3 ? "__nv_fp8_e4m3" : "__nv_fp8_e5m2";
+      return "unsigned char";
   }
   user_error("codegen: element type " + t.name() +
              " has no C type here (4-bit tensors are "

@@ -18,6 +18,7 @@ std::string helper(Language lang, const IntrinsicInfo& info) {
 
 const char* kCudaHeader = R"(#include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 // Python floor division and modulo (used where an operand may be negative).
 __device__ __forceinline__ long long tessel_floordiv(long long a, long long b) {

@@ -11,6 +11,7 @@
 #include "core/capacity.h"
 #include "core/error.h"
 #include "core/expr_functor.h"
+#include "core/expr_printer.h"
 #include "core/intrinsics.h"
 #include "core/stmt_functor.h"
 #include "core/vector_copy.h"
@@ -131,6 +132,7 @@ class SourcePrinter {
 
   // ---- Expressions ---------------------------------------------------------------------------
   std::string expr_text(const Expr& e) {
+    fp8_on_hip(e);
     switch (e.kind()) {
       case ExprKind::kIntImm: {
         int64_t v = e.as<IntImmNode>()->value;
@@ -184,7 +186,8 @@ class SourcePrinter {
   case ExprKind::k##n:       \
     return binary(static_cast<const BinaryNode*>(e.get()), sym);
       TESSEL_CASE_(Add, "+")
-      TESSEL_CASE_(Sub, "-") TESSEL_CASE_(Mul, "*") TESSEL_CASE_(Div, "/") TESSEL_CASE_(BitAnd, "&")
+      TESSEL_CASE_(Sub, "-")
+      TESSEL_CASE_(Mul, "*") TESSEL_CASE_(Div, "/") TESSEL_CASE_(BitAnd, "&")
           TESSEL_CASE_(BitOr, "|") TESSEL_CASE_(BitXor, "^") TESSEL_CASE_(Shl, "<<")
               TESSEL_CASE_(Shr, ">>")
 #undef TESSEL_CASE_
@@ -206,8 +209,39 @@ class SourcePrinter {
     return "(" + expr_text(b->a) + " " + sym + " " + expr_text(b->b) + ")";
   }
 
+  /// Types whose arithmetic and conversions go through float: f16, bf16 and the fp8 types.
   static bool is_half_like(DataType t) {
-    return (t.code == TypeCode::kFloat && t.bits == 16) || t.code == TypeCode::kBFloat;
+    return (t.code == TypeCode::kFloat && t.bits == 16) || t.code == TypeCode::kBFloat || is_fp8(t);
+  }
+  static bool is_fp8(DataType t) { return t.code == TypeCode::kE4M3 || t.code == TypeCode::kE5M2; }
+
+  /// HIP kernels hold fp8 values as bytes, so they may load and store them but never convert
+  /// or compute with them: Tessel's fp8 types are the OCP formats, which gfx90a lacks and
+  /// gfx942 replaces by its FNUZ variant (another bias, one NaN, no negative zero).
+  void fp8_on_hip(const Expr& e) const {
+    if (lang_ != Language::kHip) return;
+    DataType operand = e.dtype();
+    if (const auto* c = e.as<CastNode>(); c && is_fp8(c->value.dtype())) operand = c->value.dtype();
+    switch (e.kind()) {
+      case ExprKind::kEQ:
+      case ExprKind::kNE:
+      case ExprKind::kLT:
+      case ExprKind::kLE:
+      case ExprKind::kGT:
+      case ExprKind::kGE:
+        operand = static_cast<const CompareNode*>(e.get())->a.dtype();
+        break;
+      default:
+        break;
+    }
+    if (!is_fp8(operand) || e.kind() == ExprKind::kBufferLoad) return;
+    user_error("emit --target hip: kernel '" + k_->name + "' converts or computes with " +
+               operand.name() + " values (`" + to_string(e) +
+               "`), which HIP code cannot do here: Tessel's fp8 types are the OCP formats, "
+               "which gfx90a does not have and gfx942 replaces by its FNUZ variant (another "
+               "exponent bias, no negative zero, one NaN); emit this kernel for CUDA "
+               "(__nv_fp8_e4m3 / __nv_fp8_e5m2, sm89 and newer compute with them, any arch "
+               "converts), or keep fp8 data to copies");
   }
 
   std::string cast_text(DataType to, const Expr& value) {
