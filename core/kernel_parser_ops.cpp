@@ -284,8 +284,31 @@ void Parser::parse_annotate_layout(const Token& at, std::vector<Stmt>& out) {
     std::set<std::string> params;
     bool in_params = false, after_dot = false;
     std::vector<std::pair<size_t, std::pair<size_t, std::string>>> values;  // offset, (len, text)
+    bool first_open = true;
+    std::string last_name;
     while (!(depth == 0 && (cur_->at_op(",") || cur_->at_op("}"))) && !cur_->at_end()) {
       const Token& t = cur_->peek();
+      if (t.kind == TokenKind::kName) last_name = t.text;
+      // TileLang's own forms, which Tessel's layout specs do not take: say what to write.
+      if (t.kind == TokenKind::kName && cur_->at_op("=", 1) &&
+          (t.text == "forward_fn" || t.text == "forward_thread_fn" ||
+           t.text == "forward_index_fn")) {
+        fail(t, "T.annotate_layout: TileLang's T.Fragment/T.Layout with " + t.text +
+                    "= (a map TileLang completes itself) is not supported; write the whole "
+                    "map in Tessel's spec form, T.Fragment([64, 128], lambda i, j: (thread, "
+                    "register)) or T.Layout([64, 64], lambda i, j: (offset,)), or leave the "
+                    "buffer to layout inference (verify proves its choice)");
+      }
+      if (first_open && cur_->at_op("(")) {
+        first_open = false;
+        const Token& shape_at = cur_->peek(1);
+        if ((last_name == "Fragment" || last_name == "Layout") && !cur_->at_op("[", 1)) {
+          fail(shape_at,
+               "T.annotate_layout: a layout spec's shape is a list of extents ([64, 128], "
+               "[block_M, block_K]), got " +
+                   TokenCursor::describe(shape_at) + "; write the extents out");
+        }
+      }
       if (cur_->at_op("(") || cur_->at_op("[") || cur_->at_op("{")) ++depth;
       if (cur_->at_op(")") || cur_->at_op("]") || cur_->at_op("}")) --depth;
       if (t.kind == TokenKind::kName && t.text == "lambda") {

@@ -415,6 +415,20 @@ TEST_SUITE("kernel families") {
           "k.py:10:34: T.im2col: argument 'kernel' must be between 1 and 65536, got 0");
   }
 
+  TEST_CASE("TileLang's own T.Fragment forms in T.annotate_layout are refused with what to write") {
+    CHECK(error_of(im2col_kernel("        T.annotate_layout({frag: T.Fragment(frag.shape, "
+                                 "forward_thread_fn=lambda i, j: i)})\n")) ==
+          "k.py:10:45: T.annotate_layout: a layout spec's shape is a list of extents ([64, 128], "
+          "[block_M, block_K]), got name 'frag'; write the extents out");
+    CHECK(error_of(im2col_kernel("        T.annotate_layout({frag: T.Fragment([64, 16], "
+                                 "forward_thread_fn=lambda i, j: i)})\n")) ==
+          "k.py:10:55: T.annotate_layout: TileLang's T.Fragment/T.Layout with "
+          "forward_thread_fn= (a map TileLang completes itself) is not supported; write the "
+          "whole map in Tessel's spec form, T.Fragment([64, 128], lambda i, j: (thread, "
+          "register)) or T.Layout([64, 64], lambda i, j: (offset,)), or leave the buffer to "
+          "layout inference (verify proves its choice)");
+  }
+
   TEST_CASE("a fragment that no loop can lay out still gets the loop's message") {
     // `acc[i, k]` with k a serial loop variable: this loop cannot derive acc's layout and no
     // other operator touches acc, so the deferred message is raised.
