@@ -264,7 +264,19 @@ void Parser::wrong_kind(const CallArgs& call, const Arg& arg, const std::string&
                          arg.value.describe());
 }
 
+void Parser::refuse_view(const CallArgs& call, const Arg& arg) const {
+  bool buffer = arg.value.kind == Value::Kind::kBuffer || arg.value.kind == Value::Kind::kRegion ||
+                arg.value.kind == Value::Kind::kElement;
+  if (buffer && view_base(arg.value.buffer)) {
+    fail(arg.value_at, call.callee + ": '" + arg.value.buffer->name +
+                           "' is a view (T.Tensor(shape, dtype, A.data)); views can be indexed "
+                           "and copied with T.copy, other tile operators take the tensor "
+                           "itself or a T.copy of the view into shared memory");
+  }
+}
+
 Buffer Parser::arg_buffer(const CallArgs& call, const Arg& arg, const std::string& param) const {
+  refuse_view(call, arg);
   if (arg.value.kind == Value::Kind::kBuffer) return arg.value.buffer;
   if (arg.value.kind == Value::Kind::kRegion && arg.value.region.is_full()) return arg.value.buffer;
   wrong_kind(call, arg, param, "a whole buffer (" + call.callee + " works on whole tiles)");
@@ -272,6 +284,7 @@ Buffer Parser::arg_buffer(const CallArgs& call, const Arg& arg, const std::strin
 
 BufferRegion Parser::arg_region(const CallArgs& call, const Arg& arg,
                                 const std::string& param) const {
+  if (call.callee != "T.copy") refuse_view(call, arg);
   switch (arg.value.kind) {
     case Value::Kind::kBuffer:
       return BufferRegion::full(arg.value.buffer);

@@ -90,11 +90,13 @@ Value Parser::call_function(const std::string& name, const Token& at) {
     return all;
   }
   if (auto why = refusal_of(name)) fail(at, *why);
-  if ((name == "T.Tensor" || name == "T.Buffer") &&
-      (context_ == Context::kKernelBody || context_ == Context::kPostLaunch)) {
+  if ((name == "T.Tensor" || name == "T.Buffer") && context_ == Context::kKernelBody) {
+    return make_view(parse_call_args(name, at));
+  }
+  if ((name == "T.Tensor" || name == "T.Buffer") && context_ == Context::kPostLaunch) {
     fail(at, name +
                  "(shape, dtype, buf.data) as a value is a view of another buffer's storage, "
-                 "which Tessel does not support yet; index the buffer itself (A[i // 8, i % 8])");
+                 "which Tessel supports inside the T.Kernel body only");
   }
   if (name == "T.const") return make_consts(parse_call_args(name, at));
   if (name == "T.empty") {

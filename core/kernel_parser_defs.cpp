@@ -543,6 +543,7 @@ Value Parser::make_consts(const CallArgs& call) {
 void Parser::finish_kernel(const Token& def_token) {
   node_.dynamic_vars = dynamic_vars_;
   if (!node_.thread_var.defined()) node_.thread_var = Var("tx");
+  if (!views_.empty()) node_.body = view_accesses(node_.body);
   result_.kernel = located(launch_token_, [&] { return Kernel::make(node_); });
   (void)def_token;
 }

@@ -393,6 +393,8 @@ class Parser {
                                     size_t required) const;
   [[noreturn]] void wrong_kind(const CallArgs& call, const Arg& arg, const std::string& param,
                                const std::string& wanted) const;
+  /// A user error when `arg` is a view (only T.copy and indexing take views).
+  void refuse_view(const CallArgs& call, const Arg& arg) const;
   Buffer arg_buffer(const CallArgs& call, const Arg& arg, const std::string& param) const;
   BufferRegion arg_region(const CallArgs& call, const Arg& arg, const std::string& param) const;
   Expr arg_expr(const CallArgs& call, const Arg& arg, const std::string& param) const;
@@ -460,6 +462,17 @@ class Parser {
   bool parse_operator(const CallArgs& call, std::vector<Stmt>& out);
   /// T.im2col / T.c2d_im2col as the T.Parallel gather loop it means (kernel_parser_im2col.cpp).
   void parse_im2col(const CallArgs& call, std::vector<Stmt>& out);
+
+  // ---- kernel_parser_views.cpp: T.Tensor(shape, dtype, A.data) views -------------------
+  /// A view of a global tensor under another shape (same dtype, same element count): a buffer
+  /// of the front end that finish_kernel maps back onto the tensor (view_accesses).
+  Value make_view(const CallArgs& call);
+  /// The tensor `b` views, or nullptr when `b` is no view.
+  const Buffer* view_base(const Buffer& b) const;
+  /// T.copy with a view operand: the element loop the copy means, over the view's indices.
+  Stmt view_copy(const CallArgs& call, const BufferRegion& src, const BufferRegion& dst) const;
+  /// Rewrites every access of a view into an access of the tensor it views.
+  Stmt view_accesses(const Stmt& body) const;
   Buffer parse_alloc(const CallArgs& call, const std::string& name, std::vector<Stmt>& out);
   Stmt parse_intrinsic(const CallArgs& call);
   void parse_annotate_layout(const Token& at, std::vector<Stmt>& out);
@@ -501,6 +514,7 @@ class Parser {
   std::vector<std::string> returned_;              ///< the tensors the kernel function returns
   std::map<std::string, size_t> pending_tensors_;  ///< parameters declared in the body, by slot
   std::vector<Buffer>* declared_ = nullptr;        ///< the kernel function's tensor slots
+  std::map<const BufferNode*, Buffer> views_;  ///< view buffers -> the tensors they view
   std::vector<Stmt> hoisted_allocs_;  ///< buffers the front end adds, allocated first
 
   int block_depth_ = 0;

@@ -63,6 +63,10 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
                  policy + "\"");
       }
     }
+    if (view_base(src.buffer) || view_base(dst.buffer)) {
+      out.push_back(view_copy(call, src, dst));
+      return true;
+    }
     emit_op([&] { return CopyOp::make(src, dst, loc); });
     return true;
   }

@@ -283,8 +283,9 @@ Value Parser::attribute(const Value& base, const std::string& attr, const Token&
       return v;
     }
     if (attr == "dtype") return Value::string(base.buffer->dtype.name());
+    if (attr == "data") return base;  // its storage: what T.Tensor(shape, dtype, A.data) views
     fail(at, "buffer '" + base.buffer->name + "' has no attribute '" + attr +
-                 "'; buffers have .shape and .dtype");
+                 "'; buffers have .shape, .dtype and .data");
   }
   if (base.kind == Value::Kind::kString) {  // a dtype name: T.float16.bits, DataType(d).bits
     auto dtype = DataType::parse(base.text);

@@ -13,6 +13,7 @@
 
 #include "core/kernel_parser.h"
 #include "core/passes.h"
+#include "core/printer.h"
 #include "interp/thread_interpreter.h"
 #include "interp/tile_interpreter.h"
 #include "tests/cli_runner.h"
@@ -413,6 +414,43 @@ TEST_SUITE("kernel families") {
           "got C = 16, width 32; gather the patch with a T.Parallel loop instead");
     CHECK(error_of(im2col_kernel("        T.im2col(img, col, 0, 0, 0, 1, 1, 1)\n")) ==
           "k.py:10:34: T.im2col: argument 'kernel' must be between 1 and 65536, got 0");
+  }
+
+  TEST_CASE("a view is the tensor under another shape: reads, writes and T.copy reach the tensor") {
+    // img (2, 8, 8, 16) viewed as (128, 16): row r is img[r // 64, r // 8 % 8, r % 8, :].
+    ParsedKernel p =
+        parse_kernel(im2col_kernel("        flat = T.Tensor((128, 16), \"float16\", img.data)\n"
+                                   "        T.copy(flat[64, 0], col)\n"
+                                   "        flat[127, 15] = col[0, 1] + 1\n"
+                                   "        T.copy(col, out)\n"),
+                     "k.py");
+    TensorMap in{{"img", tensor(DataType::f16(), {2, 8, 8, 16}, [](int64_t f) { return f % 512; })},
+                 {"out", tensor(DataType::f16(), {64, 16})}};
+    for (TensorMap& t : run_levels(p.kernel, in)) {
+      // out[r, c] = flat[64 + r, c] = img flat offset (64 + r) * 16 + c, whose value is that % 512.
+      for (int64_t f = 0; f < 64 * 16; ++f) CHECK(t["out"].at(f) == (64 * 16 + f) % 512);
+      // img[1, 7, 7, 15] is flat[127, 15] = col[0, 1] + 1 = (1024 + 1) % 512 + 1 = 2.
+      CHECK(t["img"].at(2 * 8 * 8 * 16 - 1) == 2);
+    }
+    std::string printed = print_kernel(p.kernel);
+    CHECK(printed.find("flat") == std::string::npos);  // only img is left
+  }
+
+  TEST_CASE("views that Tessel cannot take are refused with the reason") {
+    CHECK(error_of(im2col_kernel("        v = T.Tensor((128, 32), \"float16\", img.data)\n")) ==
+          "k.py:10:22: T.Tensor: the view has 4096 elements but 'img' has 2048; a view must "
+          "cover its tensor exactly");
+    CHECK(error_of(im2col_kernel("        v = T.Tensor((128, 8), \"int32\", img.data)\n")) ==
+          "k.py:10:32: T.Tensor: a view of 'img' (float16) as int32 reinterprets its bits, which "
+          "Tessel does not support; view it as float16 and convert the values");
+    CHECK(error_of(im2col_kernel("        v = T.Tensor((32, 32), \"float16\", wide.data)\n")) ==
+          "k.py:10:43: T.Tensor: a view of 'wide' (shared): Tessel takes views of kernel tensors "
+          "(global) only; index the buffer itself");
+    CHECK(error_of(im2col_kernel("        v = T.Tensor((128, 16), \"float16\", img.data)\n"
+                                 "        T.fill(v, 0)\n")) ==
+          "k.py:11:16: T.fill: 'img_view' is a view (T.Tensor(shape, dtype, A.data)); views can "
+          "be indexed and copied with T.copy, other tile operators take the tensor itself or a "
+          "T.copy of the view into shared memory");
   }
 
   TEST_CASE("TileLang's own T.Fragment forms in T.annotate_layout are refused with what to write") {

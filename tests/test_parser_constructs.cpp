@@ -406,9 +406,6 @@ TEST_SUITE("parser constructs") {
           Case{"g = T.alloc_global((64,), dtype)",
                "k.py:8:17: T.alloc_global (global scratch shared by several T.Kernel launches "
                "of one prim_func) is not supported yet"},
-          Case{"V = T.Tensor((8, 8), dtype, A.data)",
-               "k.py:8:17: T.Tensor(shape, dtype, buf.data) as a value is a view of another "
-               "buffer's storage, which Tessel does not support yet"},
           Case{"V = T.view(A, (8, 8))", "k.py:8:17: T.view (a view of a buffer's storage"},
           Case{"T.call_extern(\"handle\", \"foo\", A[0])",
                "k.py:8:13: T.call_extern (calling code Tessel cannot see) is not supported "

@@ -2,8 +2,10 @@
 # (KH*KW*C) patch matrix is never stored; each block gathers its (block_M, block_K) tile of it into
 # shared memory, padding, stride and dilation handled by the bounds test, and T.gemm multiplies it
 # with the weight tile. Two kernels, as TileLang's convolution examples write them:
-#   convolution      the gather written out in a T.Parallel loop with T.if_then_else;
-#   convolution_tma  the same kernel with T.c2d_im2col doing the gather (TileLang's Hopper path).
+#   convolution      the gather written out in a T.Parallel loop with T.if_then_else, the weights
+#                    and the output copied through flat views (T.Tensor(shape, dtype, A.data));
+#   convolution_tma  the gather by T.c2d_im2col (TileLang's Hopper path), everything else indexed
+#                    in four dimensions.
 # tests/test_kernel_families.cpp checks both against a direct 7-loop convolution in C++.
 import argparse
 
@@ -52,6 +54,8 @@ def convolution(N, C, H, W, F, K, S, D, P, block_M=64, block_N=64, block_K=32, n
             data_shared = T.alloc_shared((block_M, block_K), dtype)
             kernel_shared = T.alloc_shared((block_K, block_N), dtype)
             out_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            kernel_flat = T.Tensor((KH * KW * C, F), dtype, kernel.data)
+            out_flat = T.Tensor((N * OH * OW, F), dtype, out.data)
 
             T.annotate_layout({data_shared: make_swizzled_layout(data_shared)})
             T.clear(out_local)
@@ -65,17 +69,10 @@ def convolution(N, C, H, W, F, K, S, D, P, block_M=64, block_N=64, block_K=32, n
                                 (access_w < W) and (m < N * OH * OW) and (k < KH * KW * C))
                     data_shared[i, j] = T.if_then_else(
                         in_bound, data[m // (OH * OW), access_h, access_w, k % C], 0)
-                for j, n in T.Parallel(block_K, block_N):
-                    k = k_iter * block_K + j
-                    kernel_shared[j, n] = T.if_then_else(
-                        k < KH * KW * C and bx * block_N + n < F,
-                        kernel[k // (KW * C), k // C % KW, k % C, bx * block_N + n], 0)
+                T.copy(kernel_flat[k_iter * block_K, bx * block_N], kernel_shared)
                 T.gemm(data_shared, kernel_shared, out_local)
 
-            for i, n in T.Parallel(block_M, block_N):
-                m = by * block_M + i
-                if m < N * OH * OW and bx * block_N + n < F:
-                    out[m // (OH * OW), m % (OH * OW) // OW, m % OW, bx * block_N + n] = out_local[i, n]
+            T.copy(out_local, out_flat[by * block_M, bx * block_N])
 
     return main
 
