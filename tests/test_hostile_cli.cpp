@@ -152,11 +152,18 @@ TEST_SUITE("hostile cli") {
     CliResult builtin = run_bounded({"run", "gemm", "-D", "M=big"});
     CHECK(builtin.status == 2);
     CHECK(contains(builtin.err, "parameter M=big is not an integer"));
-    CHECK(run_bounded({"run", "gemm", "-D", "dtype=float99"}).status == 2);
-    CHECK(run_bounded({"run", "gemm", "-D", "block_M=0"}).status == 2);
+    CliResult dtype = run_bounded({"run", "gemm", "-D", "dtype=float99"});
+    CHECK(dtype.status == 2);
+    CHECK(contains(dtype.err, "kernel 'gemm': parameter dtype=float99 is not a data type"));
+    CliResult block = run_bounded({"run", "gemm", "-D", "block_M=0"});
+    CHECK(block.status == 2);
+    CHECK(contains(block.err, "kernel 'gemm': parameter block_M=0 must be at least 1"));
     // The same mistake in a kernel file's symbolic size.
     std::string file = std::string(TESSEL_SOURCE_DIR) + "/examples/kernels/warp_shuffle_reduce.py";
-    CHECK(run_bounded({"run", file, "-D", "blocks=two"}).status == 2);
+    CliResult blocks = run_bounded({"run", file, "-D", "blocks=two"});
+    CHECK(blocks.status == 2);
+    CHECK(contains(blocks.err, "-D blocks=two: parameter 'blocks' of 'warp_shuffle_reduce'"));
+    CHECK(contains(blocks.err, "is an integer (default 2); give e.g. -D blocks=2"));
   }
 
   TEST_CASE("a -D name given twice is a usage error") {
@@ -221,15 +228,19 @@ TEST_SUITE("hostile cli") {
   // ---- Option values that mean nothing ---------------------------------------------------------
 
   TEST_CASE("run refuses negative seeds, worker and repeat counts and options without effect") {
-    for (std::vector<std::string> extra : {std::vector<std::string>{"--seed", "-1"},
-                                           {"--workers", "-4"},
-                                           {"--workers", "100000"},
-                                           {"--repeats", "-1"},
-                                           {"--max-steps", "-5"},
-                                           {"--timeout", "-1"}}) {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--seed", "-1"}, "--seed: -1 is negative; give 0 or more"},
+        {{"--workers", "-4"}, "--workers: Value -4 not in range 0 to 1024"},
+        {{"--workers", "100000"}, "--workers: Value 100000 not in range 0 to 1024"},
+        {{"--repeats", "-1"}, "--repeats: Value -1 not in range 1 to 10000"},
+        {{"--max-steps", "-5"}, "--max-steps: -5 is negative; give 0 or more"},
+        {{"--timeout", "-1"}, "--timeout: -1 is negative; give 0 or more"}};
+    for (const auto& [extra, message] : cases) {
       std::vector<std::string> args = {"run", "softmax", "-D", "M=16"};
       args.insert(args.end(), extra.begin(), extra.end());
-      CHECK(run_bounded(args).status == 2);
+      CliResult r = run_bounded(args);
+      CHECK(r.status == 2);
+      CHECK(contains(r.err, message));
     }
     CliResult target = run_bounded({"run", "softmax", "-D", "M=16", "--target", "sm90"});
     CHECK(target.status == 2);
@@ -243,7 +254,9 @@ TEST_SUITE("hostile cli") {
     CliResult list = run_bounded({"list", "-D", "M=3"});
     CHECK(list.status == 2);
     CHECK(contains(list.err, "`tessel list` takes none"));
-    CHECK(run_bounded({"layout", "row_major(4, 4)", "-D", "M=3"}).status == 2);
+    CliResult layout = run_bounded({"layout", "row_major(4, 4)", "-D", "M=3"});
+    CHECK(layout.status == 2);
+    CHECK(contains(layout.err, "`tessel layout` has none (write the numbers into the SPEC)"));
   }
 
   TEST_CASE("banks refuses a width or lane count below 1 and symbols the lambda lacks") {
@@ -262,11 +275,13 @@ TEST_SUITE("hostile cli") {
     }
     CliResult lanes = with({"--lanes", "0"});
     CHECK(lanes.status == 2);
+    CHECK(contains(lanes.err, "--lanes must be in [1, 32]"));
     CliResult range = with({"--range", "k=0:3"});
     CHECK(range.status == 2);
     CHECK(contains(range.err, "the access lambda has no symbol 'k'; it has only the lane"));
     CliResult define = with({"-D", "k=1"});
     CHECK(define.status == 2);
+    CHECK(contains(define.err, "-D k=1: the access lambda has no symbol 'k'"));
   }
 
   TEST_CASE("banks refuses an access outside the layout, naming the lane and the index") {
@@ -312,6 +327,43 @@ def dict_twice(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"
     CliResult d = run_bounded({"print", dict});
     CHECK(d.status != 0);
     CHECK(contains(d.err, "'S' is given two layouts"));
+  }
+
+  // ---- Division by zero ---------------------------------------------------------------------
+
+  TEST_CASE("a division by zero in a layout names the expression and the indices") {
+    // i // j at the first point, i = 0, j = 0; exit 1: the layout, not the command line, is wrong.
+    CliResult r = run_bounded({"layout", "Layout([4, 4], lambda i, j: i // j)"});
+    CHECK(r.status == 1);
+    CHECK(contains(r.err,
+                   "division by zero in the index expression `i // j`: the divisor `j` "
+                   "is 0 at i = 0, j = 0"));
+    CliResult mod = run_bounded({"layout", "Layout([4, 4], lambda i, j: i % j)", "--json"});
+    CHECK(mod.status == 1);
+    CHECK(contains(nlohmann::json::parse(mod.out)["error"].get<std::string>(),
+                   "division by zero in the index expression `i % j`"));
+  }
+
+  TEST_CASE("a division by zero in a kernel's index names kernel, line, buffer and indices") {
+    // A[i // (j - j), j]: thread 0 holds (i, j) = (0, 0) first and divides by j - j = 0.
+    std::string file = scratch().write("ij.py", R"(import tilelang.language as T
+
+
+@T.prim_func
+def ij(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        for i, j in T.Parallel(8, 8):
+            B[i, j] = A[i // (j - j), j]
+)");
+    for (const char* level : {"tile", "thread"}) {
+      CAPTURE(level);
+      CliResult r = run_bounded({"run", file, "--level", level});
+      CHECK(r.status == 1);
+      CHECK(contains(r.err, "kernel 'ij', block (0,), thread 0 (at " + file +
+                                ":8:13): integer "
+                                "division by zero in `"));
+      CHECK(contains(r.err, "in an index of the load of A["));
+    }
   }
 
   // ---- Runaway kernels ------------------------------------------------------------------------
@@ -401,8 +453,9 @@ def overlap(A: T.Tensor((256,), "float32"), C: T.Tensor((64,), "float32")):
     }
   }
 
-  TEST_CASE("values loaded from another block's stores, and the verdicts on them, follow block "
-            "order whatever --workers") {
+  TEST_CASE(
+      "values loaded from another block's stores, and the verdicts on them, follow block "
+      "order whatever --workers") {
     // Block b stores B[b] = 1, then C[0] = B[(b + 1) % 8], with B all zeros at the start; the
     // loops make later blocks reach their stores first, so with several workers block b used to
     // load B[b + 1] after block b + 1 stored it. In block order (derived by hand): blocks 0..6
@@ -431,8 +484,8 @@ def late_reads(A: T.Tensor((32,), "float32"), B: T.Tensor((8,), "float32"),
 )");
     for (const char* workers : {"1", "2", "4", "8", "4", "8"}) {
       CAPTURE(workers);
-      CliResult r = run_bounded({"run", file, "--level", "thread", "--init", "B=zeros",
-                                 "--workers", workers, "--json"});
+      CliResult r = run_bounded(
+          {"run", file, "--level", "thread", "--init", "B=zeros", "--workers", workers, "--json"});
       CHECK(r.status == 1);
       nlohmann::json j = nlohmann::json::parse(r.out);
       int benign_c = 0, conflict_c = 0, races_b = 0;

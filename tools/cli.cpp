@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <exception>
 #include <iostream>
 #include <ostream>
 #include <string_view>
@@ -13,6 +14,30 @@
 #include "interp/run_control.h"
 
 namespace tessel::cli {
+
+namespace {
+
+/// A validator of numbers of at least `min` (an option's own conversion reports non-numbers).
+CLI::Validator at_least(double min, const char* name, const char* complaint, const char* fix) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        try {
+          size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) return "";
+        } catch (const std::exception&) {
+          return "";
+        }
+        return v < min ? text + " " + complaint + "; give " + fix : "";
+      },
+      name);
+}
+
+}  // namespace
+
+CLI::Validator non_negative() { return at_least(0, "NONNEGATIVE", "is negative", "0 or more"); }
+CLI::Validator positive() { return at_least(1e-300, "POSITIVE", "is not positive", "more than 0"); }
 
 void add_common_options(CLI::App& sub, Context& ctx) {
   sub.add_flag("--json", ctx.json, "print one JSON object on stdout");
@@ -101,7 +126,17 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << "tessel: error: " << e.what() << "\n";
     return kKernelWrong;
   } catch (const std::bad_alloc&) {
-    err << "tessel: error: out of memory running the kernel; choose smaller sizes with -D\n";
+    // The sizes are checked before anything large is allocated (core/capacity.h, the host
+    // memory check); this is what slips past them. Name the command and its kernel.
+    std::string what = "tessel";
+    for (int a = 1; a < argc && a < 3; ++a) what += std::string(" ") + argv[a];
+    std::string message = "out of memory running `" + what +
+                          "`: this machine could not allocate what the run needs; choose smaller "
+                          "sizes with -D, or fewer --workers";
+    if (json) {
+      emit_json(ctx, {{"passed", false}, {"error", message}, {"exit_code", int{kKernelWrong}}});
+    }
+    err << "tessel: error: " << message << "\n";
     return kKernelWrong;
   } catch (const std::exception& e) {
     err << "tessel: internal error: " << e.what() << "\n";

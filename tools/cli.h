@@ -33,6 +33,10 @@ struct Context {
 
 /// Adds `--json` and `-D` to a subcommand, bound to `ctx`.
 void add_common_options(CLI::App& sub, Context& ctx);
+/// Checks of a number option with plain messages ("--seed: -1 is negative; give 0 or more")
+/// instead of CLI11's "Value -1 not in range 0.000000 to 1797693...".
+CLI::Validator non_negative();
+CLI::Validator positive();
 /// Adds `--kernel NAME` to a subcommand that takes a KERNEL.
 void add_kernel_option(CLI::App& sub, Context& ctx);
 

@@ -21,18 +21,15 @@ struct Found {
 };
 
 /// Shrinks a disagreeing program while it fails the same way.
-Found reduce(const fuzz::Program& p, const fuzz::Outcome& o, const fuzz::KnownBugs& bugs) {
+Found reduce(const fuzz::Program& p, const fuzz::Outcome& o) {
   Found f{p.seed, o, p, o.reason, o.detail, ""};
   // Only a failure of verify itself needs verify while shrinking (it is the slow part).
   fuzz::CheckOptions fast;
   fast.verify = o.reason == "internal error in verify";
-  f.reduced = fuzz::shrink(
-      p,
-      [&](const fuzz::Program& q) {
-        fuzz::Outcome r = fuzz::check_program(q, fast);
-        return r.verdict == fuzz::Verdict::kDisagree && r.reason == o.reason;
-      },
-      bugs);
+  f.reduced = fuzz::shrink(p, [&](const fuzz::Program& q) {
+    fuzz::Outcome r = fuzz::check_program(q, fast);
+    return r.verdict == fuzz::Verdict::kDisagree && r.reason == o.reason;
+  });
   fuzz::Outcome r = fuzz::check_program(f.reduced, fast);
   f.reduced_detail = r.detail;
   try {
@@ -52,13 +49,11 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   static uint64_t seed = 1;
   static int count = 100;
   static std::string target = "sm80";
-  static bool no_verify = false, known_bugs = false, print = false, no_shrink = false;
+  static bool no_verify = false, print = false, no_shrink = false;
   static unsigned timeout_ms = 2000;
   static int verify_every = 1;
   sub->add_option("--seed", seed, "first seed (programs use seed, seed+1, ...)")->default_val(1);
-  sub->add_option("--count", count, "number of programs")
-      ->default_val(100)
-      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--count", count, "number of programs")->default_val(100)->check(non_negative());
   sub->add_option("--target", target, target_names())
       ->check(CLI::IsMember(target_name_list(false)))
       ->default_val("sm80");
@@ -66,25 +61,11 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
   sub->add_option("--verify-every", verify_every,
                   "verify only programs whose seed is a multiple of K (long campaigns)")
       ->default_val(1)
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   sub->add_option("--verify-timeout-ms", timeout_ms, "limit of one Z3 query")->default_val(2000);
-  static std::vector<std::string> draw_bugs;
-  sub->add_option("--known-bug", draw_bugs,
-                  "also draw the shapes of this known bug (repeatable; see docs/testing.md)")
-      ->type_name("NAME");
-  sub->add_flag("--known-bugs", known_bugs,
-                "also draw the program shapes of known open bugs (off: they are left out)");
   sub->add_flag("--print", print, "print every program (TileLang syntax) with its verdict");
   sub->add_flag("--no-shrink", no_shrink, "report disagreements without reducing them");
   sub->callback([&ctx] {
-    fuzz::KnownBugs bugs = known_bugs ? fuzz::KnownBugs::none() : fuzz::KnownBugs{};
-    for (const std::string& name : draw_bugs) {
-      if (!bugs.draw(name)) {
-        std::string names;
-        for (const std::string& n : fuzz::KnownBugs{}.active()) names += " " + n;
-        throw UsageError("--known-bug " + name + ": no such switch; the switches are" + names);
-      }
-    }
     fuzz::CheckOptions options;
     options.verify_timeout_ms = timeout_ms;
     auto t0 = std::chrono::steady_clock::now();
@@ -94,7 +75,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
     std::vector<Found> found;
     for (int n = 0; n < count; ++n) {
       uint64_t s = seed + static_cast<uint64_t>(n);
-      fuzz::Program p = fuzz::generate(s, target, bugs);
+      fuzz::Program p = fuzz::generate(s, target);
       options.verify = !no_verify && s % static_cast<uint64_t>(verify_every) == 0;
       fuzz::Outcome o = fuzz::check_program(p, options);
       if (o.verify_ran) {
@@ -120,7 +101,7 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       } else if (no_shrink) {
         found.push_back(Found{s, o, p, o.reason, o.detail, ""});
       } else {
-        found.push_back(reduce(p, o, bugs));
+        found.push_back(reduce(p, o));
       }
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -145,7 +126,6 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
                       {"verified", verified},
                       {"verify_all_proved", verify_all},
                       {"verify_not_proved", verify_failures},
-                      {"known_bugs_left_out", bugs.active()},
                       {"seconds", seconds},
                       {"disagreements", dis}});
       return;
@@ -171,12 +151,6 @@ void add_fuzz_command(CLI::App& app, Context& ctx) {
       for (const auto& [what, n] : verify_failures) out << "  " << n << " x " << what << "\n";
     }
     for (const auto& [why, n] : refusals) out << "refused " << n << " x " << why << "\n";
-    auto active = bugs.active();
-    if (!active.empty()) {
-      out << "left out (known bugs, --known-bugs draws them):";
-      for (const std::string& b : active) out << " " << b;
-      out << "\n";
-    }
   });
 }
 

@@ -92,7 +92,7 @@ void add_report_command(CLI::App& app, Context& ctx) {
   sub->add_flag("--no-verify", a->no_verify, "leave out the Z3 proofs");
   sub->add_option("--timeout-ms", a->timeout_ms, "limit of one Z3 query (undecided past it)")
       ->default_val(60000)
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   sub->callback([a, &ctx] { run_report(*a, ctx); });
 }
 

@@ -108,7 +108,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"tile", "thread"}))
       ->default_val("tile");
   sub->add_option("--seed", o.seed, "seed of the random inputs (0 or more)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->default_val(0);
   sub->add_option("--workers", o.workers, "CPU threads running blocks (0: all cores; at most 1024)")
       ->check(CLI::Range(0, 1024))
@@ -116,10 +116,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
   sub->add_option("--max-steps", o.max_steps,
                   "stop (exit 1) after this many steps: statements executed by a block (tile "
                   "level) or a warp (thread level); 0: no limit")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->default_val(0);
   sub->add_option("--timeout", o.timeout, "stop (exit 1) after this many seconds; 0: no limit")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->default_val(0);
   sub->add_flag("--progress", o.progress,
                 "a progress line on stderr (blocks done, rate, time left); the default when "

@@ -57,7 +57,7 @@ void add_verify_command(CLI::App& app, Context& ctx) {
       ->default_val("sm80");
   sub->add_option("--timeout-ms", timeout_ms, "limit of one Z3 query (undecided past it)")
       ->default_val(60000)
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   sub->callback([&ctx] {
     ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines, ctx.kernel_choice);
     Kernel kernel = k.example->build(k.params);

@@ -58,9 +58,9 @@ void add_data_options(CLI::App& run, DataOptions& o) {
                  "(repeatable)")
       ->type_name("NAME=FILE");
   run.add_option("--atol", o.atol, "absolute tolerance of --expect (default: by dtype)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   run.add_option("--rtol", o.rtol, "relative tolerance of --expect (default: by dtype)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   run.add_option("--init", o.inits,
                  "a parameter's initial values: NAME=zeros, NAME=random or NAME=nan (outputs "
                  "start as NaN bytes; a kernel that accumulates into its output needs zeros); "

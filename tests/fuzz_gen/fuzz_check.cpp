@@ -179,13 +179,13 @@ Program without_dependents(const Program& p, int i) {
 }  // namespace
 
 Program shrink(const Program& start, const std::function<bool(const Program&)>& still_fails,
-               const KnownBugs& bugs, int budget) {
+               int budget) {
   Program best = start;
   int tried = 0;
   auto attempt = [&](Program q) {
     if (tried >= budget) return false;
     q = drop_unused_buffers(q);
-    if (invalid_reason(q, bugs)) return false;
+    if (invalid_reason(q)) return false;
     ++tried;
     if (!still_fails(q)) return false;
     best = q;

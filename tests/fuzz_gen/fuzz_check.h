@@ -42,10 +42,10 @@ struct CheckOptions {
 Outcome check_program(const Program& p, const CheckOptions& options = {});
 
 /// Reduces `p` while `still_fails` holds: deletes steps (last first), then shrinks sizes, grid,
-/// threads, ragged edges and flags; keeps only programs valid under `bugs`. At most `budget`
-/// candidates are tried.
+/// threads, ragged edges and flags; keeps only valid programs. At most `budget` candidates are
+/// tried.
 Program shrink(const Program& p, const std::function<bool(const Program&)>& still_fails,
-               const KnownBugs& bugs = {}, int budget = 300);
+               int budget = 300);
 
 /// `error` with names of the program's buffers and every number blurred, cut to one line.
 std::string blur_reason(const std::string& error);

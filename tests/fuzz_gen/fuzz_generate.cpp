@@ -1,17 +1,13 @@
 // Draws random valid tile programs (tests/fuzz_gen/fuzz_program.h) and checks their validity.
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <random>
-#include <set>
 
 #include "tests/fuzz_gen/fuzz_program.h"
 
 namespace tessel::fuzz {
 
 namespace {
-
-bool pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 class Rng {
  public:
@@ -45,40 +41,9 @@ std::vector<int> step_reads(const Step& s) {
   return r;
 }
 
-KnownBugs KnownBugs::none() {
-  KnownBugs k;
-  k.reduce_non_pow2_threads = false;
-  k.replicated_vector_non_pow2 = false;
-  k.verify_bank_replay_symbolic = false;
-  k.fill_local_buffer = false;
-  return k;
-}
-
-bool KnownBugs::draw(const std::string& name) {
-  std::map<std::string, bool*> by_name = {
-      {"reduce_non_pow2_threads", &reduce_non_pow2_threads},
-      {"replicated_vector_non_pow2", &replicated_vector_non_pow2},
-      {"verify_bank_replay_symbolic", &verify_bank_replay_symbolic},
-      {"fill_local_buffer", &fill_local_buffer}};
-  auto it = by_name.find(name);
-  if (it == by_name.end()) return false;
-  *it->second = false;
-  return true;
-}
-
-std::vector<std::string> KnownBugs::active() const {
-  std::vector<std::string> names;
-  if (reduce_non_pow2_threads) names.push_back("reduce_non_pow2_threads");
-  if (replicated_vector_non_pow2) names.push_back("replicated_vector_non_pow2");
-  if (verify_bank_replay_symbolic) names.push_back("verify_bank_replay_symbolic");
-  if (fill_local_buffer) names.push_back("fill_local_buffer");
-  return names;
-}
-
-std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bugs) {
+std::optional<std::string> invalid_reason(const Program& p) {
   const int nb = static_cast<int>(p.buffers.size());
   std::vector<bool> written(nb, false);
-  std::set<int> reduced;
   auto buf = [&](int i) -> const FBuffer& { return p.buffers[i]; };
   for (size_t si = 0; si < p.steps.size(); ++si) {
     const Step& s = p.steps[si];
@@ -120,9 +85,6 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
                        buf(s.a).scope == FScope::kFragment &&
                        buf(s.dst).scope == FScope::kFragment && !buf(s.a).f16 && !buf(s.dst).f16,
                    "reduce needs an f32 fragment tile and an f32 fragment vector of its axis");
-        if (!bad && bugs.reduce_non_pow2_threads && !pow2(p.threads))
-          bad = where + ": known bug reduce_non_pow2_threads";
-        if (!bad) reduced.insert(s.dst);
         break;
       }
       case StepKind::kBroadcast: {
@@ -161,28 +123,10 @@ std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bug
     if (bad) return bad;
     if (s.dst >= 0) written[s.dst] = true;
   }
-  if (bugs.fill_local_buffer) {
-    for (const Step& s : p.steps) {
-      if (s.kind == StepKind::kLocalTmp && s.flag) return "known bug fill_local_buffer";
-    }
-  }
-  if (bugs.verify_bank_replay_symbolic && p.symbolic) {
-    for (const Step& s : p.steps) {
-      bool shared = s.a >= 0 && p.buffers[s.a].scope == FScope::kShared;
-      if (s.kind == StepKind::kStore && s.flag && shared)
-        return "known bug verify_bank_replay_symbolic";
-    }
-  }
-  if (bugs.replicated_vector_non_pow2 && !pow2(p.threads)) {
-    for (const Step& s : p.steps) {
-      if (s.kind == StepKind::kVecOp && reduced.count(s.a))
-        return "known bug replicated_vector_non_pow2";
-    }
-  }
   return std::nullopt;
 }
 
-Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs) {
+Program generate(uint64_t seed, const std::string& target) {
   Rng rng(seed);
   Program p;
   p.seed = seed;
@@ -220,7 +164,7 @@ Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs
   // Appends `s` when the program stays valid; marks its destination written.
   auto push = [&](const Step& s) {
     p.steps.push_back(s);
-    if (invalid_reason(p, bugs)) {
+    if (invalid_reason(p)) {
       p.steps.pop_back();
       return false;
     }

@@ -14,30 +14,6 @@
 
 namespace tessel::fuzz {
 
-/// Program shapes that hit bugs already reported (each names its bug). The generator leaves
-/// them out unless asked, so that `tessel fuzz` stays green while the bug is open.
-struct KnownBugs {
-  /// Reductions where the block has a number of threads that is not a power of two.
-  bool reduce_non_pow2_threads = true;
-  /// A replicated 1-d fragment over a non-power-of-two block read by a 1-d T.Parallel.
-  bool replicated_vector_non_pow2 = true;
-  /// `tessel verify` throws an internal error ("bank-conflict degree model does not replay",
-  /// verify/bank_proofs.cpp) on a guarded T.Parallel read of a shared tile (float16, or a
-  /// swizzled float32 one) when the row count is symbolic (lead inbox, fuzz seeds 102220,
-  /// 102608, 100730).
-  bool verify_bank_replay_symbolic = true;
-  /// T.fill of a T.alloc_local buffer lowers to `if tx < 1: ...`: only thread 0 is filled
-  /// (issue 13's first list; soundness inbox, fuzz seed 102926).
-  bool fill_local_buffer = true;
-
-  /// Every switch off: the generator draws the shapes above too.
-  static KnownBugs none();
-  /// The names of the switches that are on (for reports).
-  std::vector<std::string> active() const;
-  /// Turns the switch `name` off (its shapes are drawn); false when there is no such switch.
-  bool draw(const std::string& name);
-};
-
 /// Shape class of a buffer, in units of the program's tile sizes.
 enum class Shape : uint8_t {
   kTile,  ///< (R, C)
@@ -112,12 +88,12 @@ struct Program {
 /// The buffers step `s` reads, its destination included when it accumulates into it.
 std::vector<int> step_reads(const Step& s);
 
-/// Draws a program from `seed` for `target` (sm80 or gfx942) without the shapes `bugs` lists.
-Program generate(uint64_t seed, const std::string& target, const KnownBugs& bugs = {});
+/// Draws a program from `seed` for `target` (sm80 or gfx942).
+Program generate(uint64_t seed, const std::string& target);
 
-/// Empty when `p` is a valid program: every buffer read is written first, shapes fit, no shape
-/// `bugs` excludes. Else why not (the shrinker keeps only valid programs).
-std::optional<std::string> invalid_reason(const Program& p, const KnownBugs& bugs = {});
+/// Empty when `p` is a valid program: every buffer read is written first and shapes fit. Else
+/// why not (the shrinker keeps only valid programs).
+std::optional<std::string> invalid_reason(const Program& p);
 
 /// The program as a tile-level kernel, with its output tensors and those that start at zero.
 struct BuiltProgram {
