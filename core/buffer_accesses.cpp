@@ -14,10 +14,11 @@ std::vector<BufferAccess> buffer_accesses(const Stmt& s) {
     if (const auto* st = x.as<StoreNode>()) out.push_back({st->buffer, st->indices, true, false});
     if (const auto* call = x.as<IntrinsicCallNode>()) {
       const IntrinsicInfo& info = intrinsic_info(call->intrinsic);
-      const bool atomic = info.family == IntrinsicFamily::kAtomic;
+      const bool atomic = info.family == IntrinsicFamily::kAtomic || info.sync;
       for (size_t k = 0; k < call->args.size() && k < info.operands.size(); ++k) {
         const IntrinsicArg& a = call->args[k];
-        if (a.buffer.defined()) out.push_back({a.buffer, a.indices, info.operands[k].written, atomic});
+        if (a.buffer.defined())
+          out.push_back({a.buffer, a.indices, info.operands[k].written, atomic});
       }
     }
     if (const auto* op = x.as<TileOpCallNode>()) {
@@ -27,7 +28,8 @@ std::vector<BufferAccess> buffer_accesses(const Stmt& s) {
   });
   for_each_expr(s, [&](const Expr& e) {
     pre_order_visit(e, [&](const Expr& x) {
-      if (const auto* ld = x.as<BufferLoadNode>()) out.push_back({ld->buffer, ld->indices, false, false});
+      if (const auto* ld = x.as<BufferLoadNode>())
+        out.push_back({ld->buffer, ld->indices, false, false});
     });
   });
   return out;

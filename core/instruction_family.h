@@ -87,7 +87,8 @@ class InstructionFamily {
   X(ldmatrix_family)                   \
   X(cp_async_family)                   \
   X(mfma_family)                       \
-  X(atomic_family)
+  X(atomic_family)                     \
+  X(mbarrier_family)
 
 #define TESSEL_FAMILY_FACTORY_(factory) const InstructionFamily& factory();
 TESSEL_INSTRUCTION_FAMILIES(TESSEL_FAMILY_FACTORY_)
@@ -156,6 +157,20 @@ class WarpIntrinsicExec {
   virtual void async_issue(int lane, int operand, int64_t flat, std::vector<uint64_t> cells) = 0;
   virtual void async_commit(int lane) = 0;
   virtual void async_wait(int lane, int n) = 0;
+  /// mbarriers (PTX ISA "mbarrier"), each a shared element of barrier operand `operand` at
+  /// `flat`: init sets the arrivals each phase expects; arrive counts one arrival of `lane`
+  /// (when `arrive`) after adding `tx` bytes to the transactions the current phase waits for;
+  /// try_wait is true when the phase of parity `parity` has completed (the lane then sees
+  /// everything the threads that completed it did before); otherwise the caller calls block().
+  virtual void mbarrier_init(int lane, int operand, int64_t flat, int64_t count) = 0;
+  virtual void mbarrier_arrive(int lane, int operand, int64_t flat, int64_t tx, bool arrive) = 0;
+  virtual bool mbarrier_try_wait(int lane, int operand, int64_t flat, int64_t parity) = 0;
+  /// The call cannot complete yet: the warp suspends and runs the call again when the barrier
+  /// lane `lane` waits on has moved (a deadlock when nothing can move it).
+  virtual void block(int lane, int operand, int64_t flat, int64_t parity) = 0;
+  /// fence.proxy.async by `lane`: its earlier shared-memory writes become visible to the async
+  /// proxy (TMA stores, wgmma).
+  virtual void fence_proxy_async(int lane) = 0;
 };
 
 }  // namespace tessel

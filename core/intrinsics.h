@@ -20,6 +20,12 @@
 //   mfma_16x16x16_f16|bf16   | D f32 x4, A x4, B x4, C f32 x4                     | 64
 //   mfma_32x32x8_f16|bf16    | D f32 x16, A x4, B x4, C f32 x16                   | 64
 //   atom_add|max|min         | dst (global or shared element), value (per lane)  | per thread
+//   mbarrier_init            | bar (shared u64), count (arrivals per phase)       | per thread
+//   mbarrier_arrive          | bar                                               | per thread
+//   mbarrier_[arrive_]expect_tx | bar, tx (bytes the phase also waits for)        | per thread
+//   mbarrier_wait_parity     | bar, parity (waits until that phase completed)    | per thread
+//   fence_proxy_async        | -                                                 | per thread
+//   set_max_nreg             | n (immediate), inc (immediate 1 or 0)             | warpgroup
 #pragma once
 
 #include <cstdint>
@@ -58,7 +64,14 @@ enum class AtomicKind : uint8_t;  // core/op_atomic.h
   X(Mfma32x32x8BF16, "mfma_32x32x8_bf16")        \
   X(AtomAdd, "atom_add")                         \
   X(AtomMax, "atom_max")                         \
-  X(AtomMin, "atom_min")
+  X(AtomMin, "atom_min")                         \
+  X(MbarrierInit, "mbarrier_init")               \
+  X(MbarrierArrive, "mbarrier_arrive")           \
+  X(MbarrierExpectTx, "mbarrier_expect_tx")      \
+  X(MbarrierArriveExpectTx, "mbarrier_arrive_expect_tx") \
+  X(MbarrierWaitParity, "mbarrier_wait_parity")  \
+  X(FenceProxyAsync, "fence_proxy_async")        \
+  X(SetMaxNreg, "set_max_nreg")
 
 enum class IntrinsicId : uint8_t {
 #define TESSEL_ENUM_(id, name) k##id,
@@ -76,6 +89,10 @@ enum class IntrinsicFamily : uint8_t {
   kCommitGroup,  ///< closes this thread's current group of cp.async copies
   kWaitGroup,    ///< waits until at most n of this thread's committed groups are pending
   kAtomic,       ///< per-thread dst = dst (op) value, atomic: lanes update one after another
+  kMbarrier,     ///< per-thread mbarrier operation (init, arrive, expect_tx) on a shared barrier
+  kMbarrierWait, ///< per-thread wait for a barrier phase; the warp blocks until it completes
+  kFence,        ///< a memory-ordering fence (fence.proxy.async)
+  kRegAlloc,     ///< warpgroup-wide register reallocation (setmaxnreg)
 };
 
 /// How one operand is passed.
@@ -121,6 +138,13 @@ struct IntrinsicInfo {
   bool trans = false;       ///< ldmatrix .trans
   AtomicKind atomic{};      ///< kAtomic: the operation
   int bytes = 0;            ///< cp.async bytes per thread
+  /// Synchronisation only (mbarriers, fences, setmaxnreg): no data effect, so the tile level,
+  /// whose threads run in program order, runs it as nothing, and the barrier pass sees its
+  /// shared-memory operand as updated atomically.
+  bool sync = false;
+  /// The call may wait for other warps (mbarrier waits): the thread-level interpreter runs it
+  /// where a warp can suspend, like T.sync_threads().
+  bool blocking = false;
   std::vector<IntrinsicOperand> operands;
   std::string cuda;         ///< PTX / CUDA spelling ("" when there is none)
   std::string hip;          ///< HIP spelling ("" when there is none)

@@ -20,15 +20,42 @@ std::string join(const std::vector<std::string>& names) {
 
 /// Calls of T that are statements (or declarations), never values.
 bool is_statement_function(const std::string& norm) {
-  static const char* kNames[] = {
-      "T.copy",          "T.gemm",        "T.fill",         "T.clear",
-      "T.reduce_sum",    "T.reduce_max",  "T.reduce_min",   "T.reduce_abssum",
-      "T.reduce_absmax", "T.atomic_add",  "T.atomic_max",   "T.atomic_min",
-      "T.sync_threads",  "T.use_swizzle", "T.alloc_shared", "T.alloc_fragment",
-      "T.alloc_local",   "T.alloc_var",   "T.Kernel",       "T.Tensor",
-      "T.Buffer",        "T.Parallel",    "T.Pipelined",    "T.serial",
-      "T.unroll",        "T.vectorized",  "T.grid",         "T.annotate_layout",
-      "T.cumsum",        "T.cummax"};
+  static const char* kNames[] = {"T.copy",
+                                 "T.gemm",
+                                 "T.fill",
+                                 "T.clear",
+                                 "T.reduce_sum",
+                                 "T.reduce_max",
+                                 "T.reduce_min",
+                                 "T.reduce_abssum",
+                                 "T.reduce_absmax",
+                                 "T.atomic_add",
+                                 "T.atomic_max",
+                                 "T.atomic_min",
+                                 "T.sync_threads",
+                                 "T.use_swizzle",
+                                 "T.alloc_shared",
+                                 "T.alloc_fragment",
+                                 "T.alloc_local",
+                                 "T.alloc_var",
+                                 "T.Kernel",
+                                 "T.Tensor",
+                                 "T.Buffer",
+                                 "T.Parallel",
+                                 "T.Pipelined",
+                                 "T.serial",
+                                 "T.unroll",
+                                 "T.vectorized",
+                                 "T.grid",
+                                 "T.annotate_layout",
+                                 "T.cumsum",
+                                 "T.cummax",
+                                 "T.barrier_wait",
+                                 "T.barrier_arrive",
+                                 "T.inc_max_nreg",
+                                 "T.dec_max_nreg",
+                                 "T.no_set_max_nreg",
+                                 "T.disable_warp_group_reg_alloc"};
   for (const char* n : kNames) {
     if (norm == n) return true;
   }

@@ -173,6 +173,16 @@ void Parser::parse_with(std::vector<Stmt>& out) {
   if (at.kind == TokenKind::kName) read_dotted(dotted);
   std::string norm = normalize(dotted);
   if (auto why = refusal_of(norm)) fail(at, *why);
+  if (norm == "T.ws" && cur_->at_op("(")) {
+    // Warp specialisation: the body runs in the threads of the named warpgroups.
+    require_kernel_body(at, "with T.ws(...)");
+    CallArgs call = parse_call_args(norm, at);
+    Expr cond = warp_group_condition(call);
+    Stmt body = parse_suite(Context::kKernelBody);
+    out.push_back(
+        located(with_tok, [&] { return IfNode::make(cond, body, Stmt(), loc_of(with_tok)); }));
+    return;
+  }
   if (norm != "T.Kernel" || !cur_->at_op("(")) {
     fail(at,
          "only `with T.Kernel(grid..., threads=N) as (bx, by):` is supported as a with "

@@ -474,8 +474,21 @@ class Parser {
   /// Rewrites every access of a view into an access of the tensor it views.
   Stmt view_accesses(const Stmt& body) const;
   Buffer parse_alloc(const CallArgs& call, const std::string& name, std::vector<Stmt>& out);
-  Stmt parse_intrinsic(const CallArgs& call);
+  /// A call of a T.<instruction>; `id` names the instruction for TileLang's aliases
+  /// (T.barrier_wait is T.mbarrier_wait_parity).
+  Stmt parse_intrinsic(const CallArgs& call, std::optional<IntrinsicId> id = std::nullopt);
   void parse_annotate_layout(const Token& at, std::vector<Stmt>& out);
+
+  // ---- kernel_parser_hopper.cpp: mbarriers and warp specialisation (sm90) -----------------
+  /// `name = T.alloc_barrier(arrive_count)`: a shared buffer of barriers, each initialised by
+  /// thread 0 with its count, then T.sync_threads() (as TileLang does at the kernel's start).
+  Buffer parse_alloc_barrier(const CallArgs& call, const std::string& name,
+                             std::vector<Stmt>& out);
+  /// TileLang's aliases of the mbarrier and register calls (T.barrier_wait, T.barrier_arrive,
+  /// T.inc_max_nreg, T.dec_max_nreg); false for other names.
+  bool parse_hopper_alias(const CallArgs& call, std::vector<Stmt>& out);
+  /// `with T.ws(g, ...)`: the condition "the thread is in warpgroup g (or ...)" (128 threads each).
+  Expr warp_group_condition(const CallArgs& call);
 
   // ---- kernel_parser_layouts.cpp: TileLang's layout makers in T.annotate_layout ---------------
   /// True at `maker(` or `tilelang.layout.maker(` for one of TileLang's public layout makers.

@@ -248,6 +248,7 @@ bool Parser::parse_operator(const CallArgs& call, std::vector<Stmt>& out) {
     parse_im2col(call, out);
     return true;
   }
+  if (parse_hopper_alias(call, out)) return true;
   if (op.rfind("T.", 0) == 0 && find_intrinsic(op.substr(2))) {
     start();
     out.push_back(parse_intrinsic(call));
@@ -452,8 +453,8 @@ Buffer Parser::parse_alloc(const CallArgs& call, const std::string& name, std::v
   return b;
 }
 
-Stmt Parser::parse_intrinsic(const CallArgs& call) {
-  IntrinsicId id = *find_intrinsic(call.callee.substr(2));
+Stmt Parser::parse_intrinsic(const CallArgs& call, std::optional<IntrinsicId> alias) {
+  IntrinsicId id = alias ? *alias : *find_intrinsic(call.callee.substr(2));
   const IntrinsicInfo& info = intrinsic_info(id);
   std::vector<std::string> names;
   for (const IntrinsicOperand& o : info.operands) names.push_back(o.name);
@@ -470,6 +471,12 @@ Stmt Parser::parse_intrinsic(const CallArgs& call) {
     }
     if (!is_element_operand(o.kind)) {
       args.push_back(IntrinsicArg{Buffer(), {}, arg_expr(call, *a[i], o.name)});
+      continue;
+    }
+    if (info.sync && a[i]->value.kind == Value::Kind::kBuffer &&
+        a[i]->value.buffer->shape.size() == 1 && as_const_int(a[i]->value.buffer->shape[0]) == 1) {
+      // TileLang passes a one-barrier buffer itself (T.alloc_barrier(128)) for its element.
+      args.push_back(IntrinsicArg{a[i]->value.buffer, {make_int(0)}, Expr()});
       continue;
     }
     if (a[i]->value.kind != Value::Kind::kElement) {

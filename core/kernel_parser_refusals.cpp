@@ -45,6 +45,29 @@ bool is_hopper_construct(const std::string& n) {
   return starts_with(n, "T.mbarrier_") || starts_with(n, "T.cluster_");
 }
 
+/// The warp-specialisation constructs Tessel supports (kernel_parser_hopper.cpp).
+bool is_supported_hopper(const std::string& n) {
+  static const char* kNames[] = {"T.alloc_barrier",
+                                 "T.ws",
+                                 "T.barrier_wait",
+                                 "T.barrier_arrive",
+                                 "T.set_max_nreg",
+                                 "T.inc_max_nreg",
+                                 "T.dec_max_nreg",
+                                 "T.no_set_max_nreg",
+                                 "T.disable_warp_group_reg_alloc",
+                                 "T.fence_proxy_async",
+                                 "T.mbarrier_init",
+                                 "T.mbarrier_arrive",
+                                 "T.mbarrier_expect_tx",
+                                 "T.mbarrier_arrive_expect_tx",
+                                 "T.mbarrier_wait_parity"};
+  for (const char* k : kNames) {
+    if (n == k) return true;
+  }
+  return false;
+}
+
 /// Blackwell (sm100) tensor-memory constructs.
 bool is_blackwell_construct(const std::string& n) {
   return starts_with(n, "T.tcgen05") || n == "T.alloc_tmem" || starts_with(n, "T.alloc_tcgen05");
@@ -53,12 +76,13 @@ bool is_blackwell_construct(const std::string& n) {
 }  // namespace
 
 std::optional<std::string> refusal_of(const std::string& norm) {
-  if (is_hopper_construct(norm)) {
+  if (is_hopper_construct(norm) && !is_supported_hopper(norm)) {
     return norm +
-           " is Hopper warp specialisation (mbarriers, TMA, producer/consumer warp groups), "
-           "which Tessel does not support yet; write the loop as `for k in T.Pipelined(n, "
-           "num_stages=...)` with T.copy and T.gemm, and Tessel plans the pipeline "
-           "(cp.async on sm80, checked by `tessel verify`)";
+           " (Hopper TMA, wgmma or cluster barriers) is not supported yet; Tessel has the "
+           "mbarriers (T.alloc_barrier, T.barrier_arrive, T.barrier_wait, T.mbarrier_*), "
+           "T.fence_proxy_async, T.set_max_nreg and warp specialisation (`with T.ws(g):` or "
+           "`if tx < 128:`); copy with T.copy or element loops, or write the loop as `for k in "
+           "T.Pipelined(n, num_stages=...)` and Tessel plans the pipeline";
   }
   if (is_blackwell_construct(norm)) {
     return norm +

@@ -480,10 +480,11 @@ bool Parser::parse_special_assignment(const Token& target, std::vector<Stmt>& ou
     cur_->rewind(start);
     return false;
   }
-  if (alloc) {
+  if (alloc || norm == "T.alloc_barrier") {
     CallArgs call = parse_call_args(norm, parts[0]);
     require_kernel_body(parts[0], "an allocation");
-    Buffer b = parse_alloc(call, target.text, out);
+    Buffer b =
+        alloc ? parse_alloc(call, target.text, out) : parse_alloc_barrier(call, target.text, out);
     bind(target.text, Value::of(b), target, true);
     return true;
   }

@@ -7,12 +7,14 @@
 // state the body ends in, which finds the barrier the next iteration needs (the one before a copy
 // that overwrites a tile the previous iteration's gemm still reads). Barriers go only where every
 // thread of the block arrives: not inside a branch or loop whose condition depends on the thread.
-// The user's own T.sync_threads() are kept and reset the state.
+// The user's own T.sync_threads() are kept and reset the state. A branch that depends on the
+// thread and waits on an mbarrier (warp specialisation) is synchronised by its own barriers.
 #include <map>
 #include <set>
 
 #include "core/buffer_accesses.h"
 #include "core/expr_functor.h"
+#include "core/intrinsics.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
 
@@ -49,6 +51,16 @@ Accesses accesses_of(const Stmt& s) {
 bool contains(const Stmt& s, const StmtNode* node) {
   bool found = false;
   for_each_stmt(s, [&](const Stmt& c) { found = found || c.get() == node; });
+  return found;
+}
+
+/// True when `s` contains a call that waits for other threads (an mbarrier wait).
+bool waits_on_mbarrier(const Stmt& s) {
+  bool found = false;
+  for_each_stmt(s, [&](const Stmt& c) {
+    if (const auto* call = c.as<IntrinsicCallNode>())
+      found = found || intrinsic_info(call->intrinsic).blocking;
+  });
   return found;
 }
 
@@ -128,6 +140,10 @@ class BarrierInserter {
       if (!uniform(let->value)) varying_.insert(let->var.get());
       return LetNode::make(let->var, let->value, visit(let->body, h), let->loc);
     }
+    // A branch that depends on the thread and waits on an mbarrier (a warp-specialised
+    // producer or consumer) synchronises its shared accesses itself, as the user wrote them; the
+    // thread-level simulator checks that order.
+    if (s.as<IfNode>() && waits_on_mbarrier(s)) return s;
     record(a, h, s.get());  // a leaf, or control flow that depends on the thread
     return s;
   }

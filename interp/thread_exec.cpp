@@ -2,7 +2,9 @@
 #include "interp/thread_exec.h"
 
 #include <algorithm>
+#include <map>
 #include <random>
+#include <tuple>
 
 #include "core/capacity.h"
 #include "core/error.h"
@@ -132,7 +134,6 @@ void BlockExec::run_warp(WarpState& w) {
     w.task = execs_[w.id]->exec_co(body, w.live);
     w.resume = w.task.handle();
   }
-  w.barrier_site = -1;
   w.resume.resume();
   auto h = w.task.handle();
   if (h.done()) {
@@ -145,10 +146,30 @@ void BlockExec::run() {
   allocate();
   execs_.resize(warps_.size());
   for (int round = 0;; ++round) {
-    for (int w : warp_order(round)) run_warp(warps_[w]);
+    // Every warp runs to its next T.sync_threads() or its end; a warp blocked on an mbarrier
+    // runs again once that barrier's phase has completed, until no warp can move.
+    std::vector<int> order = warp_order(round);
+    for (WarpState& w : warps_) w.barrier_site = -1;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int i : order) {
+        WarpState& w = warps_[i];
+        if (w.done || w.barrier_site >= 0) continue;
+        if (w.mbar_site >= 0 && !sim_.mbar_phase_done(w.mbar_buffer, w.mbar_flat, w.mbar_parity))
+          continue;
+        // A blocked warp runs only when its wait can pass, so every run moves it on.
+        run_warp(w);
+        moved = true;
+      }
+    }
     bool all_done =
         std::all_of(warps_.begin(), warps_.end(), [](const WarpState& w) { return w.done; });
     if (all_done) break;
+    if (std::any_of(warps_.begin(), warps_.end(),
+                    [](const WarpState& w) { return !w.done && w.mbar_site >= 0; })) {
+      report_deadlock();
+      break;
+    }
     std::vector<sim::Arrival> arrivals;
     for (const WarpState& w : warps_) {
       arrivals.push_back({w.id, w.done ? -1 : w.barrier_site, w.done ? 0 : w.barrier_mask, w.live});
@@ -163,6 +184,64 @@ void BlockExec::run() {
   steps.flush([&] { return where(0); });
   sim_.commit_global();
   launch_.sim.absorb(sim_);
+}
+
+void BlockExec::report_deadlock() {
+  struct Group {
+    std::vector<int> warps;
+    int thread = 0;
+  };
+  // Warps waiting at the same place on the same barrier phase, in warp order.
+  std::map<std::tuple<int, int, int64_t, int64_t>, Group> groups;
+  std::vector<int> finished;
+  for (const WarpState& w : warps_) {
+    if (w.done) {
+      finished.push_back(w.id);
+      continue;
+    }
+    auto key = w.mbar_site >= 0
+                   ? std::make_tuple(w.mbar_site, w.mbar_buffer, w.mbar_flat, w.mbar_parity)
+                   : std::make_tuple(w.barrier_site, -1, int64_t{0}, int64_t{0});
+    Group& g = groups[key];
+    if (g.warps.empty()) g.thread = w.first_thread + (w.mbar_site >= 0 ? w.mbar_lane : 0);
+    g.warps.push_back(w.id);
+  }
+  auto warp_words = [&](const std::vector<int>& ws) {
+    std::string s = ws.size() == 1 ? "warp " : "warps ";
+    for (size_t i = 0; i < ws.size();) {
+      size_t j = i;
+      while (j + 1 < ws.size() && ws[j + 1] == ws[j] + 1) ++j;
+      s += (i ? ", " : "") + std::to_string(ws[i]) + (j > i ? "-" + std::to_string(ws[j]) : "");
+      i = j + 1;
+    }
+    int first = ws.front() * warp_size();
+    int last = std::min(threads_, (ws.back() + 1) * warp_size()) - 1;
+    return s + " (threads " + std::to_string(first) + "-" + std::to_string(last) + ")";
+  };
+  const auto& sites = launch_.prog.sites;
+  std::string msg = "every live warp waits and none can move on:";
+  int site_a = -1, site_b = -1, thread = 0;
+  for (const auto& [key, g] : groups) {
+    auto [site, buffer, flat, parity] = key;
+    if (site_a < 0) {
+      site_a = site;
+      thread = g.thread;
+    } else if (site_b < 0 && site != site_a) {
+      site_b = site;
+    }
+    msg += "\n  " + warp_words(g.warps) + (g.warps.size() == 1 ? " waits" : " wait") + " at " +
+           sites[site].describe();
+    if (buffer >= 0) {
+      msg += " for the phase of parity " + std::to_string(parity) + ": " +
+             sim_.mbar_state(buffer, flat);
+    }
+  }
+  if (!finished.empty()) msg += "\n  " + warp_words(finished) + " finished";
+  msg +=
+      "\nA phase completes when every arrival its T.alloc_barrier / T.mbarrier_init count asks "
+      "for has come and every byte expect_tx announced has landed; phase k has parity k % 2. "
+      "Check the arrive counts, who arrives, and the parity each wait passes";
+  sim_.deadlock(msg, thread, site_a, site_b);
 }
 
 // ---- Warp --------------------------------------------------------------------------------------
@@ -208,7 +287,7 @@ void WarpExec::exec(const CStmt* s, uint64_t mask) {
     case SOp::kBarrier:
       internal_error("a barrier outside the barrier-aware executor");
     case SOp::kIntrinsic:
-      exec_intrinsic(s, mask);
+      internal_check(exec_intrinsic(s, mask), "a blocking call outside the barrier-aware executor");
       break;
     case SOp::kPrint: {
       LaneValues sv;
@@ -335,6 +414,10 @@ Task WarpExec::exec_co(const CStmt* s, uint64_t mask) {
     case SOp::kBarrier:
       block_.lane_ops += std::popcount(mask);
       co_await BarrierAwaiter{warp_, s->site, mask};
+      break;
+    case SOp::kIntrinsic:  // a blocking call (mbarrier wait): retried until it passes
+      while (!exec_intrinsic(s, mask)) co_await MbarrierAwaiter{warp_};
+      warp_.mbar_site = -1;
       break;
     default:
       exec(s, mask);

@@ -97,6 +97,13 @@ struct WarpState {
   bool done = false;
   int barrier_site = -1;  ///< the barrier it waits at
   uint64_t barrier_mask = 0;
+  /// Blocked on an mbarrier phase (mbar_site >= 0): the wait call's site, the barrier and the
+  /// parity it waits for, and the lane that waits.
+  int mbar_site = -1;
+  int mbar_buffer = -1;
+  int64_t mbar_flat = 0;
+  int64_t mbar_parity = 0;
+  int mbar_lane = 0;
 };
 
 /// One buffer's storage in a block: 8-byte cells (int64 or double bits) for shared and local
@@ -122,7 +129,8 @@ struct LaunchContext {
   /// lane's read-modify-write must see the previous one.
   std::mutex global_atomics{};
   RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
-  const Target* target = nullptr;  ///< the limits each allocation is checked against
+  const Target* target = nullptr;  ///< the limits each allocation is checked against; the
+                                   ///< instruction families the kernel may call
 };
 
 class WarpExec;
@@ -190,6 +198,7 @@ class BlockExec {
   const ThreadProgram& prog() const { return launch_.prog; }
   sim::BlockSim& sim() { return sim_; }
   int warp_size() const { return launch_.warp_size; }
+  const Target* target() const { return launch_.target; }
   int threads() const { return threads_; }
   const std::vector<int64_t>& block_index() const { return block_index_; }
   int64_t lane_ops = 0;
@@ -226,6 +235,8 @@ class BlockExec {
   /// uninitialised, and registers it with the models. Extents are evaluated in thread 0.
   void allocate();
   void run_warp(WarpState& w);
+  /// Every live warp is blocked: records the deadlock with who waits where.
+  void report_deadlock();
   std::vector<int> warp_order(int round);
   /// Hands a resolved load or store to the models, or to the T.vectorized loop holding them.
   void present(const sim::WarpRequest& req, const sim::Resolved& r, uint64_t same = 0);
@@ -267,6 +278,13 @@ class WarpExec {
     }
     void await_resume() const noexcept {}
   };
+  /// Suspends a warp blocked on an mbarrier (WarpState::mbar_* say where).
+  struct MbarrierAwaiter {
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) noexcept { warp.resume = h; }
+    void await_resume() const noexcept {}
+    WarpState& warp;
+  };
 
   // thread_eval.cpp
   void eval_binary(const CExpr* e, uint64_t mask, LaneValues& out);
@@ -285,7 +303,9 @@ class WarpExec {
   /// requests are grouped by block_.vectors().
   void exec_vectorized(const CStmt* s, uint64_t mask);
   // thread_intrinsics.cpp
-  void exec_intrinsic(const CStmt* s, uint64_t mask);
+  /// False when the call blocked (an mbarrier wait whose phase has not completed): the warp
+  /// must suspend and run it again.
+  bool exec_intrinsic(const CStmt* s, uint64_t mask);
   /// Evaluates an element operand's indices for the lanes of `mask` into `idx`.
   std::array<const int64_t*, 8> eval_indices(const std::vector<const CExpr*>& indices,
                                              uint64_t mask, IndexScratch& idx);

@@ -95,6 +95,27 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
   void async_commit(int lane) override {
     w_.block_.sim().async_commit(w_.warp_.first_thread + lane);
   }
+  void mbarrier_init(int lane, int operand, int64_t flat, int64_t count) override {
+    w_.block_.sim().mbar_init(thread(lane), s_->site, s_->args[operand].buffer, flat, count);
+  }
+  void mbarrier_arrive(int lane, int operand, int64_t flat, int64_t tx, bool arrive) override {
+    w_.block_.sim().mbar_arrive(thread(lane), s_->site, s_->args[operand].buffer, flat, tx, arrive);
+  }
+  bool mbarrier_try_wait(int lane, int operand, int64_t flat, int64_t parity) override {
+    return w_.block_.sim().mbar_try_wait(thread(lane), s_->site, s_->args[operand].buffer, flat,
+                                         parity);
+  }
+  void block(int lane, int operand, int64_t flat, int64_t parity) override {
+    blocked_ = true;
+    WarpState& w = w_.warp_;
+    w.mbar_site = s_->site;
+    w.mbar_buffer = s_->args[operand].buffer;
+    w.mbar_flat = flat;
+    w.mbar_parity = parity;
+    w.mbar_lane = lane;
+  }
+  void fence_proxy_async(int) override {}
+  bool blocked() const { return blocked_; }
   void async_wait(int lane, int n) override {
     for (const sim::AsyncCopy& copy : w_.block_.sim().async_wait(w_.warp_.first_thread + lane, n)) {
       for (size_t j = 0; j < copy.cells.size(); ++j) {
@@ -123,12 +144,15 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
     return req;
   }
 
+  int thread(int lane) const { return w_.warp_.first_thread + lane; }
+
   WarpExec& w_;
   const CStmt* s_;
   uint64_t mask_;
+  bool blocked_ = false;
 };
 
-void WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
+bool WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
   const IntrinsicInfo& info = *s->intrinsic;
   const bool target_nvidia = block_.warp_size() == 32;
   if (!info.any_vendor && info.nvidia != target_nvidia) {
@@ -139,11 +163,19 @@ void WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
                std::to_string(block_.warp_size()) + "-lane warps; run with --target " +
                default_target(info.nvidia).name);
   }
+  const Target* target = block_.target();
+  if (info.sync && target && !target->has(*info.home)) {
+    user_error("kernel '" + block_.prog().kernel->name +
+               "': " + block_.prog().sites[s->site].describe() + " (" + info.cuda +
+               ") is a Hopper instruction that target " + target->name +
+               " does not have; run with --target sm90");
+  }
   block_.lane_ops +=
       std::popcount(mask) * static_cast<int64_t>(std::max<size_t>(1, s->args.size()));
   internal_check(info.home != nullptr, "an intrinsic without its family's home");
   IntrinsicCallExec exec(*this, s, mask);
   info.home->execute(info, exec);
+  return !exec.blocked();
 }
 
 }  // namespace tessel::thread_detail

@@ -287,6 +287,7 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
     const IntrinsicInfo& info = intrinsic_info(op->intrinsic);
     c->intrinsic = &info;
     c->site = st_.add_site("T." + info.name, "");
+    c->has_barrier = info.blocking;  // the warp may suspend there
     for (size_t i = 0; i < op->args.size(); ++i) {
       const IntrinsicArg& a = op->args[i];
       CArg arg;

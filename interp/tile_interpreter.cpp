@@ -11,6 +11,7 @@
 #include "core/capacity.h"
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
+#include "core/intrinsics.h"
 #include "core/printer.h"
 #include "core/tile_op.h"
 #include "interp/print_output.h"
@@ -63,7 +64,9 @@ class BlockRunner {
       case StmtKind::kSeq:
         for (const Stmt& c : s.as<SeqNode>()->stmts) exec(c, lanes);
         break;
-      case StmtKind::kFor: exec_for(s.as<ForNode>(), lanes); break;
+      case StmtKind::kFor:
+        exec_for(s.as<ForNode>(), lanes);
+        break;
       case StmtKind::kIf: {
         const auto* op = s.as<IfNode>();
         Lanes yes, no;
@@ -72,7 +75,9 @@ class BlockRunner {
         if (op->else_case.defined()) exec(op->else_case, no);
         break;
       }
-      case StmtKind::kStore: exec_store(s.as<StoreNode>(), lanes); break;
+      case StmtKind::kStore:
+        exec_store(s.as<StoreNode>(), lanes);
+        break;
       case StmtKind::kAlloc: {
         const auto* op = s.as<AllocNode>();
         for (int t : lanes) {
@@ -96,8 +101,7 @@ class BlockRunner {
       case StmtKind::kBarrier:
         if (!in_parallel_ && static_cast<int>(lanes.size()) != block_.num_threads()) {
           user_error(where(s) + ": T.sync_threads() is reached by only " +
-                     std::to_string(lanes.size()) + " of " +
-                     std::to_string(block_.num_threads()) +
+                     std::to_string(lanes.size()) + " of " + std::to_string(block_.num_threads()) +
                      " threads (it sits in a branch or loop that depends on the thread); every "
                      "thread of the block must reach the same barrier — move it out of the branch");
         }
@@ -106,8 +110,7 @@ class BlockRunner {
         const TileOp& op = *s.as<TileOpCallNode>()->op;
         if (!in_parallel_ && static_cast<int>(lanes.size()) != block_.num_threads()) {
           user_error(where(s) + ": " + op.describe() + " is executed by only " +
-                     std::to_string(lanes.size()) + " of " +
-                     std::to_string(block_.num_threads()) +
+                     std::to_string(lanes.size()) + " of " + std::to_string(block_.num_threads()) +
                      " threads; tile operators run on the whole block, so they must not sit in a "
                      "branch that depends on the thread index");
         }
@@ -124,7 +127,8 @@ class BlockRunner {
         }
         break;
       }
-      case StmtKind::kUseSwizzle: break;  // only the order of blocks changes
+      case StmtKind::kUseSwizzle:
+        break;  // only the order of blocks changes
       case StmtKind::kPrint: {
         // Every thread that runs it prints; an iteration of T.Parallel belongs to no thread yet.
         const auto* op = s.as<PrintNode>();
@@ -138,6 +142,9 @@ class BlockRunner {
         break;
       }
       case StmtKind::kIntrinsicCall: {
+        // Synchronisation (mbarriers, fences) orders threads; the tile level runs them in
+        // program order already.
+        if (intrinsic_info(s.as<IntrinsicCallNode>()->intrinsic).sync) break;
         std::string text = print_stmt(s);
         user_error(where(s) + ": the hardware instruction `" + text.substr(0, text.find('\n')) +
                    "` is warp-level code that the tile level does not model; run this kernel "
@@ -213,7 +220,6 @@ class BlockRunner {
   bool in_parallel_ = false;
 };
 
-
 }  // namespace
 
 /// Binds symbolic dimensions from the tensors' shapes and checks each parameter's dtype and
@@ -258,8 +264,8 @@ IntEnv bind_tensors(const Kernel& kernel, const TensorMap& tensors) {
   return env;
 }
 
-std::map<std::string, std::vector<int64_t>> param_shapes(const Kernel& kernel,
-                                                         const std::map<std::string, int64_t>& dims) {
+std::map<std::string, std::vector<int64_t>> param_shapes(
+    const Kernel& kernel, const std::map<std::string, int64_t>& dims) {
   IntEnv env;
   for (const Var& v : kernel->dynamic_vars) {
     auto it = dims.find(v.name());
@@ -295,8 +301,9 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
     blocks *= n;
   }
 
-  int workers = options.workers > 0 ? options.workers
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int workers = options.workers > 0
+                    ? options.workers
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   workers = static_cast<int>(std::min<int64_t>(workers, blocks));
   if (options.control) options.control->begin("tile level", blocks);
   std::atomic<int64_t> next{0};

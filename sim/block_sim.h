@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,27 @@ class BlockSim {
   /// Every copy still in flight (end of the block); landed without detector checks.
   std::vector<AsyncCopy> async_drain();
 
+  /// mbarriers (block_sim_mbarrier.cpp), keyed by their shared element. The first init turns on
+  /// happens-before tracking: each thread keeps a vector clock, an arrive releases the thread's
+  /// clock into the barrier's phase, a wait that passes acquires the completed phase's, and two
+  /// accesses between the same T.sync_threads() conflict only when neither happens before the
+  /// other. Kernels without mbarriers keep the barrier-interval rules alone.
+  void mbar_init(int thread, int site, int buffer, int64_t flat, int64_t count);
+  /// Adds `tx` expected bytes to the current phase, then one arrival when `arrive`.
+  void mbar_arrive(int thread, int site, int buffer, int64_t flat, int64_t tx, bool arrive);
+  /// True when the phase of parity `parity` has completed (no side effect).
+  bool mbar_phase_done(int buffer, int64_t flat, int64_t parity) const;
+  /// mbar_phase_done, and on success `thread` acquires the completed phase's clock. A wait on a
+  /// barrier nobody initialised is an mbarrier finding (and passes, so the run goes on).
+  bool mbar_try_wait(int thread, int site, int buffer, int64_t flat, int64_t parity);
+  /// The barrier's state in words: "'full[1]' is in phase 2 (parity 0) with 64 of 128
+  /// arrivals (threads 0-63), 0 of 0 expected transaction bytes landed".
+  std::string mbar_state(int buffer, int64_t flat) const;
+  /// Counts changes of any barrier's state (the interpreter's progress test).
+  uint64_t mbar_changes() const { return mbar_changes_; }
+  /// Records a deadlock: `message` says who waits where; `site_a`/`site_b` are two wait sites.
+  void deadlock(const std::string& message, int thread, int site_a, int site_b);
+
   const std::vector<Counters>& counters() const { return per_site_; }
   /// With SimOptions::bank_samples: per site, this block's costliest shared request.
   const std::vector<BankSample>& bank_samples() const { return worst_bank_; }
@@ -107,6 +129,7 @@ class BlockSim {
     uint32_t w_epoch = 0, r_epoch = 0;  ///< interval of the last write / read (0: never)
     int32_t writer = -1, reader = -1, reader2 = -1;
     int32_t w_site = -1, r_site = -1, r_site2 = -1;
+    uint32_t w_clock = 0, r_clock = 0, r_clock2 = 0;  ///< the accessors' own clocks (mbarriers)
     uint16_t pending = 0;  ///< cp.async copies in flight onto this element
     int16_t async_site = -1;
     int32_t async_thread = -1;
@@ -137,6 +160,28 @@ class BlockSim {
   void shared_store(BlockBuffer& b, int64_t e, int thread, int site, bool same);
   /// Sum over threads of their peak bytes in flight in the current barrier interval.
   int64_t interval_in_flight() const;
+  /// True when thread `a`'s access at its clock `clock` happens before `t`'s next access
+  /// through mbarriers (false while no mbarrier was initialised).
+  bool ordered(int a, uint32_t clock, int t) const {
+    return hb_ && a >= 0 && vc_[t][a] >= clock;
+  }
+  uint32_t own_clock(int t) const { return hb_ ? vc_[t][t] : 0; }
+  /// True when every read recorded in `c` other than `t`'s own happens before `t`'s next access.
+  bool read_ordered(const Cell& c, int t) const;
+  struct Mbarrier {
+    bool init = false;
+    int init_site = -1, init_thread = -1;
+    int64_t count = 0;        ///< arrivals each phase expects
+    int64_t pending = 0;      ///< arrivals the current phase still needs
+    int64_t tx = 0;           ///< transaction bytes the current phase still needs
+    int64_t tx_expected = 0;  ///< bytes expected in the current phase (messages)
+    uint32_t phase = 0;       ///< phases completed
+    std::vector<int> arrived;         ///< threads arrived in the current phase
+    std::vector<uint32_t> clock;      ///< join of their clocks
+    std::vector<uint32_t> done_clock; ///< the last completed phase's
+  };
+  Mbarrier* find_mbar(int buffer, int64_t flat, int thread, int site, const char* what);
+  void mbar_maybe_complete(Mbarrier& m);
   std::string thread_words(int thread) const;
   std::string site_words(int site) const;
   int lane_vector(const WarpRequest& req, int lane) const {
@@ -172,6 +217,10 @@ class BlockSim {
   std::vector<int64_t> in_flight_;    ///< per thread: cp.async bytes issued and not landed
   std::vector<int64_t> peak_;         ///< per thread: the most of in_flight_ in this interval
   int64_t max_in_flight_closed_ = 0;  ///< the maximum over finished intervals
+  std::map<std::pair<int, int64_t>, Mbarrier> mbars_;
+  bool hb_ = false;                         ///< some mbarrier was initialised
+  std::vector<std::vector<uint32_t>> vc_;   ///< per thread: its vector clock (hb_ only)
+  uint64_t mbar_changes_ = 0;
 };
 
 }  // namespace tessel::sim

@@ -62,7 +62,7 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
               return f;
             });
           }
-          if (c.w_epoch == epoch_ && c.writer != t) {
+          if (c.w_epoch == epoch_ && c.writer != t && !ordered(c.writer, c.w_clock, t)) {
             int w = c.writer, ws = c.w_site;
             findings_.add(FindingKind::kRace, false, d.name, ws, req.site, [&] {
               Finding f;
@@ -79,14 +79,28 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
               return f;
             });
           }
+          if (hb_ && c.r_epoch == epoch_) {
+            // A recorded read that happens before this one is covered by it: whatever comes
+            // after this read (in happens-before) comes after that one too.
+            if (c.reader2 >= 0 && ordered(c.reader2, c.r_clock2, t)) c.reader2 = -1;
+            if (ordered(c.reader, c.r_clock, t)) {
+              c.reader = c.reader2;
+              c.r_site = c.r_site2;
+              c.r_clock = c.r_clock2;
+              c.reader2 = -1;
+              if (c.reader < 0) c.r_epoch = 0;
+            }
+          }
           if (c.r_epoch != epoch_) {
             c.r_epoch = epoch_;
             c.reader = t;
             c.r_site = req.site;
+            c.r_clock = own_clock(t);
             c.reader2 = -1;
           } else if (c.reader != t && c.reader2 < 0) {
             c.reader2 = t;
             c.r_site2 = req.site;
+            c.r_clock2 = own_clock(t);
           }
           break;
         }
@@ -99,7 +113,7 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
         case Access::kAsyncWrite:
           // The data land at the wait, but the copy may write as soon as it is issued: a read
           // by another thread in this interval is a write-after-read race already.
-          if (c.r_epoch == epoch_ && (c.reader != t || c.reader2 >= 0)) {
+          if (c.r_epoch == epoch_ && (c.reader != t || c.reader2 >= 0) && !read_ordered(c, t)) {
             int other = c.reader != t ? c.reader : c.reader2;
             int os = c.reader != t ? c.r_site : c.r_site2;
             findings_.add(FindingKind::kRace, false, d.name, os, req.site, [&] {
@@ -124,6 +138,13 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
   }
 }
 
+bool BlockSim::read_ordered(const Cell& c, int t) const {
+  if (!hb_) return false;
+  if (c.reader >= 0 && c.reader != t && !ordered(c.reader, c.r_clock, t)) return false;
+  if (c.reader2 >= 0 && c.reader2 != t && !ordered(c.reader2, c.r_clock2, t)) return false;
+  return true;
+}
+
 void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool same) {
   const BufferDesc& d = b.desc;
   Cell& c = b.cells[e];
@@ -141,7 +162,7 @@ void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool sam
       return f;
     });
   }
-  if (c.w_epoch == epoch_ && c.writer != t) {
+  if (c.w_epoch == epoch_ && c.writer != t && !ordered(c.writer, c.w_clock, t)) {
     int w = c.writer, ws = c.w_site;
     FindingKind kind = same ? FindingKind::kRace : FindingKind::kWriteConflict;
     findings_.add(kind, same, d.name, ws, site, [&] {
@@ -164,7 +185,7 @@ void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool sam
       }
       return f;
     });
-  } else if (c.r_epoch == epoch_ && (c.reader != t || c.reader2 >= 0)) {
+  } else if (c.r_epoch == epoch_ && (c.reader != t || c.reader2 >= 0) && !read_ordered(c, t)) {
     int other = c.reader != t ? c.reader : c.reader2;
     int os = c.reader != t ? c.r_site : c.r_site2;
     findings_.add(FindingKind::kRace, false, d.name, os, site, [&] {
@@ -184,7 +205,11 @@ void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool sam
   c.w_epoch = epoch_;
   c.writer = t;
   c.w_site = site;
+  c.w_clock = own_clock(t);
   c.init = true;
+  // With mbarriers the reads before this write are ordered before it (or were reported): later
+  // writes need only be ordered after this one, and later reads are recorded afresh.
+  if (hb_) c.r_epoch = 0;
 }
 
 void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffer& b) {

@@ -31,6 +31,10 @@ const char* finding_kind_name(FindingKind kind) {
       return "write_conflict";
     case FindingKind::kMisaligned:
       return "misaligned";
+    case FindingKind::kDeadlock:
+      return "deadlock";
+    case FindingKind::kMbarrier:
+      return "mbarrier";
   }
   return "?";
 }

@@ -128,8 +128,11 @@ enum class FindingKind : uint8_t {
   kAsyncRace,          ///< touching a cp.async destination before the wait that lands it
   kWriteConflict,      ///< two threads writing different values to one element between barriers
   kMisaligned,  ///< an address not a multiple of the access's size (cp.async, ldmatrix, vectors)
+  kDeadlock,    ///< every live warp waits (mbarrier phases, barriers) and none can move
+  kMbarrier,    ///< an mbarrier used before T.mbarrier_init / with a bad count
 };
-/// "race", "oob", "uninit", "barrier_divergence", "async_race", "write_conflict", "misaligned".
+/// "race", "oob", "uninit", "barrier_divergence", "async_race", "write_conflict", "misaligned",
+/// "deadlock", "mbarrier".
 const char* finding_kind_name(FindingKind kind);
 
 /// One problem the models found, aggregated over its occurrences: the first occurrence is

@@ -50,6 +50,11 @@ class FakeWarp final : public WarpIntrinsicExec {
   void async_issue(int, int, int64_t, std::vector<uint64_t>) override {}
   void async_commit(int) override {}
   void async_wait(int, int) override {}
+  void mbarrier_init(int, int, int64_t, int64_t) override {}
+  void mbarrier_arrive(int, int, int64_t, int64_t, bool) override {}
+  bool mbarrier_try_wait(int, int, int64_t, int64_t) override { return true; }
+  void block(int, int, int64_t, int64_t) override {}
+  void fence_proxy_async(int) override {}
 };
 
 }  // namespace
@@ -119,14 +124,15 @@ TEST_SUITE("instruction families") {
     CHECK(w.observed[1].operand == 0);
   }
 
-  TEST_CASE("every instruction of the table has a home, and the five families are registered") {
+  TEST_CASE("every instruction of the table has a home, and the six families are registered") {
     for (const IntrinsicInfo& info : intrinsic_table()) {
       INFO(info.name);
       CHECK(info.home != nullptr);
     }
     std::vector<std::string> names;
     for (const InstructionFamily* f : instruction_families()) names.emplace_back(f->name());
-    CHECK(names == std::vector<std::string>{"mma.sync", "ldmatrix", "cp.async", "MFMA", "atomics"});
+    CHECK(names == std::vector<std::string>{"mma.sync", "ldmatrix", "cp.async", "MFMA", "atomics",
+                                            "mbarrier"});
   }
 
   TEST_CASE("cp.async declares both addresses aligned to the copy; registers and atomics none") {

@@ -66,6 +66,9 @@ TEST_SUITE("target registry") {
       CHECK_FALSE(t.has(mfma_family()));
       CHECK(t.has(atomic_family()));
     }
+    // mbarrier try_wait / expect_tx, fence.proxy.async and setmaxnreg are sm_90 (PTX ISA 8.0).
+    CHECK(find_target("sm90").has(mbarrier_family()));
+    CHECK_FALSE(find_target("sm80").has(mbarrier_family()));
     for (const char* n : {"gfx90a", "gfx942"}) {
       const Target& t = find_target(n);
       CHECK(t.has(mfma_family()));

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/intrinsics.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
 #include "core/target.h"
@@ -14,10 +15,14 @@ namespace tessel::cli {
 
 namespace {
 
+/// True when the kernel calls an instruction with a data effect (mbarriers and fences order
+/// threads only, which the tile level's program order already does).
 bool uses_intrinsics(const Kernel& kernel) {
   bool found = false;
-  for_each_stmt(kernel->body,
-                [&](const Stmt& s) { found = found || s.kind() == StmtKind::kIntrinsicCall; });
+  for_each_stmt(kernel->body, [&](const Stmt& s) {
+    if (const auto* call = s.as<IntrinsicCallNode>())
+      found = found || !intrinsic_info(call->intrinsic).sync;
+  });
   return found;
 }
 
