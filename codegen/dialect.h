@@ -34,8 +34,11 @@ std::string float_literal(Language lang, DataType t, double value);
 
 /// The call of one intrinsic with its operands already printed: register and memory operands
 /// as pointers (`&C_local[4]`), values as expressions. Records the helpers it needs in `used`.
+/// `buffers` and `indices`: per operand, the buffer's name and printed indices (empty for values).
 std::string intrinsic_call(Language lang, const IntrinsicInfo& info, DataType dst_type,
-                           const std::vector<std::string>& args, std::set<std::string>& used);
+                           const std::vector<std::string>& args, std::set<std::string>& used,
+                           const std::vector<std::string>& buffers = {},
+                           const std::vector<std::vector<std::string>>& indices = {});
 /// The definitions of the helpers in `used`, the headers and macros every kernel needs.
 std::string prelude(Language lang, const std::set<std::string>& used);
 

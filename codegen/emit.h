@@ -16,6 +16,15 @@
 
 namespace tessel {
 
+/// A TMA tensor map the kernel takes after its other arguments (`const __grid_constant__
+/// CUtensorMap`): the host encodes it for `tensor` with box `box` (outermost first), no swizzle,
+/// zero fill out of bounds (cuTensorMapEncodeTiled).
+struct TensorMapArg {
+  std::string name;
+  std::string tensor;
+  std::vector<int64_t> box;
+};
+
 struct EmittedSource {
   Language language = Language::kCuda;
   std::string code;                 ///< the whole translation unit
@@ -25,6 +34,8 @@ struct EmittedSource {
   int64_t dynamic_shared_bytes = 0; ///< CUDA: dynamic shared memory to launch with
   /// The kernel's arguments in order: tensors (device pointers), then symbolic dimensions (int).
   std::vector<std::string> arguments;
+  /// TMA tensor maps, passed after `arguments`.
+  std::vector<TensorMapArg> tensor_maps;
 };
 
 /// The source of a lowered kernel for `target` (CUDA for sm80/sm90, HIP for gfx90a/gfx942).

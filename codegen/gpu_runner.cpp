@@ -289,6 +289,12 @@ double CudaSession::launch(void* kernel, const EmittedSource& source,
 GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
                          std::vector<LaunchArg>& args) {
   GpuRunResult out;
+  if (!source.tensor_maps.empty()) {
+    out.unavailable =
+        "the kernel copies with TMA, whose tensor maps (cuTensorMapEncodeTiled) the GPU runner "
+        "does not build yet; run it at thread level (--level thread --target sm90)";
+    return out;
+  }
   std::unique_ptr<CudaSession> s = CudaSession::open(&out.unavailable);
   if (!s) return out;
   out.device = s->device();

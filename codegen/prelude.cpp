@@ -149,9 +149,12 @@ template <typename T> TESSEL_DEVICE T tessel_atomic_min(T* p, T v) { return atom
 }  // namespace
 
 std::string intrinsic_call(Language lang, const IntrinsicInfo& info, DataType dst_type,
-                           const std::vector<std::string>& args, std::set<std::string>& used) {
+                           const std::vector<std::string>& args, std::set<std::string>& used,
+                           const std::vector<std::string>& buffers,
+                           const std::vector<std::vector<std::string>>& indices) {
   internal_check(info.home != nullptr, "an intrinsic without its family's home");
-  CallText text{lang, args, dst_type, [lang](DataType t) { return c_type(lang, t); }};
+  CallText text{lang,    args,   dst_type, [lang](DataType t) { return c_type(lang, t); },
+                buffers, indices};
   return info.home->call(info, text, used);
 }
 
@@ -166,6 +169,9 @@ std::string prelude(Language lang, const std::set<std::string>& used) {
                  "typedef unsigned tessel_u32x4 __attribute__((ext_vector_type(4)));\n";
   }
   if (lang == Language::kCuda && used.count("atomics")) out += kCudaAtomics;
+  if (lang == Language::kCuda && used.count("tensor_maps")) {
+    out += "#include <cuda.h>  // CUtensorMap: TMA tensor maps, built by the host\n";
+  }
   for (const IntrinsicInfo& info : intrinsic_table()) {
     if (!used.count(info.name)) continue;
     out += "\n" + helper(lang, info);

@@ -70,6 +70,11 @@ class SourcePrinter {
       out.arguments.push_back(v.name());
       first = false;
     }
+    for (const TensorMapArg& m : tensor_map_args_) {
+      sig << (first ? "" : ", ") << "const __grid_constant__ CUtensorMap " << m.name;
+      out.tensor_maps.push_back(m);
+      first = false;
+    }
     sig << ")";
 
     std::ostringstream code;
@@ -439,17 +444,35 @@ class SourcePrinter {
 
   void intrinsic(std::ostream& o, const IntrinsicCallNode& call) {
     const IntrinsicInfo& info = intrinsic_info(call.intrinsic);
-    std::vector<std::string> args;
+    std::vector<std::string> args, buffers;
+    std::vector<std::vector<std::string>> indices;
     std::optional<DataType> dst_type;
     for (const IntrinsicArg& a : call.args) {
+      buffers.emplace_back();
+      indices.emplace_back();
       if (a.buffer.defined()) {
         if (!dst_type) dst_type = a.buffer->dtype;
         args.push_back("&" + name(a.buffer) + "[" + flat_index(a.buffer, a.indices) + "]");
+        buffers.back() = name(a.buffer);
+        for (const Expr& i : a.indices) indices.back().push_back(expr_text(i));
       } else {
         args.push_back(expr_text(a.value));
       }
     }
-    line(o, codegen::intrinsic_call(lang_, info, dst_type.value_or(DataType::f32()), args, used_));
+    if (info.box_rank > 0) {
+      // A TMA copy reads its source through a tensor map the host builds: a kernel parameter.
+      std::vector<std::string> box(args.begin() + 3, args.end());
+      std::vector<int64_t> extents;
+      for (size_t d = 3; d < call.args.size(); ++d)
+        extents.push_back(*as_const_int(call.args[d].value));
+      std::string map = tensor_map_name(buffers[1], box);
+      if (tensor_maps_.insert(map).second) {
+        tensor_map_args_.push_back({map, call.args[1].buffer->name, extents});
+      }
+      used_.insert("tensor_maps");
+    }
+    line(o, codegen::intrinsic_call(lang_, info, dst_type.value_or(DataType::f32()), args, used_,
+                                    buffers, indices));
   }
 
   const Kernel& k_;
@@ -462,6 +485,8 @@ class SourcePrinter {
                                "long",     "short",   "bool", "auto",   "new",      "delete",
                                "register", "default", "case", "switch"};
   std::set<std::string> used_;
+  std::set<std::string> tensor_maps_;
+  std::vector<TensorMapArg> tensor_map_args_;
   int64_t shared_offset_ = 0;
   std::string last_loc_;
 };

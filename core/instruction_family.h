@@ -40,7 +40,14 @@ struct CallText {
   std::vector<std::string> args;
   DataType dst_type;  ///< operand 0's element type (f32 when operand 0 is no buffer element)
   std::function<std::string(DataType)> c_type;  ///< codegen's C name of an element type
+  /// Per operand: the buffer's name and its printed indices ("" and none for values).
+  std::vector<std::string> buffers;
+  std::vector<std::vector<std::string>> indices;
 };
+
+/// The kernel parameter holding the TMA tensor map of `tensor` for a box of extents `box`
+/// (printed): "tmap_A_64x32". Codegen declares one per distinct name; a TMA call passes it.
+std::string tensor_map_name(const std::string& tensor, const std::vector<std::string>& box);
 
 /// The shared- or global-memory access one operand of a call makes, as the proofs see it (the
 /// simulator sees the same through WarpIntrinsicExec::resolve).
@@ -88,7 +95,8 @@ class InstructionFamily {
   X(cp_async_family)                   \
   X(mfma_family)                       \
   X(atomic_family)                     \
-  X(mbarrier_family)
+  X(mbarrier_family)                   \
+  X(tma_family)
 
 #define TESSEL_FAMILY_FACTORY_(factory) const InstructionFamily& factory();
 TESSEL_INSTRUCTION_FAMILIES(TESSEL_FAMILY_FACTORY_)
@@ -171,6 +179,15 @@ class WarpIntrinsicExec {
   /// fence.proxy.async by `lane`: its earlier shared-memory writes become visible to the async
   /// proxy (TMA stores, wgmma).
   virtual void fence_proxy_async(int lane) = 0;
+  /// The evaluated indices of element operand `operand` in `lane`, and the operand buffer's
+  /// shape (for copies of a box that may hang over a tensor's edge).
+  virtual std::vector<int64_t> lane_indices(int operand, int lane) = 0;
+  virtual std::vector<int64_t> shape(int operand) const = 0;
+  /// A TMA copy by `lane` lands `cells` at `flats` of shared operand `operand` and completes
+  /// their bytes on the mbarrier of operand `bar_operand` at `bar_flat`: the cells count as
+  /// written by the async proxy, visible to threads that wait for that barrier phase.
+  virtual void tma_write(int lane, int operand, const std::vector<int64_t>& flats,
+                         const std::vector<uint64_t>& cells, int bar_operand, int64_t bar_flat) = 0;
 };
 
 }  // namespace tessel

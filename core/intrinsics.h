@@ -26,6 +26,8 @@
 //   mbarrier_wait_parity     | bar, parity (waits until that phase completed)    | per thread
 //   fence_proxy_async        | -                                                 | per thread
 //   set_max_nreg             | n (immediate), inc (immediate 1 or 0)             | warpgroup
+//   tma_load_1d .. _5d       | dst (shared origin), src (global origin), bar,    | per thread
+//                            | box_0 .. box_{n-1} (immediates)                   |
 #pragma once
 
 #include <cstdint>
@@ -71,7 +73,12 @@ enum class AtomicKind : uint8_t;  // core/op_atomic.h
   X(MbarrierArriveExpectTx, "mbarrier_arrive_expect_tx") \
   X(MbarrierWaitParity, "mbarrier_wait_parity")  \
   X(FenceProxyAsync, "fence_proxy_async")        \
-  X(SetMaxNreg, "set_max_nreg")
+  X(SetMaxNreg, "set_max_nreg")                 \
+  X(TmaLoad1D, "tma_load_1d")                    \
+  X(TmaLoad2D, "tma_load_2d")                    \
+  X(TmaLoad3D, "tma_load_3d")                    \
+  X(TmaLoad4D, "tma_load_4d")                    \
+  X(TmaLoad5D, "tma_load_5d")
 
 enum class IntrinsicId : uint8_t {
 #define TESSEL_ENUM_(id, name) k##id,
@@ -93,6 +100,7 @@ enum class IntrinsicFamily : uint8_t {
   kMbarrierWait, ///< per-thread wait for a barrier phase; the warp blocks until it completes
   kFence,        ///< a memory-ordering fence (fence.proxy.async)
   kRegAlloc,     ///< warpgroup-wide register reallocation (setmaxnreg)
+  kTmaLoad,      ///< per-thread bulk tensor copy of a box, global -> shared, onto an mbarrier
 };
 
 /// How one operand is passed.
@@ -145,6 +153,7 @@ struct IntrinsicInfo {
   /// The call may wait for other warps (mbarrier waits): the thread-level interpreter runs it
   /// where a warp can suspend, like T.sync_threads().
   bool blocking = false;
+  int box_rank = 0;  ///< TMA: the dimensions of the box (1 to 5)
   std::vector<IntrinsicOperand> operands;
   std::string cuda;         ///< PTX / CUDA spelling ("" when there is none)
   std::string hip;          ///< HIP spelling ("" when there is none)

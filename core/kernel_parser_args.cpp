@@ -55,7 +55,8 @@ bool is_statement_function(const std::string& norm) {
                                  "T.inc_max_nreg",
                                  "T.dec_max_nreg",
                                  "T.no_set_max_nreg",
-                                 "T.disable_warp_group_reg_alloc"};
+                                 "T.disable_warp_group_reg_alloc",
+                                 "T.tma_copy"};
   for (const char* n : kNames) {
     if (norm == n) return true;
   }

@@ -178,7 +178,10 @@ void Parser::parse_with(std::vector<Stmt>& out) {
     require_kernel_body(at, "with T.ws(...)");
     CallArgs call = parse_call_args(norm, at);
     Expr cond = warp_group_condition(call);
+    int saved = ws_first_thread_;
+    ws_first_thread_ = 128 * static_cast<int>(arg_int(call, call.args[0], "warp_group", 0, 7));
     Stmt body = parse_suite(Context::kKernelBody);
+    ws_first_thread_ = saved;
     out.push_back(
         located(with_tok, [&] { return IfNode::make(cond, body, Stmt(), loc_of(with_tok)); }));
     return;

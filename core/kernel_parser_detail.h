@@ -485,10 +485,13 @@ class Parser {
   Buffer parse_alloc_barrier(const CallArgs& call, const std::string& name,
                              std::vector<Stmt>& out);
   /// TileLang's aliases of the mbarrier and register calls (T.barrier_wait, T.barrier_arrive,
-  /// T.inc_max_nreg, T.dec_max_nreg); false for other names.
+  /// T.inc_max_nreg, T.dec_max_nreg) and T.tma_copy; false for other names.
   bool parse_hopper_alias(const CallArgs& call, std::vector<Stmt>& out);
   /// `with T.ws(g, ...)`: the condition "the thread is in warpgroup g (or ...)" (128 threads each).
   Expr warp_group_condition(const CallArgs& call);
+  /// `T.tma_copy(src, dst, barrier=bar)`: the first thread of the enclosing T.ws group (thread 0
+  /// outside one) announces the box's bytes (T.mbarrier_expect_tx) and issues T.tma_load_<r>d.
+  void parse_tma_copy(const CallArgs& call, std::vector<Stmt>& out);
 
   // ---- kernel_parser_layouts.cpp: TileLang's layout makers in T.annotate_layout ---------------
   /// True at `maker(` or `tilelang.layout.maker(` for one of TileLang's public layout makers.
@@ -531,6 +534,7 @@ class Parser {
   std::vector<Stmt> hoisted_allocs_;  ///< buffers the front end adds, allocated first
 
   int block_depth_ = 0;
+  int ws_first_thread_ = 0;  ///< the first thread of the enclosing `with T.ws(...)` (else 0)
   int let_depth_ = 0;
   int macro_depth_ = 0;
   int64_t statements_ = 0;

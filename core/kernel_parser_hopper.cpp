@@ -81,6 +81,11 @@ bool Parser::parse_hopper_alias(const CallArgs& call, std::vector<Stmt>& out) {
     }));
     return true;
   }
+  if (op == "T.tma_copy") {
+    start();
+    parse_tma_copy(call, out);
+    return true;
+  }
   if (op == "T.barrier_wait" || op == "T.barrier_arrive") {
     start();
     out.push_back(parse_intrinsic(call, op == "T.barrier_wait" ? IntrinsicId::kMbarrierWaitParity
@@ -88,6 +93,87 @@ bool Parser::parse_hopper_alias(const CallArgs& call, std::vector<Stmt>& out) {
     return true;
   }
   return false;
+}
+
+void Parser::parse_tma_copy(const CallArgs& call, std::vector<Stmt>& out) {
+  auto a = bind_args(call, {"src", "dst", "barrier", "eviction_policy", "annotations"}, 2);
+  BufferRegion src = arg_region(call, *a[0], "src"), dst = arg_region(call, *a[1], "dst");
+  if (!a[2]) {
+    fail(call.at,
+         "T.tma_copy needs barrier=bar: the mbarrier the copy completes its bytes on "
+         "(wait for it with T.barrier_wait(bar, parity))");
+  }
+  if (src.buffer->scope != Scope::kGlobal ||
+      (dst.buffer->scope != Scope::kShared && dst.buffer->scope != Scope::kSharedDyn)) {
+    fail(call.at,
+         "T.tma_copy copies a global region into shared memory; TMA stores (shared to "
+         "global) are not supported yet, write them with T.copy");
+  }
+  const int rank = static_cast<int>(src.buffer->shape.size());
+  if (rank < 1 || rank > 5) {
+    fail(a[0]->value_at, "T.tma_copy: '" + src.buffer->name + "' has " + std::to_string(rank) +
+                             " dimensions; TMA copies boxes of 1 to 5");
+  }
+  // The box: the source region's extents (or, for an origin, the destination's, right-aligned).
+  std::vector<int64_t> box(rank, 1);
+  std::vector<Expr> dst_ext = dst.squeezed_extents();
+  for (int d = 0; d < rank; ++d) {
+    Expr e = src.point_form ? Expr() : src.ranges[d].extent;
+    if (src.point_form) {
+      int k = static_cast<int>(dst_ext.size()) - (rank - d);
+      e = k >= 0 ? dst_ext[k] : make_int(1);
+    }
+    std::optional<int64_t> n = as_const_int(e);
+    if (!n) {
+      fail(a[0]->value_at, "T.tma_copy: the box extent in dimension " + std::to_string(d) +
+                               " is not a constant; a TMA tensor map fixes the box");
+    }
+    box[d] = *n;
+  }
+  std::vector<int64_t> squeezed_box, squeezed_dst;
+  for (int64_t b : box) {
+    if (b != 1) squeezed_box.push_back(b);
+  }
+  for (const Expr& e : dst_ext) squeezed_dst.push_back(as_const_int(e).value_or(-1));
+  if (squeezed_box != squeezed_dst) {
+    fail(a[1]->value_at, "T.tma_copy: the destination region of '" + dst.buffer->name +
+                             "' does not have the box's shape; give it the source region's "
+                             "extents (unit dimensions aside)");
+  }
+  IntrinsicArg bar;
+  const Value& bv = a[2]->value;
+  if (bv.kind == Value::Kind::kElement) {
+    bar = IntrinsicArg{bv.buffer, bv.indices, Expr()};
+  } else if (bv.kind == Value::Kind::kBuffer && bv.buffer->shape.size() == 1 &&
+             as_const_int(bv.buffer->shape[0]) == 1) {
+    bar = IntrinsicArg{bv.buffer, {make_int(0)}, Expr()};
+  } else {
+    fail(a[2]->value_at, "T.tma_copy: barrier= is one mbarrier (bars[i] of T.alloc_barrier)");
+  }
+  std::vector<Expr> src_origin, dst_origin;
+  for (const Range& r : src.ranges) src_origin.push_back(r.min);
+  for (const Range& r : dst.ranges) dst_origin.push_back(r.min);
+  int64_t elements = 1;
+  for (int64_t b : box) elements *= b;
+  const SourceLoc loc = loc_of(call.at);
+  std::vector<IntrinsicArg> expect = {
+      bar, IntrinsicArg{Buffer(), {}, make_int(src.buffer->dtype.storage_bytes(elements))}};
+  std::vector<IntrinsicArg> copy = {IntrinsicArg{dst.buffer, dst_origin, Expr()},
+                                    IntrinsicArg{src.buffer, src_origin, Expr()}, bar};
+  for (int64_t b : box) copy.push_back(IntrinsicArg{Buffer(), {}, make_int(b)});
+  static constexpr IntrinsicId kLoads[] = {IntrinsicId::kTmaLoad1D, IntrinsicId::kTmaLoad2D,
+                                           IntrinsicId::kTmaLoad3D, IntrinsicId::kTmaLoad4D,
+                                           IntrinsicId::kTmaLoad5D};
+  std::vector<Stmt> body;
+  body.push_back(located(call.at, [&] {
+    return IntrinsicCallNode::make(IntrinsicId::kMbarrierExpectTx, std::move(expect), loc);
+  }));
+  body.push_back(located(
+      call.at, [&] { return IntrinsicCallNode::make(kLoads[rank - 1], std::move(copy), loc); }));
+  thread_binding_of(call.at, 0);
+  Expr leader = Expr(node_.thread_var) == make_int(ws_first_thread_);
+  out.push_back(located(
+      call.at, [&] { return IfNode::make(leader, SeqNode::make(std::move(body)), Stmt(), loc); }));
 }
 
 Expr Parser::warp_group_condition(const CallArgs& call) {

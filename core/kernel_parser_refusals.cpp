@@ -61,7 +61,8 @@ bool is_supported_hopper(const std::string& n) {
                                  "T.mbarrier_arrive",
                                  "T.mbarrier_expect_tx",
                                  "T.mbarrier_arrive_expect_tx",
-                                 "T.mbarrier_wait_parity"};
+                                 "T.mbarrier_wait_parity",
+                                 "T.tma_copy"};
   for (const char* k : kNames) {
     if (n == k) return true;
   }

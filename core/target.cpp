@@ -41,9 +41,10 @@ const std::vector<Target>& all_targets() {
     sm90.aliases = {};
     sm90.shared_bytes = 227 * 1024;
     sm90.families.push_back(&mbarrier_family());
+    sm90.families.push_back(&tma_family());
     sm90.description =
-        "NVIDIA Hopper (H100): sm80's instructions, mbarriers, fence.proxy.async, setmaxnreg "
-        "(no wgmma/TMA yet)";
+        "NVIDIA Hopper (H100): sm80's instructions, mbarriers, fence.proxy.async, setmaxnreg, "
+        "TMA loads (no wgmma yet)";
     Target gfx90a;
     gfx90a.name = "gfx90a";
     gfx90a.nvidia = false;

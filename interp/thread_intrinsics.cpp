@@ -115,6 +115,24 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
     w.mbar_lane = lane;
   }
   void fence_proxy_async(int) override {}
+  std::vector<int64_t> lane_indices(int operand, int lane) override {
+    const CArg& arg = s_->args[operand];
+    IndexScratch idx;
+    auto ptrs = w_.eval_indices(arg.indices, uint64_t{1} << lane, idx);
+    std::vector<int64_t> out;
+    for (size_t d = 0; d < arg.indices.size(); ++d) out.push_back(ptrs[d][lane]);
+    return out;
+  }
+  std::vector<int64_t> shape(int operand) const override {
+    return w_.block_.sim().buffer(s_->args[operand].buffer).shape;
+  }
+  void tma_write(int lane, int operand, const std::vector<int64_t>& flats,
+                 const std::vector<uint64_t>& cells, int bar_operand, int64_t bar_flat) override {
+    const int buffer = s_->args[operand].buffer;
+    w_.block_.sim().tma_write(thread(lane), s_->args[operand].site, buffer, flats,
+                              s_->args[bar_operand].buffer, bar_flat);
+    for (size_t j = 0; j < flats.size(); ++j) w_.block_.cell(buffer, 0, flats[j]) = cells[j];
+  }
   bool blocked() const { return blocked_; }
   void async_wait(int lane, int n) override {
     for (const sim::AsyncCopy& copy : w_.block_.sim().async_wait(w_.warp_.first_thread + lane, n)) {
@@ -164,7 +182,7 @@ bool WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
                default_target(info.nvidia).name);
   }
   const Target* target = block_.target();
-  if (info.sync && target && !target->has(*info.home)) {
+  if ((info.sync || info.box_rank > 0) && target && !target->has(*info.home)) {
     user_error("kernel '" + block_.prog().kernel->name +
                "': " + block_.prog().sites[s->site].describe() + " (" + info.cuda +
                ") is a Hopper instruction that target " + target->name +

@@ -96,6 +96,11 @@ int BlockSim::add_buffer(BufferDesc desc) {
 }
 
 std::string BlockSim::thread_words(int thread) const {
+  if (thread >= threads_) {
+    size_t k = static_cast<size_t>(thread - threads_);
+    return "the TMA copy completing on mbarrier " +
+           (k < proxy_names_.size() ? proxy_names_[k] : std::string("?"));
+  }
   return "thread " + std::to_string(thread) + " (warp " + std::to_string(thread / warp_size_) +
          ", lane " + std::to_string(thread % warp_size_) + ")";
 }
@@ -210,8 +215,8 @@ void BlockSim::count(const WarpRequest& req, const Resolved& r, const BufferDesc
 }
 
 void BlockSim::keep_bank_sample(const WarpRequest& req, const Resolved& r, const BufferDesc& d,
-                                const std::array<int64_t, kMaxLanes>& addr, int width,
-                                bool write, const BankCount& count) {
+                                const std::array<int64_t, kMaxLanes>& addr, int width, bool write,
+                                const BankCount& count) {
   if (worst_bank_.empty()) worst_bank_.resize(per_site_.size());
   BankSample& s = worst_bank_[req.site];
   if (count.max_degree <= s.max_degree) return;

@@ -98,6 +98,13 @@ class BlockSim {
   /// mbar_phase_done, and on success `thread` acquires the completed phase's clock. A wait on a
   /// barrier nobody initialised is an mbarrier finding (and passes, so the run goes on).
   bool mbar_try_wait(int thread, int site, int buffer, int64_t flat, int64_t parity);
+  /// A TMA copy issued by `thread` lands in `flats` of shared `buffer` and completes its bytes on
+  /// the mbarrier at (`bar_buffer`, `bar_flat`). The cells count as written by that barrier's
+  /// async proxy in the barrier's current phase: a thread that has not waited for the phase and
+  /// reads them makes a TMA race (async_race). The write itself must come after the reads and
+  /// writes before it, as a store by `thread` would.
+  void tma_write(int thread, int site, int buffer, const std::vector<int64_t>& flats,
+                 int bar_buffer, int64_t bar_flat);
   /// The barrier's state in words: "'full[1]' is in phase 2 (parity 0) with 64 of 128
   /// arrivals (threads 0-63), 0 of 0 expected transaction bytes landed".
   std::string mbar_state(int buffer, int64_t flat) const;
@@ -163,7 +170,7 @@ class BlockSim {
   /// True when thread `a`'s access at its clock `clock` happens before `t`'s next access
   /// through mbarriers (false while no mbarrier was initialised).
   bool ordered(int a, uint32_t clock, int t) const {
-    return hb_ && a >= 0 && vc_[t][a] >= clock;
+    return hb_ && a >= 0 && a < static_cast<int>(vc_[t].size()) && vc_[t][a] >= clock;
   }
   uint32_t own_clock(int t) const { return hb_ ? vc_[t][t] : 0; }
   /// True when every read recorded in `c` other than `t`'s own happens before `t`'s next access.
@@ -176,6 +183,7 @@ class BlockSim {
     int64_t tx = 0;           ///< transaction bytes the current phase still needs
     int64_t tx_expected = 0;  ///< bytes expected in the current phase (messages)
     uint32_t phase = 0;       ///< phases completed
+    int index = 0;            ///< its async proxy's clock: column threads_ + index
     std::vector<int> arrived;         ///< threads arrived in the current phase
     std::vector<uint32_t> clock;      ///< join of their clocks
     std::vector<uint32_t> done_clock; ///< the last completed phase's
@@ -221,6 +229,8 @@ class BlockSim {
   bool hb_ = false;                         ///< some mbarrier was initialised
   std::vector<std::vector<uint32_t>> vc_;   ///< per thread: its vector clock (hb_ only)
   uint64_t mbar_changes_ = 0;
+  int mbar_count_ = 0;  ///< barriers initialised (their async-proxy clock columns)
+  std::vector<std::string> proxy_names_;  ///< per column past threads_: the barrier's name
 };
 
 }  // namespace tessel::sim

@@ -62,7 +62,23 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
               return f;
             });
           }
-          if (c.w_epoch == epoch_ && c.writer != t && !ordered(c.writer, c.w_clock, t)) {
+          if (c.w_epoch == epoch_ && c.writer >= threads_ && !ordered(c.writer, c.w_clock, t)) {
+            int w = c.writer, ws = c.w_site;
+            findings_.add(FindingKind::kAsyncRace, false, d.name, ws, req.site, [&] {
+              Finding f;
+              f.element = d.index_string(e);
+              f.threads = {t};
+              f.blocks = {block_index_};
+              f.message = "TMA race on shared " + d.name + f.element + " in block " +
+                          block_string(block_index_) + ": " + thread_words(t) + " reads it by " +
+                          site_words(req.site) + ", but " + thread_words(w) + " (" +
+                          site_words(ws) + ") lands it in phase " + std::to_string(c.w_clock - 1) +
+                          " of that barrier, which this thread has not waited for; the read may "
+                          "see the old contents. Wait for the phase (T.barrier_wait(bar, " +
+                          std::to_string((c.w_clock - 1) % 2) + ")) before reading";
+              return f;
+            });
+          } else if (c.w_epoch == epoch_ && c.writer != t && !ordered(c.writer, c.w_clock, t)) {
             int w = c.writer, ws = c.w_site;
             findings_.add(FindingKind::kRace, false, d.name, ws, req.site, [&] {
               Finding f;

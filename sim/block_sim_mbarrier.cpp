@@ -73,7 +73,12 @@ void BlockSim::mbar_init(int thread, int site, int buffer, int64_t flat, int64_t
     count = std::max<int64_t>(count, 1);
   }
   Mbarrier& m = mbars_[{buffer, flat}];
+  const bool again = m.init;
+  const int index = again ? m.index : mbar_count_++;
+  if (!again)
+    proxy_names_.push_back(this->buffer(buffer).name + this->buffer(buffer).index_string(flat));
   m = Mbarrier{};
+  m.index = index;
   m.init = true;
   m.init_site = site;
   m.init_thread = thread;
@@ -82,7 +87,7 @@ void BlockSim::mbar_init(int thread, int site, int buffer, int64_t flat, int64_t
 }
 
 void BlockSim::mbar_maybe_complete(Mbarrier& m) {
-  if (m.pending > 0 || m.tx > 0) return;
+  if (m.pending > 0 || m.tx != 0) return;
   ++m.phase;
   m.done_clock = m.clock;
   m.clock.clear();
@@ -120,6 +125,33 @@ bool BlockSim::mbar_try_wait(int thread, int site, int buffer, int64_t flat, int
   if ((m->phase & 1) == static_cast<uint32_t>(parity & 1)) return false;
   join(vc_[thread], m->done_clock);  // acquire
   return true;
+}
+
+void BlockSim::tma_write(int thread, int site, int buffer, const std::vector<int64_t>& flats,
+                         int bar_buffer, int64_t bar_flat) {
+  Mbarrier* m = find_mbar(bar_buffer, bar_flat, thread, site, "completes a TMA copy on");
+  const BufferDesc& d = this->buffer(buffer);
+  const int64_t bytes = d.dtype.storage_bytes(static_cast<int64_t>(flats.size()));
+  if (run_.options().detectors) {
+    BlockBuffer& b = buffers_[buffer - num_globals_];
+    for (int64_t e : flats) {
+      shared_store(b, e, thread, site, false);
+      if (m) {
+        // Written by the async proxy of this barrier, in its current phase.
+        Cell& c = b.cells[e];
+        c.writer = threads_ + m->index;
+        c.w_clock = m->phase + 1;
+      }
+    }
+  }
+  if (!m) return;
+  ++mbar_changes_;
+  // complete_tx: the phase's readers see the proxy's writes up to this phase.
+  std::vector<uint32_t> proxy(threads_ + m->index + 1, 0);
+  proxy[threads_ + m->index] = m->phase + 1;
+  join(m->clock, proxy);
+  m->tx -= bytes;
+  mbar_maybe_complete(*m);
 }
 
 std::string BlockSim::mbar_state(int buffer, int64_t flat) const {

@@ -55,6 +55,10 @@ class FakeWarp final : public WarpIntrinsicExec {
   bool mbarrier_try_wait(int, int, int64_t, int64_t) override { return true; }
   void block(int, int, int64_t, int64_t) override {}
   void fence_proxy_async(int) override {}
+  std::vector<int64_t> lane_indices(int, int) override { return {}; }
+  std::vector<int64_t> shape(int) const override { return {}; }
+  void tma_write(int, int, const std::vector<int64_t>&, const std::vector<uint64_t>&, int,
+                 int64_t) override {}
 };
 
 }  // namespace
@@ -124,7 +128,7 @@ TEST_SUITE("instruction families") {
     CHECK(w.observed[1].operand == 0);
   }
 
-  TEST_CASE("every instruction of the table has a home, and the six families are registered") {
+  TEST_CASE("every instruction of the table has a home, and the seven families are registered") {
     for (const IntrinsicInfo& info : intrinsic_table()) {
       INFO(info.name);
       CHECK(info.home != nullptr);
@@ -132,7 +136,7 @@ TEST_SUITE("instruction families") {
     std::vector<std::string> names;
     for (const InstructionFamily* f : instruction_families()) names.emplace_back(f->name());
     CHECK(names == std::vector<std::string>{"mma.sync", "ldmatrix", "cp.async", "MFMA", "atomics",
-                                            "mbarrier"});
+                                            "mbarrier", "TMA"});
   }
 
   TEST_CASE("cp.async declares both addresses aligned to the copy; registers and atomics none") {
