@@ -192,11 +192,11 @@ class SourcePrinter {
     return binary(static_cast<const BinaryNode*>(e.get()), sym);
       TESSEL_CASE_(Add, "+")
       TESSEL_CASE_(Sub, "-")
-      TESSEL_CASE_(Mul, "*") TESSEL_CASE_(Div, "/") TESSEL_CASE_(BitAnd, "&")
-          TESSEL_CASE_(BitOr, "|") TESSEL_CASE_(BitXor, "^") TESSEL_CASE_(Shl, "<<")
-              TESSEL_CASE_(Shr, ">>")
+      TESSEL_CASE_(Mul, "*")
+      TESSEL_CASE_(Div, "/") TESSEL_CASE_(BitAnd, "&") TESSEL_CASE_(BitOr, "|")
+          TESSEL_CASE_(BitXor, "^") TESSEL_CASE_(Shl, "<<") TESSEL_CASE_(Shr, ">>")
 #undef TESSEL_CASE_
-                  default : break;
+              default : break;
     }
     const auto* c = static_cast<const CompareNode*>(e.get());
     const char* sym = e.kind() == ExprKind::kEQ    ? "=="
@@ -495,6 +495,17 @@ class SourcePrinter {
 
 EmittedSource emit_source(const Kernel& lowered, const Target& target) {
   check_capacity(lowered, &target);  // no source for a kernel the GPU cannot launch
+  // Hopper's instructions (mbarriers, TMA) only where the target has their family.
+  for_each_stmt(lowered->body, [&](const Stmt& s) {
+    const auto* call = s.as<IntrinsicCallNode>();
+    if (!call) return;
+    const IntrinsicInfo& info = intrinsic_info(call->intrinsic);
+    if ((info.sync || info.box_rank > 0) && !target.has(*info.home)) {
+      user_error("kernel '" + lowered->name + "': T." + info.name + " (" + info.cuda +
+                 ") is a Hopper instruction that target " + target.name +
+                 " does not have; emit with --target sm90");
+    }
+  });
   return SourcePrinter(lowered, target.nvidia ? Language::kCuda : Language::kHip).run();
 }
 

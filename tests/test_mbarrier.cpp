@@ -190,6 +190,15 @@ TEST_SUITE("mbarrier") {
                          doctest::Contains("does not have; run with --target sm90"), UserError);
   }
 
+  TEST_CASE("emit refuses mbarriers for sm80 by name") {
+    const Target& sm80 = find_target("sm80");
+    Kernel k = lower_kernel(parse_kernel(ws_kernel({}), "ws.py").kernel, sm80).kernel;
+    CHECK_THROWS_WITH_AS(emit_source(k, sm80),
+                         doctest::Contains("T.mbarrier_init (mbarrier.init.shared::cta.b64) is a "
+                                           "Hopper instruction that target sm80 does not have"),
+                         UserError);
+  }
+
   TEST_CASE("a barrier used before its init is an mbarrier finding") {
     std::string src =
         "import tilelang.language as T\n"
