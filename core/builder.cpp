@@ -1,6 +1,7 @@
 // The C++ kernel builder: records statements into nested frames and validates as it goes.
 #include "core/builder.h"
 
+#include "core/analyzer.h"
 #include "core/expr_printer.h"
 #include "core/op_annotate_layout.h"
 #include "core/op_copy.h"
@@ -67,7 +68,10 @@ BufferRegion ElementRef::region() const {
     r.point_form = false;
     Expr lo = i.lo.defined() ? i.lo : make_int(0);
     Expr hi = i.hi.defined() ? i.hi : buffer_->shape[d];
-    r.ranges.push_back({lo, hi - lo});
+    // `k * 32:k * 32 + 32` has extent 32, as the front end reads the same slice.
+    Expr extent = hi - lo;
+    if (!as_const_int(extent)) extent = Analyzer().simplify(extent);
+    r.ranges.push_back({lo, extent});
   }
   // A region written with points only is a point-form origin; with any slice, points are
   // unit-extent dimensions.
@@ -84,7 +88,40 @@ bool ElementRef::is_point() const {
 KernelBuilder::KernelBuilder(std::string name, SourceLoc loc) : name_(std::move(name)), loc_(loc) {
   node_.name = name_;
   node_.loc = std::move(loc);
+  open_frame();
+}
+
+void KernelBuilder::open_frame() {
   frames_.emplace_back();
+  frame_lets_.emplace_back();
+}
+
+Stmt KernelBuilder::close_frame() {
+  std::vector<Stmt> stmts = std::move(frames_.back());
+  std::vector<size_t> lets = std::move(frame_lets_.back());
+  frames_.pop_back();
+  frame_lets_.pop_back();
+  size_t end = stmts.size();
+  Stmt tail;
+  for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
+    std::vector<Stmt> body(stmts.begin() + static_cast<std::ptrdiff_t>(*it) + 1,
+                           stmts.begin() + static_cast<std::ptrdiff_t>(end));
+    if (tail.defined()) body.push_back(tail);
+    const auto* let = stmts[*it].as<LetNode>();
+    tail = LetNode::make(let->var, let->value, SeqNode::make(std::move(body)), let->loc);
+    end = *it;
+  }
+  stmts.resize(end);
+  if (tail.defined()) stmts.push_back(tail);
+  return SeqNode::make(std::move(stmts));
+}
+
+Var KernelBuilder::let(std::string name, Expr value, SourceLoc loc) {
+  check_launched("a let binding", loc);
+  Var v(std::move(name), value.dtype());
+  frame_lets_.back().push_back(frames_.back().size());
+  emit(LetNode::make(v, std::move(value), Stmt(), std::move(loc)));
+  return v;
 }
 
 BufferRef KernelBuilder::tensor(std::string name, std::vector<Expr> shape, DataType dtype,
@@ -251,10 +288,9 @@ void KernelBuilder::clear(TileArg dst, SourceLoc loc) {
 void KernelBuilder::loop(ForKind kind, std::vector<Var> vars, std::vector<Expr> extents,
                          const std::function<void()>& body, SourceLoc loc, PipelineInfo pipeline) {
   check_launched("a loop", loc);
-  frames_.emplace_back();
+  open_frame();
   body();
-  Stmt s = SeqNode::make(std::move(frames_.back()));
-  frames_.pop_back();
+  Stmt s = close_frame();
   for (size_t d = vars.size(); d-- > 0;) {
     s = ForNode::make(vars[d], make_int(0), extents[d], kind, s, loc,
                       d == 0 ? pipeline : PipelineInfo{});
@@ -314,16 +350,14 @@ void KernelBuilder::vectorized(Expr extent, const std::function<void(Var)>& body
 void KernelBuilder::if_then(Expr cond, const std::function<void()>& then_body,
                             const std::function<void()>& else_body, SourceLoc loc) {
   check_launched("if", loc);
-  frames_.emplace_back();
+  open_frame();
   then_body();
-  Stmt then_case = SeqNode::make(std::move(frames_.back()));
-  frames_.pop_back();
+  Stmt then_case = close_frame();
   Stmt else_case;
   if (else_body) {
-    frames_.emplace_back();
+    open_frame();
     else_body();
-    else_case = SeqNode::make(std::move(frames_.back()));
-    frames_.pop_back();
+    else_case = close_frame();
   }
   emit(IfNode::make(std::move(cond), then_case, else_case, std::move(loc)));
 }
@@ -443,8 +477,8 @@ Kernel KernelBuilder::finish() {
                "T.kernel(grid, threads)");
   }
   internal_check(frames_.size() == 1, "builder frames left open");
-  node_.body = SeqNode::make(std::move(frames_.back()));
-  frames_.back().clear();
+  node_.body = close_frame();
+  open_frame();
   return Kernel::make(node_);
 }
 

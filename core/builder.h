@@ -132,6 +132,10 @@ class KernelBuilder {
   /// T.get_thread_binding(dim): this thread's index along x (0), y (1) or z (2).
   Expr get_thread_binding(int dim);
 
+  /// `name = value` in the kernel body (a let binding, as the front end reads it): an immutable
+  /// variable for the rest of the enclosing block, printed as `name = value`.
+  Var let(std::string name, Expr value, SourceLoc loc = SourceLoc::here());
+
   // ---- Allocation ----------------------------------------------------------------------------
   BufferRef alloc_shared(std::string name, std::vector<Expr> shape, DataType dtype,
                          SourceLoc loc = SourceLoc::here());
@@ -226,6 +230,9 @@ class KernelBuilder {
   void loop(ForKind kind, std::vector<Var> vars, std::vector<Expr> extents,
             const std::function<void()>& body, SourceLoc loc, PipelineInfo pipeline = {});
   void check_launched(const char* what, const SourceLoc& loc) const;
+  void open_frame();
+  /// Pops the innermost frame as one statement, each let binding the rest of the frame.
+  Stmt close_frame();
   BufferRef alloc(std::string name, std::vector<Expr> shape, DataType dtype, Scope scope,
                   Expr init, bool is_var, SourceLoc loc);
 
@@ -234,6 +241,7 @@ class KernelBuilder {
   KernelNode node_;
   bool launched_ = false;
   std::vector<std::vector<Stmt>> frames_;
+  std::vector<std::vector<size_t>> frame_lets_;  ///< positions of the lets in each frame
 };
 
 }  // namespace tessel

@@ -29,7 +29,16 @@ class TileLowerer : public StmtMutator {
     if (op->for_kind == ForKind::kParallel) return ParallelLoop::from_for(*op).lower(ctx_);
     auto min = as_const_int(op->min);
     auto extent = as_const_int(op->extent);
-    if (min && extent && *extent > 0) analyzer_.bind(op->var, *min, *extent);
+    if (min && extent && *extent > 0) {
+      analyzer_.bind(op->var, *min, *extent);
+    } else if (min && !extent) {
+      // An extent that depends on block indices (a causal loop's `ceildiv((by + 1) * bM, bK)`):
+      // the variable stays below min + the extent's largest value.
+      IntBound e = analyzer_.const_int_bound(op->extent);
+      if (e.bounded() && e.max > 0 && e.max <= IntBound::kPosInf - *min) {
+        analyzer_.bind(op->var, IntBound{*min, *min + e.max - 1});
+      }
+    }
     if (op->for_kind == ForKind::kPipelined && !op->pipeline.stage.empty()) return pipeline(*op);
     Stmt body = mutate(op->body);
     ForKind kind = op->for_kind == ForKind::kPipelined ? ForKind::kSerial : op->for_kind;

@@ -59,6 +59,9 @@ const std::vector<Example>& examples() {
                                  gemm_rs_example(),        softmax_example(),
                                  elementwise_example(),    dequant_gemm_example(),
                                  flash_attention_example()};
+    list.push_back(chunk_state_example());
+    list.push_back(chunk_scan_example());
+    list.push_back(linear_attention_example());
     for (Example& e : thread_level_examples()) list.push_back(std::move(e));
     for (Example& e : dequant_family_examples()) list.push_back(std::move(e));
     return list;

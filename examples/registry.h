@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct Example {
   std::string description;
   std::vector<ParamSpec> params;
   std::vector<std::string> outputs;  ///< tensors the kernel writes and the reference computes
+  /// The tolerance against the reference where the output dtype's default is too tight for the
+  /// kernel's own rounding (the example's documentation derives it); unset: by dtype.
+  std::optional<Tolerance> tolerance;
   std::function<Kernel(const Params&)> build;
   /// Sizes of symbolic dimensions for a run (empty when the kernel has none).
   std::function<std::map<std::string, int64_t>(const Params&)> dynamic_dims;
@@ -77,5 +81,8 @@ Example dequant_gemm_example();
 Example flash_attention_example();
 /// The dequantising GEMM/GEMV family (examples/dequant_family.cpp), one example per format.
 std::vector<Example> dequant_family_examples();
+Example chunk_state_example();
+Example chunk_scan_example();
+Example linear_attention_example();
 
 }  // namespace tessel

@@ -51,7 +51,8 @@ ExampleRun run_example_tile(const Example& example, const Params& params, uint64
   example.reference(params, expected);
   for (const std::string& name : example.outputs) {
     const HostTensor& actual = tensors.at(name);
-    OutputCheck check{name, {}, Tolerance::for_dtype(actual.dtype()), actual.shape()};
+    OutputCheck check{
+        name, {}, example.tolerance.value_or(Tolerance::for_dtype(actual.dtype())), actual.shape()};
     check.comparison = compare(actual, expected.at(name), check.tolerance);
     run.passed &= check.comparison.passed;
     run.max_abs_err = std::max(run.max_abs_err, check.comparison.max_abs_err);

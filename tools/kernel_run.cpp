@@ -201,7 +201,11 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
     run.seconds = stats.seconds;
   }
 
-  if (k.has_reference) run.vs_reference = compare_tensors(run.tensors, reference, example.outputs);
+  if (k.has_reference) {
+    std::optional<double> atol, rtol;  // the example's stated tolerance, else the dtype's
+    if (example.tolerance) atol = example.tolerance->atol, rtol = example.tolerance->rtol;
+    run.vs_reference = compare_tensors(run.tensors, reference, example.outputs, atol, rtol);
+  }
   std::vector<std::string> expected_names;
   for (const NamedArray& a : request.expected) {
     if (std::find(expected_names.begin(), expected_names.end(), a.name) == expected_names.end())

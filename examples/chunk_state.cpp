@@ -1,0 +1,125 @@
+// Mamba-2 chunk_state (the SSD state of each chunk): for batch b, chunk c of Q = chunk_size
+// positions and head h,
+//   states[b, c, h, p, n] = sum_l x[b, cQ+l, h, p] * exp(dA[b, h, c, Q-1] - dA[b, h, c, l])
+//                                  * dt[b, h, c, l] * B[b, cQ+l, g, n],   g = h / (nheads /
+//                                  ngroups)
+// (dA = dA_cumsum, the running sum of dt * A within the chunk). Each block computes one
+// (block_M headdim x block_N dstate) tile as a gemm over the chunk's positions: x^T times B with
+// row l scaled by its decay to the end of the chunk and by dt. examples/kernels/chunk_state.py is
+// the same kernel in TileLang syntax.
+#include <cmath>
+
+#include "core/builder.h"
+#include "core/builtin_layouts.h"
+#include "examples/linear_attention_shapes.h"
+#include "examples/reference_math.h"
+#include "examples/registry.h"
+
+namespace tessel {
+
+namespace {
+
+Kernel build_chunk_state(const Params& p) {
+  const SsdShape s = SsdShape::from(p, "chunk_state");
+  const int64_t bM = p.positive("block_M"), bN = p.positive("block_N"), bK = p.positive("block_K");
+  if (s.chunk % bK != 0) {
+    throw ParamError("kernel 'chunk_state': chunk_size=" + std::to_string(s.chunk) +
+                     " is not a multiple of block_K=" + std::to_string(bK) +
+                     "; a k-step must not cross into the next chunk");
+  }
+  const DataType f16 = DataType::f16(), f32 = DataType::f32();
+  const double log2e = 1.44269504;
+
+  KernelBuilder T("chunk_state");
+  auto B = T.tensor("B", {s.batch, s.seq_len, s.ngroups, s.dstate}, f16);
+  auto x = T.tensor("x", {s.batch, s.seq_len, s.nheads, s.headdim}, f16);
+  auto dt = T.tensor("dt", {s.batch, s.nheads, s.nchunks, s.chunk}, f16);
+  auto dA_cumsum = T.tensor("dA_cumsum", {s.batch, s.nheads, s.nchunks, s.chunk}, f16);
+  auto states = T.tensor("states", {s.batch, s.nchunks, s.nheads, s.headdim, s.dstate}, f16);
+  std::vector<Var> blk =
+      T.kernel({ceildiv(s.headdim, bM), ceildiv(s.dstate, bN), s.batch * s.nchunks * s.nheads},
+               static_cast<int>(p.integer("threads")));
+  Var bx = blk[0], by = blk[1], bz = blk[2];
+  auto x_shared = T.alloc_shared("x_shared", {bK, bM}, f16);
+  auto B_shared = T.alloc_shared("B_shared", {bK, bN}, f16);
+  auto dA_shared = T.alloc_shared("dA_shared", {bK}, f16);
+  auto dt_shared = T.alloc_shared("dt_shared", {bK}, f16);
+  auto B_local = T.alloc_fragment("B_local", {bK, bN}, f16);
+  auto acc = T.alloc_fragment("acc", {bM, bN}, f32);
+  auto dA_last = T.alloc_var("dA_last", f32);
+  Var b = T.let("b", bz / (s.nchunks * s.nheads));
+  Var c = T.let("c", bz / s.nheads % s.nchunks);
+  Var h = T.let("h", bz % s.nheads);
+  Var start = T.let("start", c * s.chunk);
+  // The decay loop reads B_shared in the gemm's operand order (4 rows per warp access):
+  // swizzled, those rows fall into different banks.
+  T.annotate_layout({{B_shared, gemm_operand_layout(bK, bN, f16)}});
+
+  dA_last(0) = dA_cumsum(b, h, c, s.chunk - 1);
+  T.clear(acc);
+  T.pipelined(ceildiv(s.chunk, bK), static_cast<int>(p.integer("num_stages")), [&](Var k) {
+    T.copy(x.at({b, Index::slice(start + k * bK, start + (k + 1) * bK), h,
+                 Index::slice(bx * bM, (bx + 1) * bM)}),
+           x_shared);
+    T.copy(B.at({b, Index::slice(start + k * bK, start + (k + 1) * bK), h / s.heads_per_group(),
+                 Index::slice(by * bN, (by + 1) * bN)}),
+           B_shared);
+    T.copy(dA_cumsum.at({b, h, c, Index::slice(k * bK, (k + 1) * bK)}), dA_shared);
+    T.copy(dt.at({b, h, c, Index::slice(k * bK, (k + 1) * bK)}), dt_shared);
+    // Row i of B decays from its position to the end of the chunk.
+    T.parallel(bK, bN, [&](Var i, Var j) {
+      B_local(i, j) = B_shared(i, j) * exp2((dA_last(0) - dA_shared(i)) * log2e) * dt_shared(i);
+    });
+    T.gemm(x_shared, B_local, acc, GemmOptions{.transpose_A = true});
+  });
+  T.copy(acc, states.at({b, c, h, Index::slice(bx * bM, (bx + 1) * bM),
+                         Index::slice(by * bN, (by + 1) * bN)}));
+  return T.finish();
+}
+
+/// states = X^T diag(w) B per (batch, chunk, head), in double precision: X and B are the chunk's
+/// rows of x and B (zero past seq_len), w[l] = exp(dA[Q-1] - dA[l]) dt[l].
+void chunk_state_reference(const Params& p, TensorMap& t) {
+  const SsdShape s = SsdShape::from(p, "chunk_state");
+  const SsdTensors in(s, t);
+  HostTensor& states = t.at("states");
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t c = 0; c < s.nchunks; ++c) {
+      for (int64_t h = 0; h < s.nheads; ++h) {
+        MatrixD X = in.x_chunk(b, c, h), Bm = in.B_chunk(b, c, h / s.heads_per_group());
+        Eigen::VectorXd dA = in.dA_chunk(b, c, h), w(s.chunk);
+        for (int64_t l = 0; l < s.chunk; ++l) {
+          w[l] = std::exp(dA[s.chunk - 1] - dA[l]) * in.dt_at(b, c, h, l);
+        }
+        MatrixD S = X.transpose() * w.asDiagonal() * Bm;
+        for (int64_t i = 0; i < s.headdim; ++i) {
+          for (int64_t n = 0; n < s.dstate; ++n) {
+            states.set((((b * s.nchunks + c) * s.nheads + h) * s.headdim + i) * s.dstate + n,
+                       S(i, n));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Example chunk_state_example() {
+  Example e;
+  e.name = "chunk_state";
+  e.description =
+      "Mamba-2 chunk_state: each chunk's state x^T diag(exp(dA_last - dA) dt) B (the paper's "
+      "CT0-5)";
+  e.params = ssd_params({{"block_M", "64", "headdim rows of a block's state tile"},
+                         {"block_N", "64", "dstate columns of a block's state tile"},
+                         {"block_K", "64", "chunk positions per k-step (divides chunk_size)"},
+                         {"num_stages", "2", "software-pipeline depth of the position loop"},
+                         {"threads", "128", "threads per block"}});
+  e.outputs = {"states"};
+  e.build = build_chunk_state;
+  e.reference = chunk_state_reference;
+  return e;
+}
+
+}  // namespace tessel
