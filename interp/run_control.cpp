@@ -16,6 +16,11 @@ void RunControl::begin(const char* level, int64_t blocks) {
   blocks_done_.store(0, std::memory_order_relaxed);
   blocks_.store(blocks, std::memory_order_relaxed);
   level_.store(level, std::memory_order_relaxed);
+  level_start_.store(seconds(), std::memory_order_relaxed);
+}
+
+double RunControl::level_seconds() const {
+  return seconds() - level_start_.load(std::memory_order_relaxed);
 }
 
 double RunControl::seconds() const {

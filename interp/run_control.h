@@ -50,6 +50,8 @@ class RunControl {
   int64_t blocks_done() const { return blocks_done_.load(std::memory_order_relaxed); }
   int64_t steps() const { return steps_.load(std::memory_order_relaxed); }
   double seconds() const;
+  /// Seconds since the level now running began (the rate of blocks is measured over these).
+  double level_seconds() const;
 
  private:
   int64_t max_steps_;
@@ -58,6 +60,7 @@ class RunControl {
   std::chrono::steady_clock::time_point start_;
   std::atomic<const char*> level_{""};
   std::atomic<int64_t> blocks_{0}, blocks_done_{0}, steps_{0};
+  std::atomic<double> level_start_{0};  ///< seconds() when the level now running began
 };
 
 /// Counts the steps of one block and hands them to the run's control in batches.

@@ -155,8 +155,15 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
   }
 
   // Block order: the schedule's, handed out to the workers one block at a time.
-  std::vector<uint32_t> order(static_cast<size_t>(blocks));
-  for (size_t b = 0; b < order.size(); ++b) order[b] = static_cast<uint32_t>(b);
+  std::vector<uint32_t> order;
+  if (options.only_blocks.empty()) {
+    order.resize(static_cast<size_t>(blocks));
+    for (size_t b = 0; b < order.size(); ++b) order[b] = static_cast<uint32_t>(b);
+  }
+  for (int64_t b : options.only_blocks) {
+    internal_check(b >= 0 && b < blocks, "run_thread_level: only_blocks lies outside the grid");
+    order.push_back(static_cast<uint32_t>(b));
+  }
   if (options.schedule.kind == Schedule::Kind::kReverse) std::reverse(order.begin(), order.end());
   if (options.schedule.kind == Schedule::Kind::kRandom) {
     std::mt19937_64 rng(options.schedule.seed);
@@ -166,7 +173,7 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
   int workers = options.workers > 0
                     ? options.workers
                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  workers = static_cast<int>(std::min<int64_t>(workers, blocks));
+  workers = static_cast<int>(std::min<int64_t>(workers, static_cast<int64_t>(order.size())));
   // Blocks that touch one global element (a race between blocks) see each other's stores as the
   // CPU threads interleave, so what they load and store varies between runs. Such a launch
   // stops handing out blocks and runs again on the tensors as they were, one block after another
@@ -207,6 +214,8 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
   ThreadRunResult result;
   result.report = run.report();
   result.blocks = blocks;
+  result.simulated = static_cast<int64_t>(order.size());
+  result.grid = grid;
   result.threads = kernel->threads;
   result.warp_size = banks->warp_size;
   result.workers = workers;

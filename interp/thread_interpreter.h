@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/kernel.h"
 #include "interp/tile_interpreter.h"
@@ -35,11 +36,16 @@ struct ThreadRunOptions {
   bool counters = true;           ///< bank wavefronts and global sectors
   RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
   bool bank_samples = false;      ///< keep each shared site's worst request (SimReport::worst_bank)
+  /// Simulate only these linear block ids (x + gx * (y + gy * z)); every block when empty. The
+  /// schedule orders them.
+  std::vector<int64_t> only_blocks;
 };
 
 struct ThreadRunResult {
   sim::SimReport report;
-  int64_t blocks = 0;
+  int64_t blocks = 0;     ///< blocks of the grid
+  int64_t simulated = 0;  ///< blocks simulated (all of them unless only_blocks was given)
+  std::vector<int64_t> grid;
   int threads = 0;  ///< per block
   int warp_size = 32;
   int workers = 1;

@@ -304,20 +304,26 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
   int workers = options.workers > 0
                     ? options.workers
                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  workers = static_cast<int>(std::min<int64_t>(workers, blocks));
-  if (options.control) options.control->begin("tile level", blocks);
+  const int64_t count =
+      options.only_blocks ? static_cast<int64_t>(options.only_blocks->size()) : blocks;
+  for (int64_t i = 0; options.only_blocks && i < count; ++i) {
+    int64_t b = (*options.only_blocks)[i];
+    internal_check(b >= 0 && b < blocks, "run_tile_level: only_blocks lies outside the grid");
+  }
+  workers = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(workers, count)));
+  if (options.control) options.control->begin("tile level", count);
   std::atomic<int64_t> next{0};
   // The error reported is the first failing block's in block order: blocks are handed out in
   // that order, so every block before a failing one has started and is let finish.
   std::exception_ptr failure;
-  int64_t failed_block = blocks;
+  int64_t failed_block = count;
   std::mutex failure_lock;
   auto worker = [&] {
     int64_t id = 0;
     try {
-      for (id = next++; id < blocks; id = next++) {
+      for (id = next++; id < count; id = next++) {
         std::vector<int64_t> index(grid.size());
-        int64_t rest = id;
+        int64_t rest = options.only_blocks ? (*options.only_blocks)[id] : id;
         for (size_t d = 0; d < grid.size(); ++d) {
           index[d] = rest % grid[d];
           rest /= grid[d];
@@ -332,7 +338,7 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
         failure = std::current_exception();
         failed_block = id;
       }
-      next = blocks;  // stop the other workers early
+      next = count;  // stop the other workers early
     }
   };
   std::vector<std::thread> pool;
@@ -343,6 +349,7 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
 
   TileRunStats stats;
   stats.blocks = blocks;
+  stats.ran = count;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;
 }

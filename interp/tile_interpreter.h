@@ -18,10 +18,13 @@ using TensorMap = std::map<std::string, HostTensor>;
 struct TileRunOptions {
   int workers = 0;                ///< CPU threads running blocks; 0 = all cores
   RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
+  /// Only these linear block ids (x + gx * (y + gy * z)), in this order; every block when null.
+  const std::vector<int64_t>* only_blocks = nullptr;
 };
 
 struct TileRunStats {
-  int64_t blocks = 0;
+  int64_t blocks = 0;  ///< blocks of the grid (run or not)
+  int64_t ran = 0;     ///< blocks run
   double seconds = 0;
 };
 
@@ -40,7 +43,7 @@ IntEnv bind_tensors(const Kernel& kernel, const TensorMap& tensors);
 
 /// The concrete shape each parameter has once `dims` fixes the symbolic dimensions (by name).
 /// User error naming the dimension when one is not given.
-std::map<std::string, std::vector<int64_t>> param_shapes(const Kernel& kernel,
-                                                         const std::map<std::string, int64_t>& dims);
+std::map<std::string, std::vector<int64_t>> param_shapes(
+    const Kernel& kernel, const std::map<std::string, int64_t>& dims);
 
 }  // namespace tessel

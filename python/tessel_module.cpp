@@ -108,8 +108,9 @@ class PyKernel {
       const std::string& level, const std::string& target, uint64_t seed, int workers,
       const std::string& schedule, const std::vector<WireArray>& inputs,
       const std::vector<WireArray>& expected, std::optional<double> atol,
-      std::optional<double> rtol) const {
+      std::optional<double> rtol, const std::string& blocks) const {
     cli::RunRequest request;
+    request.blocks = blocks;
     request.level = level;
     request.target = target;
     request.seed = seed;
@@ -185,7 +186,7 @@ NB_MODULE(_tessel, m) {
       .def("emit", &PyKernel::emit, nb::arg("target"))
       .def("run", &PyKernel::run, nb::arg("level"), nb::arg("target"), nb::arg("seed"),
            nb::arg("workers"), nb::arg("schedule"), nb::arg("inputs"), nb::arg("expected"),
-           nb::arg("atol").none(), nb::arg("rtol").none())
+           nb::arg("atol").none(), nb::arg("rtol").none(), nb::arg("blocks"))
       .def("verify", &PyKernel::verify, nb::arg("target"), nb::arg("timeout_ms"));
 
   m.def(

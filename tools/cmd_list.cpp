@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/kernel_parser.h"
+#include "examples/presets.h"
 #include "examples/registry.h"
 #include "tools/cli.h"
 #include "tools/file_io.h"
@@ -87,7 +88,6 @@ void add_list_command(CLI::App& app, Context& ctx) {
   static std::string file;
   // Fresh values for every App: an earlier in-process run (tests) must not leave its options.
   file.clear();
-  file.clear();
   sub->add_option("FILE", file, "a kernel file (.py): list the kernels it defines");
   sub->callback([&ctx] {
     if (!ctx.defines.empty()) {
@@ -101,7 +101,16 @@ void add_list_command(CLI::App& app, Context& ctx) {
         for (const ParamSpec& p : e.params) {
           params.push_back({{"name", p.name}, {"default", p.default_value}, {"help", p.help}});
         }
-        list.push_back({{"name", e.name}, {"description", e.description}, {"params", params}});
+        nlohmann::json presets = nlohmann::json::array();
+        for (const Preset* p : presets_of(e.name)) {
+          nlohmann::json values = nlohmann::json::object();
+          for (const auto& [name, value] : p->values) values[name] = value;
+          presets.push_back({{"name", p->name}, {"source", p->source}, {"values", values}});
+        }
+        list.push_back({{"name", e.name},
+                        {"description", e.description},
+                        {"params", params},
+                        {"presets", presets}});
       }
       emit_json(ctx, {{"kernels", list}});
       return;
@@ -110,6 +119,11 @@ void add_list_command(CLI::App& app, Context& ctx) {
       *ctx.out << e.name << " — " << e.description << "\n";
       for (const ParamSpec& p : e.params) {
         *ctx.out << "    " << p.name << "=" << p.default_value << "  (" << p.help << ")\n";
+      }
+      std::vector<const Preset*> mine = presets_of(e.name);
+      if (!mine.empty()) *ctx.out << "  presets (-D preset=NAME; other -D values win):\n";
+      for (const Preset* p : mine) {
+        *ctx.out << "    " << p->name << ": " << p->values_text() << "  (" << p->source << ")\n";
       }
     }
   });

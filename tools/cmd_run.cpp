@@ -29,6 +29,7 @@ struct RunOptions {
   int64_t max_steps = 0;
   double timeout = 0;
   bool progress = false;
+  std::string blocks;
 };
 
 /// Options that do nothing in the mode the command line picks are refused, not ignored.
@@ -36,7 +37,7 @@ void check_options(const CLI::App& sub, const RunOptions& o) {
   auto given = [&](const char* name) { return sub.count(name) > 0; };
   if (o.device == "cuda") {
     for (const char* name : {"--level", "--target", "--schedule", "--workers", "--max-steps",
-                             "--timeout", "--progress"}) {
+                             "--timeout", "--progress", "--blocks"}) {
       if (given(name)) {
         throw UsageError(std::string(name) +
                          " applies to runs on the CPU; leave it out with --device cuda");
@@ -46,11 +47,11 @@ void check_options(const CLI::App& sub, const RunOptions& o) {
   }
   if (given("--repeats")) throw UsageError("--repeats counts timed runs of --device cuda only");
   if (o.level == "tile") {
-    for (const char* name : {"--target", "--schedule"}) {
+    for (const char* name : {"--target", "--schedule", "--blocks"}) {
       if (given(name)) {
         throw UsageError(std::string(name) +
                          " picks how --level thread simulates the GPU; the tile level has no "
-                         "target or schedule: add --level thread or leave it out");
+                         "target, schedule or block sample: add --level thread or leave it out");
       }
     }
   }
@@ -64,6 +65,7 @@ void run_cpu(Context& ctx, const ResolvedKernel& k, const RunOptions& o, const D
   request.workers = o.workers;
   request.schedule = o.schedule;
   request.target = o.target;
+  request.blocks = o.blocks;
   load_data(data, request);
   RunControl control(o.max_steps, o.timeout);
   request.control = &control;
@@ -128,6 +130,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "thread level: order of warps between barriers and of blocks: in-order, "
                   "reverse or random:SEED")
       ->default_val("in-order");
+  sub->add_option("--blocks", o.blocks,
+                  "thread level: simulate only these blocks, the others run at tile level (the "
+                  "output stays complete); comma-separated all, edges, first, last, random:N "
+                  "(drawn with --seed), linear ids (0,3,7) or grid coordinates ((1,2))")
+      ->default_val("");
   sub->add_option("--target", o.target,
                   "thread level: the GPU whose warps and banks are simulated: " + target_names())
       ->default_val("sm80");

@@ -2,13 +2,16 @@
 #include "tools/kernel_run.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/error.h"
+#include "core/int_eval.h"
 #include "core/intrinsics.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
 #include "core/target.h"
+#include "interp/block_selection.h"
 #include "tools/cli.h"
 
 namespace tessel::cli {
@@ -53,8 +56,38 @@ std::vector<OutputCheck> compare_tensors(const TensorMap& actual, const TensorMa
   return checks;
 }
 
+/// The blocks `req.blocks` selects of `kernel`'s grid for these tensors; nullopt when that is
+/// every block.
+std::optional<BlockSample> select_blocks(const RunRequest& req, const Kernel& kernel,
+                                         const TensorMap& tensors) {
+  if (req.blocks.empty()) return std::nullopt;
+  BlockSample sample;
+  sample.spec = req.blocks;
+  IntEnv env = bind_tensors(kernel, tensors);
+  sample.total = 1;
+  for (const Expr& g : kernel->grid) {
+    sample.grid.push_back(eval_int(g, env));
+    sample.total *= sample.grid.back();
+  }
+  if (sample.total <= 0) return std::nullopt;  // the interpreter names the bad extent
+  try {
+    sample.simulated = BlockSelection::parse(req.blocks).resolve(sample.grid, req.seed);
+  } catch (const BlockSpecError& e) {
+    throw UsageError(e.what());
+  }
+  if (static_cast<int64_t>(sample.simulated.size()) == sample.total) return std::nullopt;
+  if (uses_intrinsics(kernel)) {
+    throw UsageError("--blocks " + req.blocks + ": kernel '" + kernel->name +
+                     "' calls instructions of the intrinsic table, which only the thread level "
+                     "executes, so the blocks left out cannot run at tile level; use --blocks all");
+  }
+  return sample;
+}
+
 /// Lowers a tile-level kernel for the target and runs it on every thread; then the tile level
-/// on the same inputs, when it can.
+/// on the same inputs, when it can. With a block sample, the blocks left out run at tile level
+/// first, into the same tensors; then the sampled blocks run at thread level, and at tile level
+/// on a copy, which so holds the whole grid's tile-level results to compare with.
 void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
   const RunRequest& req = run.request;
   ThreadRunOptions options;
@@ -66,6 +99,35 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
   Kernel thread_kernel = kernel;
   run.lowered = is_tile_level(kernel);
   if (run.lowered) thread_kernel = lower_kernel(kernel, find_target(req.target)).kernel;
+  run.sample = select_blocks(req, kernel, run.tensors);
+  if (run.sample) {
+    const BlockSample& sample = *run.sample;
+    std::vector<int64_t> rest;
+    rest.reserve(static_cast<size_t>(sample.total) - sample.simulated.size());
+    for (int64_t b = 0, i = 0; b < sample.total; ++b) {
+      if (i < static_cast<int64_t>(sample.simulated.size()) && sample.simulated[i] == b)
+        ++i;
+      else
+        rest.push_back(b);
+    }
+    run_tile_level(kernel, run.tensors, TileRunOptions{req.workers, req.control, &rest});
+    inputs = run.tensors;
+    options.only_blocks = sample.simulated;
+    run.thread = run_thread_level(thread_kernel, run.tensors, options);
+    run.blocks = run.thread->blocks;
+    run.threads = run.thread->threads;
+    run.seconds = run.thread->seconds;
+    try {
+      run_tile_level(kernel, inputs, TileRunOptions{req.workers, req.control, &sample.simulated});
+      run.tile_tensors = std::move(inputs);
+      run.tile_ran = true;
+    } catch (const RunStopped&) {
+      throw;
+    } catch (const UserError& e) {
+      run.tile_note = std::string("failed: ") + e.what();
+    }
+    return;
+  }
   run.thread = run_thread_level(thread_kernel, run.tensors, options);
   run.blocks = run.thread->blocks;
   run.threads = run.thread->threads;
@@ -97,7 +159,14 @@ void check_request(const RunRequest& req) {
   if (req.level != "tile" && req.level != "thread") {
     throw UsageError("level '" + req.level + "': expected tile or thread");
   }
-  if (req.level != "thread") return;
+  if (req.level != "thread") {
+    if (!req.blocks.empty()) {
+      throw UsageError("--blocks " + req.blocks +
+                       " picks the blocks --level thread simulates; the tile level runs every "
+                       "block: add --level thread or leave it out");
+    }
+    return;
+  }
   if (!Schedule::parse(req.schedule)) {
     throw UsageError("schedule '" + req.schedule +
                      "': expected in-order, reverse or random:SEED (e.g. random:7)");
@@ -105,9 +174,34 @@ void check_request(const RunRequest& req) {
   if (!lookup_target(req.target, false)) {
     throw UsageError("target '" + req.target + "': unknown target; use one of " + target_names());
   }
+  if (!req.blocks.empty()) {
+    try {
+      (void)BlockSelection::parse(req.blocks);  // malformed specs fail before anything runs
+    } catch (const BlockSpecError& e) {
+      throw UsageError(e.what());
+    }
+  }
 }
 
 }  // namespace
+
+sim::Counters BlockSample::scaled(const sim::Counters& m) const {
+  const double k = scale();
+  auto sc = [k](int64_t v) {
+    return static_cast<int64_t>(std::llround(static_cast<double>(v) * k));
+  };
+  sim::Counters c;
+  c.shared_requests = sc(m.shared_requests);
+  c.wavefronts = sc(m.wavefronts);
+  c.ideal_wavefronts = sc(m.ideal_wavefronts);
+  c.bank_conflicts = sc(m.bank_conflicts);
+  c.global_requests = sc(m.global_requests);
+  c.sectors = sc(m.sectors);
+  c.ideal_sectors = sc(m.ideal_sectors);
+  c.lines = sc(m.lines);
+  c.lane_accesses = sc(m.lane_accesses);
+  return c;
+}
 
 std::vector<std::string> KernelRun::output_names() const {
   std::vector<std::string> names;

@@ -37,8 +37,26 @@ struct RunRequest {
   /// start as NaN bytes and inputs random unless named here; the reference starts from the
   /// same values (a kernel that accumulates into its output is checked with NAME=zeros).
   std::map<std::string, std::string> init;
-  RunControl* control = nullptr;      ///< step and time limits, progress counters (optional)
-  bool bank_samples = false;          ///< thread level: keep worst requests for bank maps
+  RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
+  bool bank_samples = false;      ///< thread level: keep worst requests for bank maps
+  /// Thread level: the blocks simulated (interp/block_selection.h spec, e.g. "edges"); the
+  /// others run at tile level into the same tensors. "" or "all": every block is simulated.
+  std::string blocks;
+};
+
+/// A sampled thread-level run (RunRequest::blocks): which blocks the simulator ran, and the
+/// factor that scales its counters to the whole grid.
+struct BlockSample {
+  std::string spec;                ///< as given
+  std::vector<int64_t> grid;       ///< the launch grid
+  std::vector<int64_t> simulated;  ///< linear ids, ascending
+  int64_t total = 0;               ///< blocks of the grid
+  /// total / simulated.size(): a counter of the simulated blocks times this estimates the grid's.
+  double scale() const {
+    return static_cast<double>(total) / static_cast<double>(simulated.size());
+  }
+  /// The simulated blocks' counters scaled to the whole grid (rounded to the nearest integer).
+  sim::Counters scaled(const sim::Counters& measured) const;
 };
 
 struct KernelRun {
@@ -58,6 +76,7 @@ struct KernelRun {
   int threads = 0;
   double seconds = 0;
   std::optional<ThreadRunResult> thread;  ///< thread level: the simulator's report and counts
+  std::optional<BlockSample> sample;      ///< thread level with --blocks naming fewer than all
   bool passed = true;
   double max_abs_err = 0, max_rel_err = 0;  ///< over the reference and expected checks
 
@@ -65,8 +84,9 @@ struct KernelRun {
   std::vector<std::string> output_names() const;
 };
 
-/// Runs `k` as `request` says. UsageError for a bad level, schedule or target, an array for no
-/// parameter of the kernel, or one whose shape or dtype does not fit (tools/host_data.h);
+/// Runs `k` as `request` says. UsageError for a bad level, schedule, target or block spec (or
+/// a block spec naming fewer than all blocks of a kernel the tile level cannot run), an array for
+/// no parameter of the kernel, or one whose shape or dtype does not fit (tools/host_data.h);
 /// UserError for errors of the kernel itself.
 KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request);
 

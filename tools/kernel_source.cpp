@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/int_eval.h"
 #include "core/kernel_parser.h"
+#include "examples/presets.h"
 #include "interp/tile_interpreter.h"
 #include "tools/cli.h"
 #include "tools/file_io.h"
@@ -92,8 +93,7 @@ void check_assertions(const std::vector<KernelAssertion>& assertions, const Kern
 }
 
 ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const std::string& path,
-                              const std::map<std::string, std::string>& values,
-                              const std::string& choice);
+                              std::map<std::string, std::string> values, const std::string& choice);
 
 ResolvedKernel resolve_file(const std::string& path,
                             const std::map<std::string, std::string>& values,
@@ -105,18 +105,33 @@ ResolvedKernel resolve_file(const std::string& path,
     throw UsageError(std::string(e.what()) + " (KERNEL is a built-in name — " + builtin_names() +
                      " — or the path of a .py kernel file)");
   }
-  return resolve_source(std::make_shared<const std::string>(std::move(text)), path, values,
-                        choice);
+  return resolve_source(std::make_shared<const std::string>(std::move(text)), path, values, choice);
 }
 
 ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const std::string& path,
-                              const std::map<std::string, std::string>& values,
+                              std::map<std::string, std::string> values,
                               const std::string& choice) {
   ParsedKernel parsed;
   try {
+    // A file has the presets of the built-in whose reference checks it: parsed once without
+    // `preset` to find that built-in, then again with the preset's values.
+    auto preset = values.find("preset");
+    if (preset != values.end()) {
+      std::map<std::string, std::string> rest = values;
+      rest.erase("preset");
+      parsed = parse_kernel(*source, path, rest, choice);
+      if (!parsed.reference) {
+        throw ParamError("-D preset=" + preset->second + ": kernel file '" + path +
+                         "' has no presets; a file has those of the built-in kernel that its "
+                         "`# tessel: reference=NAME` line names");
+      }
+      values = apply_preset(*parsed.reference, values);
+    }
     parsed = parse_kernel(*source, path, values, choice);
   } catch (const KernelFileError& e) {
     throw UsageError(e.what());  // a malformed input file
+  } catch (const ParamError& e) {
+    throw UsageError(e.what());
   }
   const Kernel& kernel = parsed.kernel;
   const Example* ref = nullptr;
@@ -273,7 +288,8 @@ ResolvedKernel resolve_kernel(const std::string& name, const std::vector<std::st
                      ".py kernel file");
   }
   try {
-    return ResolvedKernel{example, make_params(*example, values), "", true, nullptr};
+    return ResolvedKernel{example, make_params(*example, apply_preset(name, values)), "", true,
+                          nullptr};
   } catch (const UserError& e) {
     throw UsageError(e.what());  // an unknown -D name is a command-line mistake
   }

@@ -29,8 +29,9 @@ std::string progress_text(const RunControl& control) {
   char buf[64];
   std::snprintf(buf, sizeof buf, ", %.3g M steps", static_cast<double>(control.steps()) / 1e6);
   text += buf;
-  if (done > 0 && s > 0) {
-    double rate = static_cast<double>(done) / s;
+  const double level_s = control.level_seconds();
+  if (done > 0 && level_s > 0) {
+    double rate = static_cast<double>(done) / level_s;
     std::snprintf(buf, sizeof buf, ", %.3g blocks/s", rate);
     text += buf;
     text += ", ~" + duration_text(static_cast<double>(all - done) / rate) + " left";

@@ -137,6 +137,67 @@ json per_tile_op_json(const KernelRun& run) {
   return rows;
 }
 
+std::string coords_text(const BlockSample& s, int64_t id) {
+  std::vector<int64_t> c;
+  for (int64_t g : s.grid) {
+    c.push_back(id % g);
+    id /= g;
+  }
+  return sim::block_string(c);
+}
+
+/// "sampled: 3 of 16 blocks simulated at thread level (--blocks edges): (0, 0), ...; the other
+/// 13 ran at tile level".
+std::string sample_text(const BlockSample& s) {
+  constexpr size_t kShown = 16;
+  std::ostringstream out;
+  out << "  sampled: " << s.simulated.size() << " of " << s.total
+      << " blocks simulated at thread level (--blocks " << s.spec << "):";
+  for (size_t i = 0; i < s.simulated.size() && i < kShown; ++i)
+    out << (i ? ", " : " ") << coords_text(s, s.simulated[i]);
+  if (s.simulated.size() > kShown) out << ", ... (" << s.simulated.size() - kShown << " more)";
+  out << "; the other " << s.total - static_cast<int64_t>(s.simulated.size())
+      << " ran at tile level\n";
+  return out.str();
+}
+
+/// The simulated blocks' counters scaled to the grid, saying so.
+std::string scaled_text(const BlockSample& s, const sim::Counters& measured) {
+  sim::Counters c = s.scaled(measured);
+  std::ostringstream out;
+  out << "counters above are measured over the " << s.simulated.size()
+      << " simulated blocks; SCALED to the whole grid (x " << s.total << "/" << s.simulated.size()
+      << " = " << std::setprecision(4) << s.scale() << "): shared requests " << c.shared_requests
+      << ", wavefronts " << c.wavefronts << " (ideal " << c.ideal_wavefronts << ", conflicts "
+      << c.bank_conflicts << "); global requests " << c.global_requests << ", sectors " << c.sectors
+      << " (ideal " << c.ideal_sectors << ")\n";
+  return out.str();
+}
+
+json sample_json(const BlockSample& s, const sim::Counters& measured) {
+  json coords = json::array();
+  for (int64_t id : s.simulated) {
+    std::vector<int64_t> c;
+    for (int64_t g : s.grid) {
+      c.push_back(id % g);
+      id /= g;
+    }
+    coords.push_back(c);
+  }
+  json scaled = counters_json(s.scaled(measured));
+  scaled["scale"] = s.scale();
+  scaled["note"] = "estimates: the simulated blocks' counters x total/simulated";
+  return {{"spec", s.spec},
+          {"grid", s.grid},
+          {"total", s.total},
+          {"simulated_count", s.simulated.size()},
+          {"simulated", s.simulated},
+          {"simulated_coords", coords},
+          {"tile_level_blocks", s.total - static_cast<int64_t>(s.simulated.size())},
+          {"scale", s.scale()},
+          {"scaled", scaled}};
+}
+
 double lane_ops_per_second(const ThreadRunResult& t) {
   return t.seconds > 0 ? static_cast<double>(t.lane_ops) / t.seconds : 0;
 }
@@ -155,6 +216,7 @@ std::string run_text(const KernelRun& run) {
         << std::setprecision(3) << t.seconds << " s (" << t.lane_ops << " lane-ops, "
         << std::setprecision(1) << std::scientific << lane_ops_per_second(t) << "/s)\n"
         << std::defaultfloat;
+    if (run.sample) out << sample_text(*run.sample);
   } else {
     out << "kernel " << run.kernel->name << " at tile level, seed " << req.seed << ": "
         << run.blocks << " blocks × " << run.threads << " threads in " << std::fixed
@@ -185,6 +247,7 @@ std::string run_text(const KernelRun& run) {
     }
     if (run.lowered) out << traffic_table(traffic_per_operator(run.kernel, run.thread->report));
     out << run.thread->report.text();
+    if (run.sample) out << scaled_text(*run.sample, run.thread->report.total);
   }
   out << (run.passed ? "PASSED" : "FAILED") << "\n";
   return out.str();
@@ -219,6 +282,8 @@ json run_json(const KernelRun& run) {
   j["lane_ops_per_second"] = lane_ops_per_second(t);
   j["tile"] = tile;
   j["sim"] = sim_json(t.report);
+  j["sim"]["measured_blocks"] = t.simulated;
+  j["sampled"] = run.sample ? sample_json(*run.sample, t.report.total) : json(nullptr);
   j["per_tile_op"] = per_tile_op_json(run);
   return j;
 }

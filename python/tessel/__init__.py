@@ -97,7 +97,7 @@ class Kernel:
 
     def run(self, inputs=None, *, level: str = "tile", target: str = "sm80", seed: int = 0,
             workers: int = 0, schedule: str = "in-order", expected=None, atol=None,
-            rtol=None) -> Run:
+            rtol=None, blocks=None) -> Run:
         """Runs the kernel on the CPU (`tessel run`).
 
         `inputs`: a dict of parameter name -> array (NumPy, or anything with __array__ or
@@ -107,12 +107,16 @@ class Kernel:
         `level`: "tile" (reference semantics) or "thread" (lowered for `target`, every thread
         simulated, compared with the tile level). Returns a Run: outputs as NumPy arrays, the
         report, and `passed`. UsageError for an array of a wrong name, shape or dtype.
+        `blocks` (thread level): simulate only these blocks, the others run at tile level
+        (`tessel run --blocks`): a spec string ("edges", "first,last", "random:8", "0,3,7",
+        "(1,2)") or a list of linear ids and coordinate tuples; `report.sampled` then says which
+        blocks were simulated and holds the counters scaled to the whole grid.
         """
         sig = self._k.signature()
         run_json, text, tensors, tile = self._k.run(
             level, target, int(seed), int(workers), schedule,
             to_wire(_named(inputs, sig, "inputs")), to_wire(_named(expected, sig, "expected"), "expected"),
-            atol, rtol)
+            atol, rtol, _blocks_spec(blocks))
         dtypes = {n: d for n, d, _, _ in sig}
         return Run(from_wire(tensors, dtypes), from_wire(tile, dtypes), run_json, text,
                    [n for n, _, _, w in sig if w])
@@ -123,6 +127,24 @@ class Kernel:
 
     def __repr__(self):
         return f"<tessel.Kernel {self.name} {self.params}>"
+
+
+def _blocks_spec(blocks) -> str:
+    """`blocks` (None, a spec string, or a list of ints and int tuples) as a --blocks spec."""
+    if blocks is None:
+        return ""
+    if isinstance(blocks, str):
+        return blocks
+    if isinstance(blocks, (list, tuple)):
+        items = []
+        for b in blocks:
+            if isinstance(b, bool) or not isinstance(b, (int, tuple)):
+                raise UsageError(f"blocks: {b!r} is neither a linear block id nor a tuple of "
+                                 f"grid coordinates")
+            items.append(str(b) if isinstance(b, int) else "(" + ", ".join(str(int(c)) for c in b) + ")")
+        return ",".join(items)
+    raise UsageError(f"blocks: expected a spec string such as 'edges' or a list of block ids; "
+                     f"got {type(blocks).__name__}")
 
 
 def _named(arrays, sig, what):

@@ -76,6 +76,7 @@ class Report:
     per_operator: list = field(init=False)
     per_instruction: list = field(init=False)
     total: Optional[Counters] = field(init=False)
+    sampled: Optional[dict] = field(init=False)
 
     def __post_init__(self):
         j = self.json
@@ -85,6 +86,9 @@ class Report:
         self.per_operator = [Counters.from_json(r["op"], r) for r in j.get("per_tile_op", [])]
         self.per_instruction = [Counters.from_json(r["op"], r) for r in sim["per_op"]] if sim else []
         self.total = Counters.from_json("total", sim) if sim else None
+        # With blocks=...: the simulated blocks, and `sampled["scaled"]` the counters scaled
+        # to the whole grid (`total` stays the measured counters of the simulated blocks).
+        self.sampled = j.get("sampled")
 
     @property
     def errors(self) -> list:

@@ -226,3 +226,28 @@ def test_kernel_errors_are_kernel_errors():
         tessel.load("gemm", threads=2048).run()
     assert issubclass(tessel.KernelError, tessel.TesselError)
     assert issubclass(tessel.UsageError, tessel.TesselError)
+
+
+# ---- presets and sampled thread-level runs ----
+
+def test_a_preset_sets_the_papers_shape_and_explicit_values_win():
+    # Paper Table 2: M5 is 8192 x 8192 x 8192.
+    k = tessel.load("gemm", preset="M5", K=64)
+    assert (k.params["M"], k.params["N"], k.params["K"]) == ("8192", "8192", "64")
+    with pytest.raises(tessel.UsageError, match="has no preset 'M9'; its presets are M0"):
+        tessel.load("gemm", preset="M9")
+
+
+def test_sampled_run_simulates_the_chosen_blocks_and_scales_counters():
+    # transpose_shared 64 x 96: a (3, 2) grid; one block makes 64 shared requests (8 warps x 4
+    # stores + 4 loads), so the estimate for the grid is 6 x 64 = 384.
+    k = tessel.load("transpose_shared")
+    r = k.run(level="thread", blocks=[(1, 1)])
+    assert r.passed
+    assert r.report.sampled["simulated"] == [4]
+    assert r.report.total.shared_requests == 64
+    assert r.report.sampled["scaled"]["shared"]["requests"] == 384
+    assert np.array_equal(r.outputs["B"], r.tensors["A"].T)  # every block's output is there
+    assert k.run(level="thread", blocks="first,last").report.sampled["simulated"] == [0, 5]
+    with pytest.raises(tessel.UsageError, match="'mid' is not a block spec"):
+        k.run(level="thread", blocks="mid")

@@ -1,0 +1,77 @@
+// The preset table: the paper's benchmark shapes (seed paper, Appendix A, Tables 2 and 3) as
+// named -D values of the built-in kernels. Add a workload's presets as rows here.
+#include "examples/presets.h"
+
+#include "examples/registry.h"
+
+namespace tessel {
+
+namespace {
+
+const std::vector<std::string> kGemms = {"gemm", "gemm_transpose_b", "gemm_rs"};
+
+/// GEMM M0-M7: (M, N, K) of the paper's Table 2.
+Preset gemm(const char* name, const char* m, const char* n, const char* k) {
+  return {kGemms, name, "paper Table 2 (GEMM)", {{"M", m}, {"N", n}, {"K", k}}};
+}
+
+/// FlashAttention FA0-FA4 of the paper's Table 3: batch 1 (folded into heads), 32 heads,
+/// head_dim 128.
+Preset attention(const char* name, const char* seq_len, const char* causal) {
+  return {{"flash_attention"},
+          name,
+          "paper Table 3 (FlashAttention, batch 1)",
+          {{"heads", "32"}, {"seq_len", seq_len}, {"dim", "128"}, {"is_causal", causal}}};
+}
+
+}  // namespace
+
+std::string Preset::values_text() const {
+  std::string text;
+  for (const auto& [name, value] : values) text += (text.empty() ? "" : " ") + name + "=" + value;
+  return text;
+}
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> table = {
+      gemm("M0", "4096", "1024", "8192"),  gemm("M1", "4096", "8192", "8192"),
+      gemm("M2", "4096", "28672", "8192"), gemm("M3", "4096", "8192", "28672"),
+      gemm("M4", "8192", "1024", "8192"),  gemm("M5", "8192", "8192", "8192"),
+      gemm("M6", "8192", "28672", "8192"), gemm("M7", "8192", "8192", "28672"),
+      attention("FA0", "512", "1"),        attention("FA1", "512", "0"),
+      attention("FA2", "1024", "1"),       attention("FA3", "1024", "0"),
+      attention("FA4", "4096", "1"),
+  };
+  return table;
+}
+
+std::vector<const Preset*> presets_of(const std::string& kernel) {
+  std::vector<const Preset*> found;
+  for (const Preset& p : presets()) {
+    for (const std::string& k : p.kernels) {
+      if (k == kernel) found.push_back(&p);
+    }
+  }
+  return found;
+}
+
+std::map<std::string, std::string> apply_preset(const std::string& kernel,
+                                                std::map<std::string, std::string> defines) {
+  auto it = defines.find("preset");
+  if (it == defines.end()) return defines;
+  const std::string name = it->second;
+  defines.erase(it);
+  std::vector<const Preset*> mine = presets_of(kernel);
+  for (const Preset* p : mine) {
+    if (p->name != name) continue;
+    for (const auto& [param, value] : p->values) defines.emplace(param, value);  // -D wins
+    return defines;
+  }
+  std::string known;
+  for (const Preset* p : mine) known += (known.empty() ? "" : ", ") + p->name;
+  throw ParamError("kernel '" + kernel + "' has no preset '" + name + "'; " +
+                   (known.empty() ? std::string("it has no presets") : "its presets are " + known) +
+                   " ('tessel list' shows their values)");
+}
+
+}  // namespace tessel

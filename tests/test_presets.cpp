@@ -1,0 +1,108 @@
+// Presets (`-D preset=NAME`): the paper's shapes set a kernel's parameters, `tessel list` shows
+// them, explicit -D values win, and unknown presets are usage errors listing the known ones.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "examples/presets.h"
+#include "examples/registry.h"
+#include "tests/cli_runner.h"
+#include "tools/kernel_source.h"
+
+using namespace tessel;
+
+TEST_SUITE("presets") {
+  TEST_CASE("a GEMM preset sets M, N and K to the paper's Table 2 shape") {
+    // Table 2 of the paper (Appendix A): M3 is m=4096, n=8192, k=28672.
+    cli::ResolvedKernel k = cli::resolve_kernel("gemm", {"preset=M3"});
+    CHECK(k.params.integer("M") == 4096);
+    CHECK(k.params.integer("N") == 8192);
+    CHECK(k.params.integer("K") == 28672);
+    CHECK(k.params.integer("block_M") == 128);  // untouched parameters keep their defaults
+  }
+
+  TEST_CASE("a FlashAttention preset sets heads, sequence, head dim and causality of Table 3") {
+    // Table 3: FA4 is batch 1, 32 heads, seq_len 4096, head_dim 128, causal.
+    cli::ResolvedKernel k = cli::resolve_kernel("flash_attention", {"preset=FA4"});
+    CHECK(k.params.integer("heads") == 32);
+    CHECK(k.params.integer("seq_len") == 4096);
+    CHECK(k.params.integer("dim") == 128);
+    CHECK(k.params.boolean("is_causal"));
+    cli::ResolvedKernel fa1 = cli::resolve_kernel("flash_attention", {"preset=FA1"});
+    CHECK(fa1.params.integer("seq_len") == 512);
+    CHECK_FALSE(fa1.params.boolean("is_causal"));
+  }
+
+  TEST_CASE("an explicit -D value wins over the preset's") {
+    cli::ResolvedKernel k = cli::resolve_kernel("gemm", {"preset=M0", "K=64"});
+    CHECK(k.params.integer("M") == 4096);
+    CHECK(k.params.integer("K") == 64);
+  }
+
+  TEST_CASE("an unknown preset is a usage error listing the kernel's presets") {
+    CliResult r = run_tessel({"print", "gemm", "-D", "preset=M9"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("kernel 'gemm' has no preset 'M9'; its presets are M0, M1, M2, M3, M4, M5, "
+                     "M6, M7") != std::string::npos);
+  }
+
+  TEST_CASE("a preset for a kernel without presets is a usage error saying so") {
+    CliResult r = run_tessel({"print", "softmax", "-D", "preset=M0"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("kernel 'softmax' has no preset 'M0'; it has no presets") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("list shows each kernel's presets with their values, in text and JSON") {
+    CliResult r = run_tessel({"list"});
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("    M6: M=8192 N=28672 K=8192  (paper Table 2 (GEMM))") != std::string::npos);
+    CHECK(r.out.find("    FA2: heads=32 seq_len=1024 dim=128 is_causal=1") != std::string::npos);
+    CliResult j = run_tessel({"list", "--json"});
+    REQUIRE(j.status == 0);
+    auto doc = nlohmann::json::parse(j.out);
+    bool seen = false;
+    for (const auto& k : doc["kernels"]) {
+      if (k["name"] != "flash_attention") continue;
+      seen = true;
+      REQUIRE(k["presets"].size() == 5);  // FA0..FA4
+      CHECK(k["presets"][0]["name"] == "FA0");
+      CHECK(k["presets"][0]["values"]["seq_len"] == "512");
+    }
+    CHECK(seen);
+  }
+
+  TEST_CASE("a kernel file has the presets of the built-in its reference line names") {
+    const std::string dir = std::string(TESSEL_SOURCE_DIR) + "/examples/kernels/";
+    cli::ResolvedKernel k = cli::resolve_kernel(dir + "gemm.py", {"preset=M4"});
+    CHECK(k.params.integer("M") == 8192);  // M4: m=8192, n=1024, k=8192
+    CHECK(k.params.integer("N") == 1024);
+    CliResult other = run_tessel({"print", dir + "softmax.py", "-D", "preset=M4"});
+    CHECK(other.status == 2);
+    CHECK(other.err.find("kernel 'softmax' has no preset 'M4'") != std::string::npos);
+    // The same file without its reference line has no presets.
+    std::ifstream in(dir + "gemm.py");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find("# tessel: reference=gemm"), 24, "#");
+    CHECK_THROWS_WITH_AS(cli::resolve_kernel_text(text, "<source>", {"preset=M4"}),
+                         doctest::Contains("kernel file '<source>' has no presets"),
+                         cli::UsageError);
+  }
+
+  TEST_CASE("every preset names only parameters of each of its kernels") {
+    for (const Preset& p : presets()) {
+      for (const std::string& name : p.kernels) {
+        const Example* e = find_example(name);
+        REQUIRE_MESSAGE(e != nullptr, "preset " << p.name << " names kernel " << name);
+        for (const auto& [param, value] : p.values) {
+          bool known = false;
+          for (const ParamSpec& s : e->params) known = known || s.name == param;
+          CHECK_MESSAGE(known, "preset " << p.name << " of " << name << " sets " << param);
+        }
+      }
+    }
+  }
+
+}  // TEST_SUITE
