@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/builder.h"
+#include "examples/reference_math.h"
 #include "examples/registry.h"
 
 namespace tessel {
@@ -82,24 +83,25 @@ void attention_reference(const Params& p, TensorMap& t) {
   const HostTensor &Q = t.at("Q"), &K = t.at("K"), &V = t.at("V");
   HostTensor& O = t.at("O");
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  std::vector<double> w(S);
+  // One head at a time in double precision: scores = Q K^T / sqrt(D), masked, row softmax, P V.
+  auto head = [&](const HostTensor& x, int64_t h) {
+    MatrixD m(S, D);
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t d = 0; d < D; ++d) m(i, d) = x.at((h * S + i) * D + d);
+    return m;
+  };
   for (int64_t h = 0; h < H; ++h) {
-    for (int64_t q = 0; q < S; ++q) {
-      double mx = -INFINITY;
-      for (int64_t k = 0; k < S; ++k) {
-        double dot = 0;
-        for (int64_t d = 0; d < D; ++d) dot += Q.at((h * S + q) * D + d) * K.at((h * S + k) * D + d);
-        w[k] = causal && k > q ? -INFINITY : dot * scale;
-        mx = std::max(mx, w[k]);
-      }
-      double sum = 0;
-      for (int64_t k = 0; k < S; ++k) sum += (w[k] = std::exp(w[k] - mx));
-      for (int64_t d = 0; d < D; ++d) {
-        double o = 0;
-        for (int64_t k = 0; k < S; ++k) o += w[k] * V.at((h * S + k) * D + d);
-        O.set((h * S + q) * D + d, o / sum);
-      }
+    MatrixD q = head(Q, h), k = head(K, h), v = head(V, h);
+    MatrixD w = (q * k.transpose()) * scale;
+    for (int64_t i = 0; i < S; ++i) {
+      if (causal) w.row(i).tail(S - 1 - i).setConstant(-INFINITY);  // keys after the query
+      double mx = w.row(i).maxCoeff();
+      w.row(i) = (w.row(i).array() - mx).exp().matrix();
+      w.row(i) /= w.row(i).sum();
     }
+    MatrixD o = w * v;
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t d = 0; d < D; ++d) O.set((h * S + i) * D + d, o(i, d));
   }
 }
 
