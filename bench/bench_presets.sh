@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Times every paper preset (`tessel list`) at thread level with sampled blocks (--blocks edges and
+# random:8), the rest of the grid at tile level, and appends a row per run to
+# results/presets.csv: date, machine, load average, kernel, preset, spec, blocks simulated of the
+# grid, wall seconds, and how it ended (passed, failed, timeout, refused with the reason).
+#   [SPECS="edges random:8"] bench/bench_presets.sh [BUILD_DIR] [CAP_SECONDS] [KERNEL:PRESET ...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+cap=${2:-600}
+shift $(( $# > 2 ? 2 : $# ))
+runs=("$@")
+if [ ${#runs[@]} -eq 0 ]; then
+  for p in M0 M1 M2 M3 M4 M5 M6 M7; do runs+=("gemm:$p"); done
+  for p in FA0 FA1 FA2 FA3 FA4; do runs+=("flash_attention:$p"); done
+fi
+csv=bench/results/presets.csv
+[ -f "$csv" ] || echo "date,machine,cores,load_avg,kernel,preset,blocks_spec,simulated,grid_blocks,wall_s,result" >"$csv"
+machine=$(grep -m1 "model name" /proc/cpuinfo | sed 's/.*: //; s/ [0-9]*-Core.*//')
+printf "%-16s %-5s %-9s %9s %9s %s\n" kernel preset blocks simulated seconds result
+for run in "${runs[@]}"; do
+  kernel=${run%%:*} preset=${run#*:}
+  for spec in ${SPECS:-edges random:8}; do
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    start=$(date +%s.%N)
+    out=$(timeout "$cap" "$build/tessel" run "$kernel" -D "preset=$preset" --level thread \
+          --blocks "$spec" --json 2>/tmp/bench_presets_err.$$)
+    rc=$?
+    wall=$(echo "$(date +%s.%N) - $start" | bc)
+    read -r simulated total result < <(RC=$rc OUT="$out" ERR="$(cat /tmp/bench_presets_err.$$)" python3 -c '
+import json, os
+rc = int(os.environ["RC"])
+if rc == 124:
+    print("- - timeout"); raise SystemExit
+try:
+    j = json.loads(os.environ["OUT"])
+except ValueError:
+    j = {}
+s = j.get("sampled") or {}
+if "error" in j:
+    why = "refused-memory" if "memory" in j["error"] else "error"
+    print("- -", why); raise SystemExit
+print(s.get("simulated_count", "-"), s.get("total", "-"), "passed" if j.get("passed") else "FAILED")
+')
+    rm -f /tmp/bench_presets_err.$$
+    printf "%-16s %-5s %-9s %9s %9.1f %s\n" "$kernel" "$preset" "$spec" "$simulated/$total" "$wall" "$result"
+    echo "$(date -u +%F),\"$machine\",$(nproc),$load,$kernel,$preset,$spec,$simulated,$total,$wall,$result" >>"$csv"
+  done
+done
