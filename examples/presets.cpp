@@ -24,6 +24,25 @@ Preset attention(const char* name, const char* seq_len, const char* causal) {
           {{"heads", "32"}, {"seq_len", seq_len}, {"dim", "128"}, {"is_causal", causal}}};
 }
 
+/// The dequantising GEMMs (Fig. 17's and the low-bit family of examples/dequant_family.cpp)
+/// take the GEMM shapes M0-M7; the GEMVs the paper's V0-V7 (m = 1; n, k).
+const std::vector<std::string> kDequantGemms = {"dequant_gemm",      "dequant_gemm_uint4",
+                                                "dequant_gemm_int4", "dequant_gemm_nf4",
+                                                "dequant_gemm_fp4",  "dequant_gemm_int2"};
+const std::vector<std::string> kDequantGemvs = {"dequant_gemv_uint4", "dequant_gemv_int4",
+                                                "dequant_gemv_nf4", "dequant_gemv_fp4",
+                                                "dequant_gemv_int2"};
+
+/// M0-M7 for the dequantising GEMMs: (M, N, K) of the paper's Table 2.
+Preset dequant_gemm(const char* name, const char* m, const char* n, const char* k) {
+  return {kDequantGemms, name, "paper Table 2 (GEMM shapes)", {{"M", m}, {"N", n}, {"K", k}}};
+}
+
+/// V0-V7: (n, k) of the paper's Table 2, m = 1.
+Preset dequant_gemv(const char* name, const char* n, const char* k) {
+  return {kDequantGemvs, name, "paper Table 2 (GEMV, m = 1)", {{"N", n}, {"K", k}}};
+}
+
 }  // namespace
 
 std::string Preset::values_text() const {
@@ -34,13 +53,35 @@ std::string Preset::values_text() const {
 
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> table = {
-      gemm("M0", "4096", "1024", "8192"),  gemm("M1", "4096", "8192", "8192"),
-      gemm("M2", "4096", "28672", "8192"), gemm("M3", "4096", "8192", "28672"),
-      gemm("M4", "8192", "1024", "8192"),  gemm("M5", "8192", "8192", "8192"),
-      gemm("M6", "8192", "28672", "8192"), gemm("M7", "8192", "8192", "28672"),
-      attention("FA0", "512", "1"),        attention("FA1", "512", "0"),
-      attention("FA2", "1024", "1"),       attention("FA3", "1024", "0"),
+      gemm("M0", "4096", "1024", "8192"),
+      gemm("M1", "4096", "8192", "8192"),
+      gemm("M2", "4096", "28672", "8192"),
+      gemm("M3", "4096", "8192", "28672"),
+      gemm("M4", "8192", "1024", "8192"),
+      gemm("M5", "8192", "8192", "8192"),
+      gemm("M6", "8192", "28672", "8192"),
+      gemm("M7", "8192", "8192", "28672"),
+      attention("FA0", "512", "1"),
+      attention("FA1", "512", "0"),
+      attention("FA2", "1024", "1"),
+      attention("FA3", "1024", "0"),
       attention("FA4", "4096", "1"),
+      dequant_gemm("M0", "4096", "1024", "8192"),
+      dequant_gemm("M1", "4096", "8192", "8192"),
+      dequant_gemm("M2", "4096", "28672", "8192"),
+      dequant_gemm("M3", "4096", "8192", "28672"),
+      dequant_gemm("M4", "8192", "1024", "8192"),
+      dequant_gemm("M5", "8192", "8192", "8192"),
+      dequant_gemm("M6", "8192", "28672", "8192"),
+      dequant_gemm("M7", "8192", "8192", "28672"),
+      dequant_gemv("V0", "16384", "16384"),
+      dequant_gemv("V1", "43008", "14336"),
+      dequant_gemv("V2", "14336", "14336"),
+      dequant_gemv("V3", "57344", "14336"),
+      dequant_gemv("V4", "14336", "57344"),
+      dequant_gemv("V5", "9216", "9216"),
+      dequant_gemv("V6", "36864", "9216"),
+      dequant_gemv("V7", "9216", "36864"),
   };
   return table;
 }

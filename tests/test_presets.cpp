@@ -35,6 +35,17 @@ TEST_SUITE("presets") {
     CHECK_FALSE(fa1.params.boolean("is_causal"));
   }
 
+  TEST_CASE("the dequantising GEMV and GEMM take the paper's V and M shapes") {
+    // Table 2: V1 is n=43008, k=14336 (m=1); M2 is m=4096, n=28672, k=8192.
+    cli::ResolvedKernel v = cli::resolve_kernel("dequant_gemv_int4", {"preset=V1"});
+    CHECK(v.params.integer("N") == 43008);
+    CHECK(v.params.integer("K") == 14336);
+    cli::ResolvedKernel m = cli::resolve_kernel("dequant_gemm_nf4", {"preset=M2"});
+    CHECK(m.params.integer("M") == 4096);
+    CHECK(m.params.integer("N") == 28672);
+    CHECK(m.params.integer("K") == 8192);
+  }
+
   TEST_CASE("an explicit -D value wins over the preset's") {
     cli::ResolvedKernel k = cli::resolve_kernel("gemm", {"preset=M0", "K=64"});
     CHECK(k.params.integer("M") == 4096);
