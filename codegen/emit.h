@@ -25,6 +25,15 @@ struct TensorMapArg {
   std::vector<int64_t> box;
 };
 
+/// One kernel function of a kernel with several launches, as the host launches it.
+struct EmittedLaunch {
+  std::string entry;               ///< its symbol (extern "C")
+  std::vector<std::string> grid;   ///< blocks along x, y, z (expressions of the sizes)
+  int threads = 0;
+  std::vector<int> thread_dims;
+  int64_t dynamic_shared_bytes = 0;
+};
+
 struct EmittedSource {
   Language language = Language::kCuda;
   std::string code;                 ///< the whole translation unit
@@ -36,6 +45,12 @@ struct EmittedSource {
   std::vector<std::string> arguments;
   /// TMA tensor maps, passed after `arguments`.
   std::vector<TensorMapArg> tensor_maps;
+  /// A kernel of several launches (T.Kernel launches with T.alloc_global scratch): its kernel
+  /// functions in launch order (every one takes `arguments`: the parameters, then the scratch
+  /// tensors, then the symbolic sizes; `entry` and the fields above are the first launch's),
+  /// and the scratch tensors the host allocates before the first launch. Empty for one launch.
+  std::vector<EmittedLaunch> launches;
+  std::vector<std::string> scratch;
 };
 
 /// The source of a lowered kernel for `target` (CUDA for sm80/sm90, HIP for gfx90a/gfx942).

@@ -137,12 +137,25 @@ Var KernelBuilder::dynamic(std::string name) {
   return v;
 }
 
+BufferRef KernelBuilder::alloc_global(std::string name, std::vector<Expr> shape, DataType dtype,
+                                      SourceLoc loc) {
+  Buffer b = BufferNode::make(std::move(name), std::move(shape), dtype, Scope::kGlobal, loc);
+  scratch_.push_back(b);
+  return BufferRef(this, b);
+}
+
+void KernelBuilder::close_launch() {
+  internal_check(frames_.size() == 1, "builder frames left open");
+  KernelNode launch = node_;
+  launch.body = close_frame();
+  open_frame();
+  launches_.push_back(std::move(launch));
+}
+
 std::vector<Var> KernelBuilder::kernel(std::vector<Expr> grid, int threads, SourceLoc loc) {
-  if (launched_) {
-    user_error("kernel '" + name_ + "': T.Kernel is entered twice (at " + loc.str() +
-               "); a kernel has one launch");
-  }
+  if (launched_) close_launch();  // the next launch of a kernel with several
   launched_ = true;
+  node_.loc = loc;
   static const char* names[] = {"bx", "by", "bz"};
   node_.grid = std::move(grid);
   node_.threads = threads;
@@ -476,10 +489,29 @@ Kernel KernelBuilder::finish() {
                "' has no T.Kernel(...) launch; open one with "
                "T.kernel(grid, threads)");
   }
-  internal_check(frames_.size() == 1, "builder frames left open");
-  node_.body = close_frame();
-  open_frame();
-  return Kernel::make(node_);
+  if (launches_.empty() && scratch_.empty()) {
+    internal_check(frames_.size() == 1, "builder frames left open");
+    node_.body = close_frame();
+    open_frame();
+    node_.loc = loc_;
+    return Kernel::make(node_);
+  }
+  close_launch();
+  // Each launch is a one-launch kernel over the parameters followed by the scratch.
+  std::vector<Buffer> params = node_.params;
+  params.insert(params.end(), scratch_.begin(), scratch_.end());
+  std::vector<Kernel> launches;
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    KernelNode launch = launches_[i];
+    launch.name = name_ + "_launch" + std::to_string(i + 1);
+    launch.params = params;
+    launch.dynamic_vars = node_.dynamic_vars;
+    launches.push_back(Kernel::make(std::move(launch)));
+  }
+  Kernel k = make_launch_sequence(name_, node_.params, node_.dynamic_vars, scratch_,
+                                  std::move(launches), loc_);
+  launches_.clear();
+  return k;
 }
 
 }  // namespace tessel

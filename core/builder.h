@@ -121,6 +121,8 @@ class KernelBuilder {
 
   // ---- Launch --------------------------------------------------------------------------------
   /// `with T.Kernel(grid..., threads=threads) as (bx, by, ...)`: returns the block indices.
+  /// Called again, it closes the open launch and opens the next: the kernel then has several
+  /// launches that run in order (core/kernel.h), sharing the tensors and alloc_global scratch.
   std::vector<Var> kernel(std::vector<Expr> grid, int threads, SourceLoc loc = SourceLoc::here());
   std::pair<Var, Var> kernel2(Expr gx, Expr gy, int threads, SourceLoc loc = SourceLoc::here());
   Var kernel1(Expr gx, int threads, SourceLoc loc = SourceLoc::here());
@@ -137,6 +139,10 @@ class KernelBuilder {
   Var let(std::string name, Expr value, SourceLoc loc = SourceLoc::here());
 
   // ---- Allocation ----------------------------------------------------------------------------
+  /// `X = T.alloc_global(shape, dtype)`: global scratch that every launch of the kernel sees
+  /// (allocated by the host before the first launch, uninitialised).
+  BufferRef alloc_global(std::string name, std::vector<Expr> shape, DataType dtype,
+                         SourceLoc loc = SourceLoc::here());
   BufferRef alloc_shared(std::string name, std::vector<Expr> shape, DataType dtype,
                          SourceLoc loc = SourceLoc::here());
   BufferRef alloc_fragment(std::string name, std::vector<Expr> shape, DataType dtype,
@@ -236,10 +242,15 @@ class KernelBuilder {
   BufferRef alloc(std::string name, std::vector<Expr> shape, DataType dtype, Scope scope,
                   Expr init, bool is_var, SourceLoc loc);
 
+  /// Ends the open launch: its body joins `launches_` and the next launch starts empty.
+  void close_launch();
+
   std::string name_;
   SourceLoc loc_;
   KernelNode node_;
   bool launched_ = false;
+  std::vector<Buffer> scratch_;         ///< alloc_global tensors
+  std::vector<KernelNode> launches_;    ///< closed launches, in order
   std::vector<std::vector<Stmt>> frames_;
   std::vector<std::vector<size_t>> frame_lets_;  ///< positions of the lets in each frame
 };

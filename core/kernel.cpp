@@ -88,4 +88,65 @@ Kernel Kernel::make(KernelNode node) {
   return Kernel(std::make_shared<const KernelNode>(std::move(node)));
 }
 
+std::vector<Kernel> launches_of(const Kernel& kernel) {
+  if (kernel->launches.empty()) return {kernel};
+  return kernel->launches;
+}
+
+Kernel make_launch_sequence(const std::string& name, std::vector<Buffer> params,
+                            std::vector<Var> dynamic_vars, std::vector<Buffer> scratch,
+                            std::vector<Kernel> launches, SourceLoc loc) {
+  internal_check(!launches.empty(), "make_launch_sequence: no launch");
+  std::vector<Buffer> expected = params;
+  expected.insert(expected.end(), scratch.begin(), scratch.end());
+  for (size_t i = 0; i < launches.size(); ++i) {
+    internal_check(launches[i]->launches.empty(), "make_launch_sequence: a nested sequence");
+    const auto& got = launches[i]->params;
+    bool same = got.size() == expected.size();
+    for (size_t p = 0; same && p < got.size(); ++p) same = got[p].get() == expected[p].get();
+    if (!same) {
+      internal_error("make_launch_sequence: launch " + std::to_string(i) + " of '" + name +
+                     "' has other parameters than the kernel and its scratch");
+    }
+  }
+  for (const Buffer& b : scratch) {
+    if (b->scope != Scope::kGlobal) {
+      internal_error("scratch tensor '" + b->name + "' of '" + name + "' is not global");
+    }
+  }
+  KernelNode node;
+  node.name = name;
+  node.params = std::move(params);
+  node.dynamic_vars = std::move(dynamic_vars);
+  node.grid = {make_int(1)};
+  node.block_vars = {Var("bx")};
+  node.threads = launches[0]->threads;
+  node.thread_dims = launches[0]->thread_dims;
+  node.thread_var = launches[0]->thread_var;
+  node.loc = loc;
+  node.scratch = std::move(scratch);
+  node.launches = std::move(launches);
+  return Kernel::make(std::move(node));
+}
+
+Kernel with_launches(const Kernel& kernel, std::vector<Kernel> launches) {
+  if (kernel->launches.empty()) {
+    internal_check(launches.size() == 1, "with_launches: one launch expected");
+    return launches[0];
+  }
+  internal_check(launches.size() == kernel->launches.size(), "with_launches: launch count");
+  KernelNode node = *kernel;
+  node.launches = std::move(launches);
+  node.threads = node.launches[0]->threads;
+  node.thread_dims = node.launches[0]->thread_dims;
+  return Kernel(std::make_shared<const KernelNode>(std::move(node)));
+}
+
+std::string launch_label(const Kernel& kernel, size_t index) {
+  const size_t n = kernel->launches.size();
+  if (n == 0) return "kernel '" + kernel->name + "'";
+  return "launch " + std::to_string(index + 1) + " of " + std::to_string(n) + " ('" +
+         kernel->launches[index]->name + "')";
+}
+
 }  // namespace tessel

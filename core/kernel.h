@@ -12,6 +12,8 @@ namespace tessel {
 /// Warp size on NVIDIA GPUs.
 constexpr int kNvidiaWarpSize = 32;
 
+class Kernel;
+
 struct KernelNode {
   std::string name;
   std::vector<Buffer> params;     ///< global tensors, in signature order
@@ -27,6 +29,15 @@ struct KernelNode {
   Var thread_var;
   Stmt body;
   SourceLoc loc;
+  /// T.alloc_global scratch: global tensors the host allocates (uninitialised) before the first
+  /// launch and frees after the last; every launch reads and writes them. Not parameters.
+  std::vector<Buffer> scratch;
+  /// Several `with T.Kernel(...)` launches in one kernel (split-KV decoding, split-K with a
+  /// combine): the launches in the order they run, each a one-launch kernel (own grid, threads,
+  /// block variables and body) whose `params` are this kernel's `params` followed by `scratch`.
+  /// Empty for a one-launch kernel, whose grid, threads and body are its launch. When not empty,
+  /// this node's own grid is {1} and its body empty: every consumer goes through launches_of().
+  std::vector<Kernel> launches;
 };
 
 /// T.get_thread_binding(dim): the thread's index along `dim` (0 = x, 1 = y, 2 = z), an expression
@@ -48,5 +59,25 @@ class Kernel {
  private:
   std::shared_ptr<const KernelNode> node_;
 };
+
+/// The launches of `kernel` in the order they run: its `launches`, or the kernel itself when it
+/// has one launch.
+std::vector<Kernel> launches_of(const Kernel& kernel);
+
+/// True when `kernel` has several launches or global scratch (KernelNode::launches).
+inline bool is_multi_launch(const Kernel& kernel) { return !kernel->launches.empty(); }
+
+/// A kernel of several launches made from its launches (each a one-launch kernel over `params`
+/// followed by `scratch`), named `name`. User error when a launch's parameters differ.
+Kernel make_launch_sequence(const std::string& name, std::vector<Buffer> params,
+                            std::vector<Var> dynamic_vars, std::vector<Buffer> scratch,
+                            std::vector<Kernel> launches, SourceLoc loc = {});
+
+/// `kernel` with its launches replaced by `launches` (the same count, in order): the result of a
+/// pass applied to every launch. Returns launches[0] for a one-launch kernel.
+Kernel with_launches(const Kernel& kernel, std::vector<Kernel> launches);
+
+/// "launch 2 of 3 ('mla_decode_combine')": how reports name one launch of a multi-launch kernel.
+std::string launch_label(const Kernel& kernel, size_t index);
 
 }  // namespace tessel

@@ -62,6 +62,17 @@ class Comparer {
     if (x.thread_var.defined() && !define_var(x.thread_var, y.thread_var, "thread index")) {
       return false;
     }
+    if (x.scratch.size() != y.scratch.size()) return fail("T.alloc_global scratch", "count");
+    for (size_t i = 0; i < x.scratch.size(); ++i) {
+      if (!define_buffer(x.scratch[i], y.scratch[i], "scratch " + std::to_string(i))) return false;
+    }
+    if (x.launches.size() != y.launches.size()) {
+      return fail("launches",
+                  std::to_string(x.launches.size()) + " vs " + std::to_string(y.launches.size()));
+    }
+    for (size_t i = 0; i < x.launches.size(); ++i) {
+      if (!kernel(x.launches[i], y.launches[i])) return false;
+    }
     return stmt(x.body, y.body, "body");
   }
 

@@ -38,6 +38,7 @@ bool is_statement_function(const std::string& norm) {
                                  "T.alloc_fragment",
                                  "T.alloc_local",
                                  "T.alloc_var",
+                                 "T.alloc_global",
                                  "T.Kernel",
                                  "T.Tensor",
                                  "T.Buffer",

@@ -106,6 +106,11 @@ Value Parser::call_function(const std::string& name, const Token& at) {
   }
   if (auto e = expression_call(name, at)) return Value::of(*e);
   if (auto v = python_call(name, at)) return *v;
+  if (name == "T.alloc_global") {
+    fail(at,
+         "T.alloc_global(shape, dtype) makes global scratch: assign it to a name on a line of its "
+         "own in the kernel function's body, before the T.Kernel launch that uses it");
+  }
   if (name.rfind("T.alloc_", 0) == 0) {
     fail(at, name +
                  " is not supported; the allocations Tessel has are T.alloc_shared, "

@@ -191,12 +191,12 @@ void Parser::parse_with(std::vector<Stmt>& out) {
          "only `with T.Kernel(grid..., threads=N) as (bx, by):` is supported as a with "
          "statement");
   }
-  if (context_ == Context::kKernelBody || context_ == Context::kPostLaunch) {
+  if (context_ == Context::kKernelBody) {
     fail(with_tok, "kernel '" + kernel_name_ +
-                       "': T.Kernel is entered twice; a kernel has one "
-                       "launch");
+                       "': a T.Kernel launch inside another; launches run one after another: "
+                       "close the first `with T.Kernel(...)` block before opening the next");
   }
-  if (context_ != Context::kPreLaunch) {
+  if (context_ != Context::kPreLaunch && context_ != Context::kPostLaunch) {
     fail(with_tok,
          "`with T.Kernel(...)` belongs in the body of the kernel function "
          "(@T.prim_func)");
@@ -250,6 +250,7 @@ void Parser::parse_with(std::vector<Stmt>& out) {
   node_.grid = grid;
   node_.thread_dims = thread_dims;  // Kernel::make sets threads to their product
   node_.block_vars.clear();
+  node_.thread_var = Var();  // each launch has its own thread index
   auto scope = std::make_shared<NameScope>();
   scope->parent = scope_;
   for (size_t d = 0; d < grid.size(); ++d) {
@@ -273,6 +274,8 @@ void Parser::parse_with(std::vector<Stmt>& out) {
   }
   std::swap(scope_, scope);
   context_ = Context::kPostLaunch;
+  launch_nodes_.push_back(node_);
+  launch_nodes_.back().loc = loc_of(at);
   (void)out;
 }
 
@@ -365,7 +368,10 @@ void Parser::parse_call_statement(std::vector<Stmt>& out) {
 }
 
 void Parser::inline_macro(const MacroDef& macro, const CallArgs& call, std::vector<Stmt>& out) {
-  require_kernel_body(call.at, "a call of T.macro '" + macro.name + "'");
+  // Called in the kernel function's body outside a launch, a macro may open launches itself
+  // (TileLang's split-KV files write each launch as a T.macro holding its `with T.Kernel`).
+  const bool launches = context_ == Context::kPreLaunch || context_ == Context::kPostLaunch;
+  if (!launches) require_kernel_body(call.at, "a call of T.macro '" + macro.name + "'");
   if (macro_depth_ >= kMaxMacroDepth) {
     fail(call.at, "T.macro calls nest more than " + std::to_string(kMaxMacroDepth) +
                       " deep (does '" + macro.name + "' call itself?)");
@@ -388,10 +394,12 @@ void Parser::inline_macro(const MacroDef& macro, const CallArgs& call, std::vect
     return message.find(note) == std::string::npos ? message + note : message;
   };
   ++macro_depth_;
+  const size_t launches_before = launch_nodes_.size();
   std::swap(scope_, scope);
   cur_->rewind(macro.body_position);
   try {
-    out.push_back(parse_suite(Context::kKernelBody));
+    Stmt body = parse_suite(launches ? context_ : Context::kKernelBody);
+    if (!launches) out.push_back(body);
   } catch (const KernelFileError& e) {
     throw KernelFileError(with_note(e.what()));
   } catch (const LocatedError& e) {
@@ -400,6 +408,7 @@ void Parser::inline_macro(const MacroDef& macro, const CallArgs& call, std::vect
   std::swap(scope_, scope);
   cur_->rewind(resume);
   --macro_depth_;
+  if (launch_nodes_.size() > launches_before) context_ = Context::kPostLaunch;
 }
 
 }  // namespace tessel::kernel_parser_detail

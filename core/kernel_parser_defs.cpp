@@ -215,6 +215,8 @@ void Parser::parse_kernel_def(const Token& def_token, const std::vector<Decorato
   node_.name = kernel_name_;
   node_.loc = loc_of(name_tok);
   launched_ = false;
+  scratch_.clear();
+  launch_nodes_.clear();
   empty_tensors_.clear();
   returned_.clear();
   pending_tensors_.clear();
@@ -543,9 +545,29 @@ Value Parser::make_consts(const CallArgs& call) {
 void Parser::finish_kernel(const Token& def_token) {
   node_.dynamic_vars = dynamic_vars_;
   if (!node_.thread_var.defined()) node_.thread_var = Var("tx");
-  if (!views_.empty()) node_.body = view_accesses(node_.body);
-  result_.kernel = located(launch_token_, [&] { return Kernel::make(node_); });
-  (void)def_token;
+  if (launch_nodes_.size() <= 1 && scratch_.empty()) {
+    if (!views_.empty()) node_.body = view_accesses(node_.body);
+    result_.kernel = located(launch_token_, [&] { return Kernel::make(node_); });
+    return;
+  }
+  // Several launches (or global scratch): each launch is a one-launch kernel over the
+  // parameters followed by the scratch tensors, run in order (core/kernel.h).
+  std::vector<Buffer> launch_params = node_.params;
+  launch_params.insert(launch_params.end(), scratch_.begin(), scratch_.end());
+  std::vector<Kernel> launches;
+  for (size_t i = 0; i < launch_nodes_.size(); ++i) {
+    KernelNode launch = launch_nodes_[i];
+    if (!views_.empty()) launch.body = view_accesses(launch.body);
+    launch.name = kernel_name_ + "_launch" + std::to_string(i + 1);
+    launch.params = launch_params;
+    launch.dynamic_vars = dynamic_vars_;
+    if (!launch.thread_var.defined()) launch.thread_var = Var("tx");
+    launches.push_back(located(def_token, [&] { return Kernel::make(std::move(launch)); }));
+  }
+  result_.kernel = located(def_token, [&] {
+    return make_launch_sequence(kernel_name_, node_.params, dynamic_vars_, scratch_,
+                                std::move(launches), node_.loc);
+  });
 }
 
 void Parser::parse_macro_def(const Token& def_token) {

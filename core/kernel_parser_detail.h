@@ -532,6 +532,8 @@ class Parser {
   std::vector<Buffer>* declared_ = nullptr;        ///< the kernel function's tensor slots
   std::map<const BufferNode*, Buffer> views_;  ///< view buffers -> the tensors they view
   std::vector<Stmt> hoisted_allocs_;  ///< buffers the front end adds, allocated first
+  std::vector<Buffer> scratch_;       ///< T.alloc_global tensors of the kernel, in order
+  std::vector<KernelNode> launch_nodes_;  ///< the kernel's finished T.Kernel launches, in order
 
   int block_depth_ = 0;
   int ws_first_thread_ = 0;  ///< the first thread of the enclosing `with T.ws(...)` (else 0)

@@ -100,11 +100,6 @@ std::optional<std::string> refusal_of(const std::string& norm) {
            " (TileLang's per-thread reducer buffers) is not supported yet; accumulate into a "
            "T.alloc_fragment and combine it with T.reduce_sum/max/min";
   }
-  if (norm == "T.alloc_global") {
-    return "T.alloc_global (global scratch shared by several T.Kernel launches of one "
-           "prim_func) is not supported yet: a Tessel kernel has one launch; pass the scratch "
-           "as a tensor parameter and write each launch as its own kernel (--kernel NAME)";
-  }
   if (norm == "T.view" || norm == "T.reshape" || norm == "T.make_tensor" ||
       norm == "T.make_tensor_from_addr") {
     return norm +

@@ -506,6 +506,31 @@ bool Parser::parse_special_assignment(const Token& target, std::vector<Stmt>& ou
     bind(target.text, Value::of(linear ? Expr(node_.thread_var) : index), target, true);
     return true;
   }
+  if (norm == "T.alloc_global") {
+    CallArgs call = parse_call_args(norm, parts[0]);
+    if (context_ != Context::kPreLaunch && context_ != Context::kPostLaunch) {
+      fail(parts[0],
+           "T.alloc_global makes global scratch that the kernel's launches share: allocate it in "
+           "the kernel function's body, before the `with T.Kernel(...)` launch that first uses "
+           "it, not inside a launch (inside one, use T.alloc_shared or T.alloc_fragment)");
+    }
+    Buffer b = tensor_from_annotation(target, parts[0], call);
+    for (const Buffer& s : scratch_) {
+      if (s->name == b->name) fail(target, "T.alloc_global: '" + b->name + "' is allocated twice");
+    }
+    bool param = pending_tensors_.count(b->name) > 0;
+    if (declared_) {
+      for (const Buffer& p : *declared_) param = param || (p.defined() && p->name == b->name);
+    }
+    for (const Buffer& p : empty_tensors_) param = param || p->name == b->name;
+    if (param) {
+      fail(target, "T.alloc_global: '" + b->name + "' is a tensor parameter of '" + kernel_name_ +
+                       "'; give the scratch another name");
+    }
+    scratch_.push_back(b);
+    bind(target.text, Value::of(b), target, true);
+    return true;
+  }
   if (norm == "T.empty") {
     Buffer b = make_empty_tensor(target, parse_call_args(norm, parts[0]));
     bind(target.text, Value::of(b), target, true);

@@ -14,6 +14,12 @@ Kernel with_body(const Kernel& kernel, Stmt body) {
 }
 
 bool is_tile_level(const Kernel& kernel) {
+  if (is_multi_launch(kernel)) {
+    for (const Kernel& launch : kernel->launches) {
+      if (is_tile_level(launch)) return true;
+    }
+    return false;
+  }
   bool tile = false;
   for_each_stmt(kernel->body, [&](const Stmt& s) {
     if (s.as<TileOpCallNode>() || s.as<UseSwizzleNode>()) tile = true;
@@ -27,6 +33,23 @@ bool is_tile_level(const Kernel& kernel) {
 LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
                            const LowerOptions& options) {
   LoweredKernel out;
+  if (is_multi_launch(kernel)) {
+    // Each launch is lowered on its own (its own grid, threads and layouts); the layout maps are
+    // merged (their keys are distinct nodes) and the snapshots name the launch.
+    std::vector<Kernel> lowered;
+    for (size_t i = 0; i < kernel->launches.size(); ++i) {
+      LoweredKernel one = lower_kernel(kernel->launches[i], target, options);
+      lowered.push_back(one.kernel);
+      out.layouts.shared.insert(one.layouts.shared.begin(), one.layouts.shared.end());
+      out.layouts.fragments.insert(one.layouts.fragments.begin(), one.layouts.fragments.end());
+      out.layouts.loops.insert(one.layouts.loops.begin(), one.layouts.loops.end());
+      for (PassSnapshot& s : one.snapshots) {
+        out.snapshots.push_back({s.pass + " (" + launch_label(kernel, i) + ")", std::move(s.text)});
+      }
+    }
+    out.kernel = with_launches(kernel, std::move(lowered));
+    return out;
+  }
   auto snapshot = [&](const char* pass, const Kernel& k, const std::string& extra = "") {
     if (options.print_after_all) out.snapshots.push_back({pass, extra + print_kernel(k)});
   };

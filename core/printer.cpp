@@ -148,25 +148,9 @@ bool uses_thread_var(const Stmt& body, const Var& tx) {
   return used;
 }
 
-}  // namespace
-
-std::string print_stmt(const Stmt& stmt, int indent) {
-  std::ostringstream os;
-  StmtPrinter(os).print(stmt, indent);
-  return os.str();
-}
-
-std::string print_kernel(const Kernel& kernel) {
-  const KernelNode& k = *kernel;
-  std::ostringstream os;
-  for (const Var& v : k.dynamic_vars) os << v.name() << " = T.dynamic(\"" << v.name() << "\")\n";
-  os << "@T.prim_func\ndef " << k.name << "(";
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    const Buffer& b = k.params[i];
-    os << (i ? ", " : "") << b->name << ": T.Tensor(" << tuple(b->shape) << ", \""
-       << b->dtype.name() << "\")";
-  }
-  os << "):\n    with T.Kernel(";
+/// `with T.Kernel(...) as (...):` and the body of one launch, at indent 1.
+void print_launch(std::ostringstream& os, const KernelNode& k) {
+  os << "    with T.Kernel(";
   for (const Expr& g : k.grid) os << to_string(g) << ", ";
   os << "threads=";
   if (k.thread_dims.size() > 1) {
@@ -187,6 +171,33 @@ std::string print_kernel(const Kernel& kernel) {
                                     : " = T.get_thread_binding()\n");
   }
   StmtPrinter(os).print(k.body, 2);
+}
+
+}  // namespace
+
+std::string print_stmt(const Stmt& stmt, int indent) {
+  std::ostringstream os;
+  StmtPrinter(os).print(stmt, indent);
+  return os.str();
+}
+
+std::string print_kernel(const Kernel& kernel) {
+  const KernelNode& k = *kernel;
+  std::ostringstream os;
+  for (const Var& v : k.dynamic_vars) os << v.name() << " = T.dynamic(\"" << v.name() << "\")\n";
+  os << "@T.prim_func\ndef " << k.name << "(";
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const Buffer& b = k.params[i];
+    os << (i ? ", " : "") << b->name << ": T.Tensor(" << tuple(b->shape) << ", \""
+       << b->dtype.name() << "\")";
+  }
+  os << "):\n";
+  // A kernel of several launches: its global scratch first, then each launch in order.
+  for (const Buffer& b : k.scratch) {
+    os << "    " << b->name << " = T.alloc_global(" << tuple(b->shape) << ", \"" << b->dtype.name()
+       << "\")\n";
+  }
+  for (const Kernel& launch : launches_of(kernel)) print_launch(os, *launch);
   return os.str();
 }
 

@@ -62,6 +62,9 @@ const std::vector<Example>& examples() {
     list.push_back(chunk_state_example());
     list.push_back(chunk_scan_example());
     list.push_back(linear_attention_example());
+    list.push_back(mla_decode_example());
+    list.push_back(mla_decode_split_example());
+    list.push_back(gemm_splitk_example());
     for (Example& e : thread_level_examples()) list.push_back(std::move(e));
     for (Example& e : dequant_family_examples()) list.push_back(std::move(e));
     return list;

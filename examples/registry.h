@@ -55,6 +55,9 @@ struct Example {
   /// The tolerance against the reference where the output dtype's default is too tight for the
   /// kernel's own rounding (the example's documentation derives it); unset: by dtype.
   std::optional<Tolerance> tolerance;
+  /// Outputs that start as zeros instead of NaN bytes (a kernel that accumulates into its output
+  /// with atomics, as split-K does; the host zeroes it before the launch). `run --init` overrides.
+  std::vector<std::string> zero_outputs;
   std::function<Kernel(const Params&)> build;
   /// Sizes of symbolic dimensions for a run (empty when the kernel has none).
   std::function<std::map<std::string, int64_t>(const Params&)> dynamic_dims;
@@ -84,5 +87,8 @@ std::vector<Example> dequant_family_examples();
 Example chunk_state_example();
 Example chunk_scan_example();
 Example linear_attention_example();
+Example mla_decode_example();
+Example mla_decode_split_example();
+Example gemm_splitk_example();
 
 }  // namespace tessel

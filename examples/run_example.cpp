@@ -46,6 +46,10 @@ ExampleRun run_example_tile(const Example& example, const Params& params, uint64
   std::map<std::string, int64_t> dims;
   if (example.dynamic_dims) dims = example.dynamic_dims(params);
   TensorMap tensors = make_tensors(run.kernel, dims, example.outputs, seed);
+  for (const std::string& name : example.zero_outputs) {
+    HostTensor& t = tensors.at(name);
+    for (int64_t i = 0; i < t.size(); ++i) t.set(i, 0.0);
+  }
   TensorMap expected = tensors;
   run.stats = run_tile_level(run.kernel, tensors, options);
   example.reference(params, expected);

@@ -46,6 +46,8 @@ std::string Schedule::name() const {
   return "?";
 }
 
+namespace {}  // namespace
+
 namespace {
 
 /// The outcome of running a launch's blocks once.
@@ -123,10 +125,62 @@ Launch launch_blocks(const Kernel& kernel, const ThreadProgram& prog, const Targ
   return out;
 }
 
+/// Appends the report of one launch to `total`: its sites after the earlier launches' (the
+/// findings' site indices shifted to match), each finding's message opened with the launch.
+void append_launch(ThreadRunResult& total, ThreadRunResult one, const std::string& label) {
+  sim::SimReport& t = total.report;
+  sim::SimReport& r = one.report;
+  const int offset = static_cast<int>(t.sites.size());
+  t.warp_size = r.warp_size;
+  t.total += r.total;
+  for (sim::Site& s : r.sites) {
+    s.statement = label + ": " + s.statement;
+    t.sites.push_back(std::move(s));
+  }
+  t.per_site.insert(t.per_site.end(), r.per_site.begin(), r.per_site.end());
+  if (t.worst_bank.size() == static_cast<size_t>(offset)) {
+    t.worst_bank.insert(t.worst_bank.end(), r.worst_bank.begin(), r.worst_bank.end());
+  }
+  for (sim::Finding& f : r.findings) {
+    for (int& s : f.sites) s += offset;
+    f.message = label + ": " + f.message;
+    t.findings.push_back(std::move(f));
+  }
+  t.blocks += r.blocks;
+  t.barriers += r.barriers;
+  t.async_bytes += r.async_bytes;
+  t.max_async_in_flight = std::max(t.max_async_in_flight, r.max_async_in_flight);
+  total.blocks += one.blocks;
+  total.threads = std::max(total.threads, one.threads);
+  total.warp_size = one.warp_size;
+  total.workers = std::max(total.workers, one.workers);
+  total.seconds += one.seconds;
+  total.lane_ops += one.lane_ops;
+}
+
 }  // namespace
 
 ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
                                  const ThreadRunOptions& options) {
+  if (is_multi_launch(kernel)) {
+    // The launches run in order on the same tensors (a launch boundary orders every access, so
+    // each launch has its own race shadow); the scratch lives from the first to the last.
+    std::vector<std::string> scratch = add_scratch_tensors(kernel, tensors);
+    ThreadRunResult total;
+    total.threads = 0;
+    total.workers = 0;
+    try {
+      for (size_t i = 0; i < kernel->launches.size(); ++i) {
+        append_launch(total, run_thread_level(kernel->launches[i], tensors, options),
+                      launch_label(kernel, i));
+      }
+    } catch (...) {
+      remove_scratch_tensors(scratch, tensors);
+      throw;
+    }
+    remove_scratch_tensors(scratch, tensors);
+    return total;
+  }
   auto start = std::chrono::steady_clock::now();
   const Target* target = lookup_target(options.target, false);
   if (!target) {

@@ -282,7 +282,45 @@ std::map<std::string, std::vector<int64_t>> param_shapes(
   return out;
 }
 
+std::vector<std::string> add_scratch_tensors(const Kernel& kernel, TensorMap& tensors) {
+  IntEnv env = bind_tensors(kernel, tensors);
+  std::vector<std::string> names;
+  for (const Buffer& b : kernel->scratch) {
+    if (tensors.count(b->name)) {
+      user_error("kernel '" + kernel->name + "': a tensor named '" + b->name +
+                 "' is given, but that is the name of its T.alloc_global scratch; the scratch is "
+                 "made by the kernel, not passed in");
+    }
+    std::vector<int64_t> shape;
+    for (const Expr& e : b->shape) shape.push_back(eval_int(e, env));
+    tensors.emplace(b->name, HostTensor(b->dtype, shape, 0xFF));
+    names.push_back(b->name);
+  }
+  return names;
+}
+
+void remove_scratch_tensors(const std::vector<std::string>& names, TensorMap& tensors) {
+  for (const std::string& n : names) tensors.erase(n);
+}
+
 TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOptions options) {
+  if (is_multi_launch(kernel)) {
+    // The launches run in order on the same tensors; the scratch lives from the first to the last.
+    std::vector<std::string> scratch = add_scratch_tensors(kernel, tensors);
+    TileRunStats total;
+    try {
+      for (const Kernel& launch : kernel->launches) {
+        TileRunStats s = run_tile_level(launch, tensors, options);
+        total.blocks += s.blocks;
+        total.seconds += s.seconds;
+      }
+    } catch (...) {
+      remove_scratch_tensors(scratch, tensors);
+      throw;
+    }
+    remove_scratch_tensors(scratch, tensors);
+    return total;
+  }
   auto start = std::chrono::steady_clock::now();
   GlobalMemory global;
   IntEnv dyn = bind_tensors(kernel, tensors);

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/int_eval.h"
 #include "core/kernel.h"
@@ -36,6 +37,15 @@ struct TileRunStats {
 /// the error of the first failing block in block order, whatever the number of workers.
 /// RunStopped when the run goes past the limits of `options.control`.
 TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOptions options = {});
+
+/// For a kernel of several launches: adds to `tensors` one tensor per T.alloc_global scratch
+/// buffer of `kernel` (shaped from the parameters' shapes, every byte 0xFF — NaN for floats — as
+/// uninitialised device memory would be) and returns their names, for remove_scratch_tensors.
+/// User error when a parameter's tensor does not fit the signature or a scratch name is taken.
+std::vector<std::string> add_scratch_tensors(const Kernel& kernel, TensorMap& tensors);
+
+/// Erases the tensors add_scratch_tensors added (the host frees the scratch after the last launch).
+void remove_scratch_tensors(const std::vector<std::string>& names, TensorMap& tensors);
 
 /// Binds the kernel's symbolic dimensions from the tensors' shapes, checking every parameter's
 /// dtype and shape against the signature (user error naming the tensor otherwise).

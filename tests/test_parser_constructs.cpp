@@ -399,8 +399,9 @@ TEST_SUITE("parser constructs") {
                "supported yet"},
           Case{"T.finalize_reducer(A)", "k.py:8:13: T.finalize_reducer (TileLang's"},
           Case{"g = T.alloc_global((64,), dtype)",
-               "k.py:8:17: T.alloc_global (global scratch shared by several T.Kernel launches "
-               "of one prim_func) is not supported yet"},
+               "k.py:8:17: T.alloc_global makes global scratch that the kernel's launches share: "
+               "allocate it in the kernel function's body, before the `with T.Kernel(...)` launch "
+               "that first uses it, not inside a launch"},
           Case{"V = T.view(A, (8, 8))", "k.py:8:17: T.view (a view of a buffer's storage"},
           Case{"T.call_extern(\"handle\", \"foo\", A[0])",
                "k.py:8:13: T.call_extern (calling code Tessel cannot see) is not supported "

@@ -188,7 +188,8 @@ TEST_SUITE("parser errors") {
           "first (with T.Kernel(grid..., threads=128) as (bx, by):)" +
               quote("    T.clear(A)", 5));
     CHECK(error_of(kHead + "        with T.Kernel(2) as by:\n            pass\n") ==
-          "file: k.py:4:9: kernel 'k': T.Kernel is entered twice; a kernel has one launch" +
+          "file: k.py:4:9: kernel 'k': a T.Kernel launch inside another; launches run one after "
+          "another: close the first `with T.Kernel(...)` block before opening the next" +
               quote("        with T.Kernel(2) as by:", 9));
     CHECK(error_of("M = 4\n") ==
           "file: k.py: no kernel in this file: expected a @T.prim_func or @tilelang.jit function "

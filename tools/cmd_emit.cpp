@@ -41,6 +41,18 @@ void add_emit_command(CLI::App& app, Context& ctx) {
                           {"thread_dims", src.thread_dims},
                           {"dynamic_shared_bytes", src.dynamic_shared_bytes},
                           {"arguments", src.arguments}};
+      if (!src.launches.empty()) {
+        nlohmann::json launches = nlohmann::json::array();
+        for (const EmittedLaunch& l : src.launches) {
+          launches.push_back({{"entry", l.entry},
+                              {"grid", l.grid},
+                              {"threads", l.threads},
+                              {"thread_dims", l.thread_dims},
+                              {"dynamic_shared_bytes", l.dynamic_shared_bytes}});
+        }
+        j["launches"] = launches;
+        j["scratch"] = src.scratch;
+      }
       if (output.empty()) j["source"] = src.code;
       emit_json(ctx, j);
     } else if (output.empty()) {

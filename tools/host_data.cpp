@@ -137,7 +137,11 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 std::vector<ParamInfo> kernel_signature(const Kernel& kernel,
                                         const std::map<std::string, int64_t>& dims) {
   auto shapes = param_shapes(kernel, dims);
-  ReadsWrites rw = reads_writes(kernel->body);
+  ReadsWrites rw;
+  for (const Kernel& launch : launches_of(kernel)) {
+    ReadsWrites one = reads_writes(launch->body);
+    rw.writes.insert(one.writes.begin(), one.writes.end());
+  }
   std::vector<ParamInfo> out;
   for (const Buffer& b : kernel->params) {
     out.push_back(
@@ -244,13 +248,13 @@ void check_host_memory(const std::vector<ParamInfo>& signature, int copies,
   std::string list;
   for (size_t i = 0; i < tensors.size() && i < 3; ++i)
     list += (i ? ", " : "") + tensors[i].second + " = " + mib(tensors[i].first);
-  user_error("kernel '" + signature.front().kernel + "': its tensors would need " + mib(total) +
-             " (" + list + (tensors.size() > 3 ? ", ..." : "") + "; held " +
-             std::to_string(copies) + " times: the run's and the reference's" +
-             (extra_per_element ? ", the tile level's, and the simulator's shadow of each element"
-                                : "") +
-             "), more than half of this machine's memory (" + mib(budget) +
-             "); choose smaller sizes with -D");
+  user_error(
+      "kernel '" + signature.front().kernel + "': its tensors would need " + mib(total) + " (" +
+      list + (tensors.size() > 3 ? ", ..." : "") + "; held " + std::to_string(copies) +
+      " times: the run's and the reference's" +
+      (extra_per_element ? ", the tile level's, and the simulator's shadow of each element" : "") +
+      "), more than half of this machine's memory (" + mib(budget) +
+      "); choose smaller sizes with -D");
 }
 
 }  // namespace tessel::cli

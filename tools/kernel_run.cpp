@@ -22,10 +22,12 @@ namespace {
 /// threads only, which the tile level's program order already does).
 bool uses_intrinsics(const Kernel& kernel) {
   bool found = false;
-  for_each_stmt(kernel->body, [&](const Stmt& s) {
-    if (const auto* call = s.as<IntrinsicCallNode>())
-      found = found || !intrinsic_info(call->intrinsic).sync;
-  });
+  for (const Kernel& launch : launches_of(kernel)) {
+    for_each_stmt(launch->body, [&](const Stmt& s) {
+      if (const auto* call = s.as<IntrinsicCallNode>())
+        found = found || !intrinsic_info(call->intrinsic).sync;
+    });
+  }
   return found;
 }
 
@@ -280,7 +282,9 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
     if (!given.count(name)) nan_filled.push_back(name);
   }
   run.tensors = make_tensors(run.kernel, dims, nan_filled, request.seed);
-  apply_init(request.init, run.kernel, dims, request.seed, run.tensors);
+  std::map<std::string, std::string> init = request.init;
+  for (const std::string& name : example.zero_outputs) init.emplace(name, "zeros");
+  apply_init(init, run.kernel, dims, request.seed, run.tensors);
   for (auto& [name, tensor] : given) run.tensors.insert_or_assign(name, std::move(tensor));
   TensorMap reference = run.tensors;
   example.reference(k.params, reference);

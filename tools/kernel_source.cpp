@@ -215,6 +215,7 @@ ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const s
   }
   if (ref) {
     ex->outputs = ref->outputs;
+    ex->zero_outputs = ref->zero_outputs;
     ex->reference = [ref, specs](const Params& p, TensorMap& t) {
       ref->reference(reference_params(*ref, specs, p), t);
     };

@@ -8,7 +8,9 @@ namespace tessel::cli {
 
 EmittedSource emit_kernel(const Kernel& kernel, const Target& t) {
   Kernel lowered = is_tile_level(kernel) ? lower_kernel(kernel, t).kernel : kernel;
-  require_alignment(lowered, t, "emit");  // no instruction that faults on the GPU
+  for (const Kernel& launch : launches_of(lowered)) {
+    require_alignment(launch, t, "emit");  // no instruction that faults on the GPU
+  }
   return emit_source(lowered, t);
 }
 

@@ -76,20 +76,21 @@ std::vector<IrLine> ir_lines(const Kernel& kernel) {
   // Statements in print order (parents first); each one's first printed line is found at or
   // after the previous statement's.
   size_t cursor = 0;
-  for_each_stmt(kernel->body, [&](const Stmt& s) {
-    if (s.kind() == StmtKind::kSeq || !s->loc.known()) return;
-    std::vector<std::string> printed = split_lines(print_stmt(s, 0));
-    if (printed.empty()) return;
-    std::string head = trim(printed.front());
-    if (head.empty()) return;
-    for (size_t k = cursor; k < out.size(); ++k) {
-      if (trim(out[k].text) == head) {
-        out[k].source = LineRef{s->loc.file, s->loc.line};
-        cursor = k + 1;
-        return;
+  for (const Kernel& launch : launches_of(kernel))
+    for_each_stmt(launch->body, [&](const Stmt& s) {
+      if (s.kind() == StmtKind::kSeq || !s->loc.known()) return;
+      std::vector<std::string> printed = split_lines(print_stmt(s, 0));
+      if (printed.empty()) return;
+      std::string head = trim(printed.front());
+      if (head.empty()) return;
+      for (size_t k = cursor; k < out.size(); ++k) {
+        if (trim(out[k].text) == head) {
+          out[k].source = LineRef{s->loc.file, s->loc.line};
+          cursor = k + 1;
+          return;
+        }
       }
-    }
-  });
+    });
   return out;
 }
 

@@ -78,6 +78,8 @@ class Collector : public StmtFunctor<void> {
     if (const auto* load = e.as<BufferLoadNode>()) {
       for (const Expr& i : load->indices) scan(i, s, guard);
       if (is_per_thread(load->buffer->scope)) add(load->buffer, load->indices, 1, false, s, guard);
+      if (load->buffer->scope == Scope::kGlobal)
+        add_global(load->buffer, load->indices, false, s, guard);
       return;
     }
     for (const Expr& c : expr_children(e)) scan(c, s, guard);
@@ -97,6 +99,22 @@ class Collector : public StmtFunctor<void> {
     a.order = order_;
     a.stmt = s;
     found_.registers.push_back(std::move(a));
+  }
+
+  void add_global(const Buffer& b, const std::vector<Expr>& indices, bool write, const Stmt& s,
+                  const Expr& guard = Expr()) {
+    GlobalAccess a;
+    a.buffer = b;
+    for (const Expr& i : indices) {
+      Expr r = rewrite(i);
+      a.opaque = a.opaque || reads_data(r) || mentions_opaque(r);
+      a.indices.push_back(r);
+    }
+    a.write = write;
+    a.guard = guard;
+    a.enclosing = enclosing_;
+    a.stmt = s;
+    found_.global.push_back(std::move(a));
   }
 
   void add_aligned(const Buffer& b, const std::vector<Expr>& indices, int64_t bytes,
@@ -183,6 +201,7 @@ class Collector : public StmtFunctor<void> {
     for (const Expr& i : op->indices) scan(i, s);
     scan(op->value, s);
     if (is_per_thread(op->buffer->scope)) add(op->buffer, op->indices, 1, true, s);
+    if (op->buffer->scope == Scope::kGlobal) add_global(op->buffer, op->indices, true, s);
   }
 
   void visit_Alloc(const AllocNode* op, const Stmt& s) override {

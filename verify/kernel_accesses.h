@@ -60,12 +60,28 @@ struct AlignedAccess {
   Stmt stmt;
 };
 
+/// A load or store of one element of a global buffer (a tensor or T.alloc_global scratch).
+struct GlobalAccess {
+  Buffer buffer;
+  std::vector<Expr> indices;  ///< lets substituted
+  bool write = false;
+  /// Inside its statement, when it happens only under a condition (a T.if_then_else arm);
+  /// undefined: always.
+  Expr guard;
+  bool opaque = false;  ///< an index, a loop bound or a let depends on loaded data
+  std::vector<Enclosing> enclosing;
+  Stmt stmt;
+};
+
 struct KernelAccesses {
   /// Every register read and write, in program order (a statement's reads before its writes).
   /// T.alloc_var with an initial value counts as a write at its allocation.
   std::vector<RegisterAccess> registers;
   /// Every memory operand that must be aligned, in program order.
   std::vector<AlignedAccess> aligned;
+  /// Every element load and store of a global buffer, in program order (not the operands of
+  /// instructions such as cp.async, whose sources `aligned` has).
+  std::vector<GlobalAccess> global;
 };
 
 KernelAccesses collect_accesses(const Kernel& kernel);

@@ -14,6 +14,7 @@
 #include "verify/definition_proofs.h"
 #include "verify/layout_proofs.h"
 #include "verify/proof_parts.h"
+#include "verify/scratch_bounds.h"
 #include "verify/shared_accesses.h"
 
 namespace tessel {
@@ -276,6 +277,11 @@ void check_limits(const Kernel& kernel, const Target& target, const std::string&
 
 KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
                           const KernelProofOptions& options) {
+  if (is_multi_launch(lowered.kernel)) {
+    user_error("kernel '" + lowered.kernel->name +
+               "' has several launches: prove each with verify_kernel, which lowers and proves "
+               "them one by one");
+  }
   ProofOptions base;
   base.timeout_ms = options.timeout_ms;
   KernelProofs proofs;
@@ -296,6 +302,31 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
 
 KernelProofs verify_kernel(const Kernel& kernel, const Target& target,
                            const KernelProofOptions& options) {
+  if (is_multi_launch(kernel)) {
+    // Every launch is proved on its own, with the bounds of its scratch accesses; each check
+    // names its launch.
+    KernelProofs all;
+    for (size_t i = 0; i < kernel->launches.size(); ++i) {
+      const Kernel& launch = kernel->launches[i];
+      KernelProofs one;
+      check_limits(launch, target, " before lowering", one.checks);
+      if (one.all_proved()) {
+        LowerOptions lower;
+        lower.check_capacity = false;
+        LoweredKernel lowered = lower_kernel(launch, target, lower);
+        one = prove_kernel(lowered, target, options);
+        for (KernelCheck& c : prove_scratch_bounds(lowered.kernel, kernel->scratch,
+                                                   target.warp_size, options.timeout_ms)) {
+          one.checks.push_back(std::move(c));
+        }
+      }
+      for (KernelCheck& c : one.checks) {
+        c.what = launch_label(kernel, i) + ": " + c.what;
+        all.checks.push_back(std::move(c));
+      }
+    }
+    return all;
+  }
   KernelProofs before;
   check_limits(kernel, target, " before lowering", before.checks);
   if (!before.all_proved()) return before;  // too large to lay out: nothing else is proved

@@ -1,0 +1,140 @@
+// The scratch-bounds proofs of verify/scratch_bounds.h: the row-major offset of each access of a
+// T.alloc_global tensor within [0, its size) — the Analyzer first, Z3 when it cannot tell.
+#include "verify/scratch_bounds.h"
+
+#include <map>
+
+#include "core/error.h"
+#include "core/expr_printer.h"
+#include "core/vector_copy.h"
+#include "verify/definition_parts.h"
+#include "verify/kernel_accesses.h"
+#include "verify/kernel_domain.h"
+#include "verify/proof_parts.h"
+#include "verify/proof_session.h"
+
+namespace tessel {
+
+using namespace proof_detail;       // NOLINT(google-build-using-namespace): this file's helpers
+using namespace definition_detail;  // NOLINT(google-build-using-namespace)
+
+namespace {
+
+Expr flat(const Buffer& b, const std::vector<Expr>& indices) {
+  Expr off = indices[0];
+  for (size_t d = 1; d < indices.size(); ++d) off = off * b->shape[d] + indices[d];
+  return off;
+}
+
+Expr elements(const Buffer& b) {
+  Expr n = b->shape[0];
+  for (size_t d = 1; d < b->shape.size(); ++d) n = n * b->shape[d];
+  return n;
+}
+
+std::string access_text(const GlobalAccess& a) {
+  std::string s = a.buffer->name + "[";
+  for (size_t d = 0; d < a.indices.size(); ++d) s += (d ? ", " : "") + to_string(a.indices[d]);
+  return s + "]";
+}
+
+struct Outcome {
+  std::string result = "proved";
+  std::string message;
+};
+
+Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, int warp_size, unsigned timeout_ms) {
+  Outcome out;
+  const std::string what = (a.write ? "store to " : "load of ") + access_text(a);
+  if (a.opaque) {
+    out.result = "undecided";
+    out.message = "the index of the " + what + at_text(a.stmt) + " depends on loaded data";
+    return out;
+  }
+  const Expr off = flat(a.buffer, a.indices), size = elements(a.buffer);
+  Expr bad = off < make_int(0) || off >= size;
+  {  // The common case: the Analyzer bounds the offset over the loops' ranges.
+    Analyzer analyzer;
+    bind_kernel_vars(analyzer, kernel);
+    for (const Enclosing& f : a.enclosing) {
+      if (!f.is_loop() || !f.min.defined()) continue;
+      auto lo = as_const_int(f.min), n = as_const_int(f.extent);
+      if (lo && n && *n > 0) analyzer.bind(f.var, *lo, *n);
+    }
+    if (!a.guard.defined() && analyzer.can_prove(!bad)) return out;
+  }
+  VarDomain domain = kernel_domain(kernel);
+  if (!add_enclosing(domain, a.enclosing)) return out;  // never runs
+  if (a.guard.defined()) domain.assume(a.guard);
+  bool dropped = false;
+  for (const Enclosing& f : a.enclosing) dropped |= !f.is_loop() && !f.cond.defined();
+  try {
+    ProofSession s(domain, {}, {bad, off}, timeout_ms);
+    z3::check_result res = s.check(s.shared().boolean(bad));
+    if (res == z3::unsat) return out;
+    if (res == z3::unknown) {
+      out.result = "undecided";
+      out.message = "Z3 gave up (timeout " + std::to_string(timeout_ms) + " ms) on the " + what;
+      return out;
+    }
+    std::string index = a.buffer->name + "[";
+    for (size_t d = 0; d < a.indices.size(); ++d) {
+      index += (d ? ", " : "") + std::to_string(s.value(s.shared(), a.indices[d]));
+    }
+    index += "]";
+    std::vector<std::pair<std::string, int64_t>> when;
+    for (const auto& [name, value] : s.symbol_values()) {
+      bool fixed = false;
+      for (const auto& [v, r] : domain.ranges) fixed |= v.name() == name && r.min == r.max;
+      if (name != kernel->thread_var.name() && !fixed) when.emplace_back(name, value);
+    }
+    out.result = dropped ? "undecided" : "failed";
+    out.message = thread_words(s.value(s.shared(), kernel->thread_var), warp_size) +
+                  (a.write ? " stores to " : " loads ") + index + " (element " +
+                  std::to_string(s.value(s.shared(), off)) + ") in `" + statement_text(a.stmt) +
+                  "`" + at_text(a.stmt) + symbols_text(when) + ": outside the scratch tensor " +
+                  a.buffer->name + " (T.alloc_global)" +
+                  (dropped ? " (a condition on loaded data around it was not modelled)" : "");
+  } catch (const UserError& err) {
+    out.result = "undecided";
+    out.message = std::string(err.what()) + " (in the " + what + ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<KernelCheck> prove_scratch_bounds(const Kernel& launch,
+                                              const std::vector<Buffer>& scratch, int warp_size,
+                                              unsigned timeout_ms) {
+  std::map<const BufferNode*, std::vector<GlobalAccess>> by_buffer;
+  for (GlobalAccess& a : collect_accesses(launch).global) {
+    for (const Buffer& b : scratch) {
+      if (a.buffer.get() == b.get()) by_buffer[b.get()].push_back(a);
+    }
+  }
+  std::vector<KernelCheck> checks;
+  for (const Buffer& b : scratch) {
+    auto it = by_buffer.find(b.get());
+    if (it == by_buffer.end()) continue;
+    Stopwatch clock;
+    std::string shape;
+    for (size_t d = 0; d < b->shape.size(); ++d) shape += (d ? ", " : "") + to_string(b->shape[d]);
+    KernelCheck check{"bounds of scratch " + b->name + " (T.alloc_global, [" + shape + "] " +
+                          b->dtype.name() + "): each of its " + std::to_string(it->second.size()) +
+                          " element accesses inside it (every thread, block, iteration)",
+                      "proved", std::nullopt, 0};
+    for (const GlobalAccess& a : it->second) {
+      Outcome o = prove_one(launch, a, warp_size, timeout_ms);
+      if (o.result == "proved") continue;
+      check.result = o.result;
+      check.counterexample = o.message;
+      if (o.result == "failed") break;
+    }
+    check.ms = clock.ms();
+    checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
+}  // namespace tessel
