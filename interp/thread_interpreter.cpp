@@ -154,6 +154,7 @@ void append_launch(ThreadRunResult& total, ThreadRunResult one, const std::strin
   total.threads = std::max(total.threads, one.threads);
   total.warp_size = one.warp_size;
   total.workers = std::max(total.workers, one.workers);
+  total.in_block_order = total.in_block_order || one.in_block_order;
   total.seconds += one.seconds;
   total.lane_ops += one.lane_ops;
 }
