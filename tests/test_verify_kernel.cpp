@@ -222,6 +222,63 @@ TEST_SUITE("verify kernel") {
     CHECK(contains(r.out, "0 failed"));
   }
 
+  // verify proved the lowered kernel of a read past the end of A (and of an index divided by
+  // zero) with exit 0: no check looked at global element accesses. Row i of B reads row i + 1 of
+  // A, so the thread holding row 63 reads A[64, 0] = element 64 * 64 = 4096 of 4096.
+  TEST_CASE("a read one row past the end of a tensor fails verify with the thread and element") {
+    std::string file = std::string(TESSEL_SOURCE_DIR) + "/tests/kernels/read_past_last_row.py";
+    CliResult r = run_tessel({"verify", file, "--json"});
+    INFO(r.out, r.err);
+    CHECK(r.status == 1);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["failed"] == 1);
+    for (const auto& c : j["checks"]) {
+      std::string what = c["what"];
+      if (what.rfind("bounds of tensor B", 0) == 0) CHECK(c["result"] == "proved");
+      if (what.rfind("bounds of tensor A", 0) != 0) continue;
+      CHECK(c["result"] == "failed");
+      std::string cex = c["counterexample"];
+      CHECK(contains(cex, "loads A[64, "));
+      CHECK(contains(cex, "(element 4096)"));
+      CHECK(contains(cex, "outside the tensor A [64, 64]"));
+      CHECK(contains(cex, "read_past_last_row.py:10"));
+    }
+  }
+
+  // The bug corpus's unmasked tail (C[i] = A[i] + B[i] with a grid of ceildiv(N, 128) blocks and
+  // no i < N guard) reads past N for every N not a multiple of 128; its fixed twin guards i < N.
+  TEST_CASE("verify fails the unmasked tail for a symbolic N and proves its guarded twin") {
+    CliResult bad = run_tessel({"verify", "bug_unmasked_tail"});
+    INFO(bad.out, bad.err);
+    CHECK(bad.status == 1);
+    CHECK(contains(bad.out, "3 failed"));  // A, B and C: one check per tensor
+    CHECK(contains(bad.out, "outside the tensor A [N]"));
+    CHECK(contains(bad.out, "stores to C["));
+    CliResult good = run_tessel({"verify", "bug_unmasked_tail", "-D", "fixed=true"});
+    INFO(good.out, good.err);
+    CHECK(good.status == 0);
+    CHECK(contains(good.out, "bounds of tensor C ([N] float32)"));
+  }
+
+  TEST_CASE("an index divided by zero fails verify, naming the divisor") {
+    std::string file = std::string(TESSEL_SOURCE_DIR) + "/tests/kernels/index_divides_by_zero.py";
+    CliResult r = run_tessel({"verify", file, "--json"});
+    INFO(r.out, r.err);
+    CHECK(r.status == 1);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["failed"] == 1);
+    bool seen = false;
+    for (const auto& c : j["checks"]) {
+      if (c["result"] != "failed") continue;
+      seen = true;
+      CHECK(std::string(c["what"]).rfind("bounds of tensor A", 0) == 0);
+      std::string cex = c["counterexample"];
+      CHECK(contains(cex, "divides by zero"));
+      CHECK(contains(cex, "is 0) in the index of the load of A["));
+    }
+    CHECK(seen);
+  }
+
   // Found by `tessel fuzz`: the bank proof ranged the block index and the symbolic M over every
   // int32, found a model where bx * 16 wraps, and its replay in int32 arithmetic disagreed (an
   // internal error). A launch has 0 <= bx < ceil(M / 16) and 0 <= M < 2^31, so no index wraps.

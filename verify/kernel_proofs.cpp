@@ -14,7 +14,7 @@
 #include "verify/definition_proofs.h"
 #include "verify/layout_proofs.h"
 #include "verify/proof_parts.h"
-#include "verify/scratch_bounds.h"
+#include "verify/global_bounds.h"
 #include "verify/shared_accesses.h"
 
 namespace tessel {
@@ -276,7 +276,7 @@ void check_limits(const Kernel& kernel, const Target& target, const std::string&
 }  // namespace
 
 KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
-                          const KernelProofOptions& options) {
+                          const KernelProofOptions& options, const std::vector<Buffer>& scratch) {
   if (is_multi_launch(lowered.kernel)) {
     user_error("kernel '" + lowered.kernel->name +
                "' has several launches: prove each with verify_kernel, which lowers and proves "
@@ -297,6 +297,10 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
     proofs.checks.push_back(std::move(c));
   }
   prove_accesses(lowered, target, base, proofs.checks);
+  for (KernelCheck& c : prove_global_bounds(lowered.kernel, scratch, target.warp_size,
+                                            options.timeout_ms)) {
+    proofs.checks.push_back(std::move(c));
+  }
   return proofs;
 }
 
@@ -314,11 +318,7 @@ KernelProofs verify_kernel(const Kernel& kernel, const Target& target,
         LowerOptions lower;
         lower.check_capacity = false;
         LoweredKernel lowered = lower_kernel(launch, target, lower);
-        one = prove_kernel(lowered, target, options);
-        for (KernelCheck& c : prove_scratch_bounds(lowered.kernel, kernel->scratch,
-                                                   target.warp_size, options.timeout_ms)) {
-          one.checks.push_back(std::move(c));
-        }
+        one = prove_kernel(lowered, target, options, kernel->scratch);
       }
       for (KernelCheck& c : one.checks) {
         c.what = launch_label(kernel, i) + ": " + c.what;

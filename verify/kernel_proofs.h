@@ -50,10 +50,12 @@ struct KernelProofOptions {
   unsigned timeout_ms = 60000;  ///< per Z3 query; a query that runs out is "undecided"
 };
 
-/// Proves every layout, fragment, loop partition and shared-memory access of `lowered`
-/// (the output of lower_kernel for `target`), and checks its capacity (core/capacity.h).
+/// Proves every layout, fragment, loop partition, shared-memory access and global element access
+/// of `lowered` (the output of lower_kernel for `target`), and checks its capacity
+/// (core/capacity.h). Global buffers in `scratch` are named as T.alloc_global scratch.
 KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
-                          const KernelProofOptions& options = {});
+                          const KernelProofOptions& options = {},
+                          const std::vector<Buffer>& scratch = {});
 
 /// What `tessel verify` does: the capacity of `kernel` as written, then — when it fits — the
 /// kernel lowered for `target` (capacity left to the report, not thrown) and prove_kernel.

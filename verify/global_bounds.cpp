@@ -1,10 +1,11 @@
-// The scratch-bounds proofs of verify/scratch_bounds.h: the row-major offset of each access of a
-// T.alloc_global tensor within [0, its size) — the Analyzer first, Z3 when it cannot tell.
-#include "verify/scratch_bounds.h"
+// The bounds proofs of verify/global_bounds.h: the row-major offset of each element access of a
+// global tensor within [0, its size) — the Analyzer first, Z3 when it cannot tell.
+#include "verify/global_bounds.h"
 
 #include <map>
 
 #include "core/error.h"
+#include "core/expr_functor.h"
 #include "core/expr_printer.h"
 #include "core/vector_copy.h"
 #include "verify/definition_parts.h"
@@ -43,7 +44,8 @@ struct Outcome {
   std::string message;
 };
 
-Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, int warp_size, unsigned timeout_ms) {
+Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, const std::string& kind,
+                  int warp_size, unsigned timeout_ms) {
   Outcome out;
   const std::string what = (a.write ? "store to " : "load of ") + access_text(a);
   if (a.opaque) {
@@ -53,6 +55,14 @@ Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, int warp_size, un
   }
   const Expr off = flat(a.buffer, a.indices), size = elements(a.buffer);
   Expr bad = off < make_int(0) || off >= size;
+  std::vector<Expr> divisors;  // of the index's // and %: zero is as wrong as out of bounds
+  for (const Expr& index : a.indices) {
+    pre_order_visit(index, [&](const Expr& e) {
+      if (e->kind == ExprKind::kFloorDiv || e->kind == ExprKind::kFloorMod) {
+        divisors.push_back(expr_children(e)[1]);
+      }
+    });
+  }
   {  // The common case: the Analyzer bounds the offset over the loops' ranges.
     Analyzer analyzer;
     bind_kernel_vars(analyzer, kernel);
@@ -61,7 +71,9 @@ Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, int warp_size, un
       auto lo = as_const_int(f.min), n = as_const_int(f.extent);
       if (lo && n && *n > 0) analyzer.bind(f.var, *lo, *n);
     }
-    if (!a.guard.defined() && analyzer.can_prove(!bad)) return out;
+    bool nonzero = true;
+    for (const Expr& d : divisors) nonzero = nonzero && analyzer.can_prove(d != make_int(0));
+    if (!a.guard.defined() && nonzero && analyzer.can_prove(!bad)) return out;
   }
   VarDomain domain = kernel_domain(kernel);
   if (!add_enclosing(domain, a.enclosing)) return out;  // never runs
@@ -69,6 +81,16 @@ Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, int warp_size, un
   bool dropped = false;
   for (const Enclosing& f : a.enclosing) dropped |= !f.is_loop() && !f.cond.defined();
   try {
+    for (const Expr& d : divisors) {
+      ProofSession s(domain, {}, {d == make_int(0), d}, timeout_ms);
+      if (s.check(s.shared().boolean(d == make_int(0))) != z3::sat) continue;
+      out.result = dropped ? "undecided" : "failed";
+      out.message = thread_words(s.value(s.shared(), kernel->thread_var), warp_size) +
+                    " divides by zero (" + to_string(d) + " is 0) in the index of the " + what +
+                    " in `" + statement_text(a.stmt) + "`" + at_text(a.stmt) +
+                    (dropped ? " (a condition on loaded data around it was not modelled)" : "");
+      return out;
+    }
     ProofSession s(domain, {}, {bad, off}, timeout_ms);
     z3::check_result res = s.check(s.shared().boolean(bad));
     if (res == z3::unsat) return out;
@@ -92,8 +114,7 @@ Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, int warp_size, un
     out.message = thread_words(s.value(s.shared(), kernel->thread_var), warp_size) +
                   (a.write ? " stores to " : " loads ") + index + " (element " +
                   std::to_string(s.value(s.shared(), off)) + ") in `" + statement_text(a.stmt) +
-                  "`" + at_text(a.stmt) + symbols_text(when) + ": outside the scratch tensor " +
-                  a.buffer->name + " (T.alloc_global)" +
+                  "`" + at_text(a.stmt) + symbols_text(when) + ": outside the " + kind +
                   (dropped ? " (a condition on loaded data around it was not modelled)" : "");
   } catch (const UserError& err) {
     out.result = "undecided";
@@ -104,28 +125,34 @@ Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, int warp_size, un
 
 }  // namespace
 
-std::vector<KernelCheck> prove_scratch_bounds(const Kernel& launch,
-                                              const std::vector<Buffer>& scratch, int warp_size,
-                                              unsigned timeout_ms) {
+std::vector<KernelCheck> prove_global_bounds(const Kernel& launch,
+                                             const std::vector<Buffer>& scratch, int warp_size,
+                                             unsigned timeout_ms) {
   std::map<const BufferNode*, std::vector<GlobalAccess>> by_buffer;
+  std::vector<Buffer> order;  // first access order: the report follows the kernel
   for (GlobalAccess& a : collect_accesses(launch).global) {
-    for (const Buffer& b : scratch) {
-      if (a.buffer.get() == b.get()) by_buffer[b.get()].push_back(a);
-    }
+    auto [it, fresh] = by_buffer.try_emplace(a.buffer.get());
+    if (fresh) order.push_back(a.buffer);
+    it->second.push_back(std::move(a));
   }
   std::vector<KernelCheck> checks;
-  for (const Buffer& b : scratch) {
-    auto it = by_buffer.find(b.get());
-    if (it == by_buffer.end()) continue;
+  for (const Buffer& b : order) {
+    const std::vector<GlobalAccess>& accesses = by_buffer[b.get()];
+    bool is_scratch = false;
+    for (const Buffer& s : scratch) is_scratch |= s.get() == b.get();
     Stopwatch clock;
     std::string shape;
     for (size_t d = 0; d < b->shape.size(); ++d) shape += (d ? ", " : "") + to_string(b->shape[d]);
-    KernelCheck check{"bounds of scratch " + b->name + " (T.alloc_global, [" + shape + "] " +
-                          b->dtype.name() + "): each of its " + std::to_string(it->second.size()) +
+    const std::string head = is_scratch ? "bounds of scratch " + b->name + " (T.alloc_global, ["
+                                        : "bounds of tensor " + b->name + " ([";
+    const std::string kind = is_scratch ? "scratch tensor " + b->name + " (T.alloc_global)"
+                                        : "tensor " + b->name + " [" + shape + "]";
+    KernelCheck check{head + shape + "] " + b->dtype.name() + "): each of its " +
+                          std::to_string(accesses.size()) +
                           " element accesses inside it (every thread, block, iteration)",
                       "proved", std::nullopt, 0};
-    for (const GlobalAccess& a : it->second) {
-      Outcome o = prove_one(launch, a, warp_size, timeout_ms);
+    for (const GlobalAccess& a : accesses) {
+      Outcome o = prove_one(launch, a, kind, warp_size, timeout_ms);
       if (o.result == "proved") continue;
       check.result = o.result;
       check.counterexample = o.message;
