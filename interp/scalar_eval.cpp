@@ -8,6 +8,7 @@
 #include "core/int_eval.h"
 #include "core/stmt.h"
 #include "interp/division_error.h"
+#include "interp/float_builtin.h"
 
 namespace tessel {
 
@@ -125,7 +126,8 @@ class Evaluator : public ExprFunctor<Value> {
     return Value::of_int(r);                                           \
   }
   TESSEL_CMP_(EQ, ==)
-  TESSEL_CMP_(NE, !=) TESSEL_CMP_(LT, <) TESSEL_CMP_(LE, <=) TESSEL_CMP_(GT, >) TESSEL_CMP_(GE, >=)
+  TESSEL_CMP_(NE, !=)
+  TESSEL_CMP_(LT, <) TESSEL_CMP_(LE, <=) TESSEL_CMP_(GT, >) TESSEL_CMP_(GE, >=)
 #undef TESSEL_CMP_
       Value visit_And(const AndNode* op, const Expr&) override {
     return Value::of_int(visit(op->a).i && visit(op->b).i);
@@ -170,50 +172,8 @@ Value Evaluator::visit_Call(const CallNode* op, const Expr&) {
   Value a = visit(op->args[0]);
   DataType t = op->dtype;
   if (op->op == Builtin::kAbs && !t.is_float()) return Value::of_int(wrap_int(t, std::llabs(a.i)));
-  double x = a.f, r = 0;
-  switch (op->op) {
-    case Builtin::kExp:
-      r = std::exp(x);
-      break;
-    case Builtin::kExp2:
-      r = std::exp2(x);
-      break;
-    case Builtin::kLog:
-      r = std::log(x);
-      break;
-    case Builtin::kLog2:
-      r = std::log2(x);
-      break;
-    case Builtin::kAbs:
-      r = std::fabs(x);
-      break;
-    case Builtin::kSqrt:
-      r = std::sqrt(x);
-      break;
-    case Builtin::kRsqrt:
-      r = 1.0 / std::sqrt(x);
-      break;
-    case Builtin::kTanh:
-      r = std::tanh(x);
-      break;
-    case Builtin::kSin:
-      r = std::sin(x);
-      break;
-    case Builtin::kCos:
-      r = std::cos(x);
-      break;
-    case Builtin::kFloor:
-      r = std::floor(x);
-      break;
-    case Builtin::kCeil:
-      r = std::ceil(x);
-      break;
-    case Builtin::kPow:
-      r = std::pow(x, visit(op->args[1]).f);
-      break;
-    default:
-      internal_error("unhandled builtin");
-  }
+  double y = op->op == Builtin::kPow ? visit(op->args[1]).f : 0.0;
+  double r = float_builtin(op->op, a.f, y);
   return Value::of_float(round_to(t, r));
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/int_eval.h"
 #include "interp/division_error.h"
+#include "interp/float_builtin.h"
 #include "interp/thread_exec.h"
 
 namespace tessel::thread_detail {
@@ -135,8 +136,8 @@ void WarpExec::eval_binary(const CExpr* e, uint64_t mask, LaneValues& out) {
     switch (e->op) {
       TESSEL_CMP_(kEQ, ==)
       TESSEL_CMP_(kNE, !=)
-      TESSEL_CMP_(kLT, <) TESSEL_CMP_(kLE, <=) TESSEL_CMP_(kGT, >) TESSEL_CMP_(kGE, >=) default
-          : break;
+      TESSEL_CMP_(kLT, <)
+      TESSEL_CMP_(kLE, <=) TESSEL_CMP_(kGT, >) TESSEL_CMP_(kGE, >=) default : break;
     }
 #undef TESSEL_CMP_
     internal_error("unhandled comparison in the thread-level evaluator");
@@ -221,50 +222,7 @@ void WarpExec::eval_call(const CExpr* e, uint64_t mask, LaneValues& out) {
   }
   const LaneValues* b = e->b ? &eval(e->b, mask, sb) : nullptr;
   for_lanes(mask, [&](int l) {
-    double x = a.f[l], r = 0;
-    switch (e->builtin) {
-      case Builtin::kExp:
-        r = std::exp(x);
-        break;
-      case Builtin::kExp2:
-        r = std::exp2(x);
-        break;
-      case Builtin::kLog:
-        r = std::log(x);
-        break;
-      case Builtin::kLog2:
-        r = std::log2(x);
-        break;
-      case Builtin::kAbs:
-        r = std::fabs(x);
-        break;
-      case Builtin::kSqrt:
-        r = std::sqrt(x);
-        break;
-      case Builtin::kRsqrt:
-        r = 1.0 / std::sqrt(x);
-        break;
-      case Builtin::kTanh:
-        r = std::tanh(x);
-        break;
-      case Builtin::kSin:
-        r = std::sin(x);
-        break;
-      case Builtin::kCos:
-        r = std::cos(x);
-        break;
-      case Builtin::kFloor:
-        r = std::floor(x);
-        break;
-      case Builtin::kCeil:
-        r = std::ceil(x);
-        break;
-      case Builtin::kPow:
-        r = std::pow(x, b->f[l]);
-        break;
-      default:
-        internal_error("unhandled builtin in the thread-level evaluator");
-    }
+    double r = float_builtin(e->builtin, a.f[l], b ? b->f[l] : 0.0);
     out.f[l] = round_to(e->dtype, r);
   });
 }
