@@ -264,8 +264,9 @@ class Simplifier : public ExprMutator {
     return name##Node::make(a, b);                                                \
   }
   TESSEL_COMPARE_(EQ, "==")
-  TESSEL_COMPARE_(NE, "!=") TESSEL_COMPARE_(LT, "<") TESSEL_COMPARE_(LE, "<=")
-      TESSEL_COMPARE_(GT, ">") TESSEL_COMPARE_(GE, ">=")
+  TESSEL_COMPARE_(NE, "!=")
+  TESSEL_COMPARE_(LT, "<") TESSEL_COMPARE_(LE, "<=") TESSEL_COMPARE_(GT, ">")
+      TESSEL_COMPARE_(GE, ">=")
 #undef TESSEL_COMPARE_
 
           Expr visit_And(const AndNode* op, const Expr&) override {

@@ -201,7 +201,8 @@ class BlockRunner {
     pending.reserve(lanes.size());
     std::vector<int64_t> idx(op->indices.size());
     for (int t : lanes) {
-      for (size_t d = 0; d < idx.size(); ++d) idx[d] = eval_store_index(op->indices[d], op, block_, t);
+      for (size_t d = 0; d < idx.size(); ++d)
+        idx[d] = eval_store_index(op->indices[d], op, block_, t);
       Value v = eval_scalar(op->value, block_, t);
       HostTensor& storage = block_.storage(op->buffer, t);
       int64_t flat = checked_flat_index(block_, t, op->buffer, storage, idx, "store to");

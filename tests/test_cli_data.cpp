@@ -207,7 +207,8 @@ TEST_SUITE("cli data errors") {
     HostTensor a(DataType::f32(), {64});
     a.fill_random(5);
     d.write("A.npy", a);
-    std::vector<std::string> args{"run", kernel.string(), "--input", "A=" + d.path("A.npy"),
+    std::vector<std::string> args{"run",      kernel.string(),
+                                  "--input",  "A=" + d.path("A.npy"),
                                   "--expect", "C=" + d.path("A.npy")};
     CHECK(run_tessel(args).status == 1);
     args.insert(args.end(), {"--init", "C=zeros"});

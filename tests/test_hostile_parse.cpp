@@ -257,9 +257,11 @@ TEST_SUITE("hostile parse") {
     // float type (internal error) instead of refusing the float sub-expression.
     Var i("i"), j("j");
     Expr e = parse_expression("i > i / j", std::vector<Var>{i, j});
-    IntEnv env{{static_cast<const VarNode*>(i.get()), 5}, {static_cast<const VarNode*>(j.get()), 2}};
-    CHECK(user_error_text([&] { eval_int(e, env); }).find("cannot evaluate a Cast of type float32") ==
-          0);
+    IntEnv env{{static_cast<const VarNode*>(i.get()), 5},
+               {static_cast<const VarNode*>(j.get()), 2}};
+    CHECK(user_error_text([&] {
+            eval_int(e, env);
+          }).find("cannot evaluate a Cast of type float32") == 0);
   }
 
   TEST_CASE("int32 overflow in a layout is reported as overflow, not as a negative index") {

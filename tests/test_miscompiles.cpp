@@ -682,7 +682,8 @@ TEST_SUITE("issue 13 lowering bugs") {
     for (int64_t row = 0; row < 64; ++row) {
       double v = x.at(row * 24) + 1.0;
       check_both(r, "S", row, 2.0 * v, 1e-5);
-      for (int64_t c = 0; c < 24; c += 5) check_both(r, "Y", row * 24 + c, x.at(row * 24 + c) * v, 1e-5);
+      for (int64_t c = 0; c < 24; c += 5)
+        check_both(r, "Y", row * 24 + c, x.at(row * 24 + c) * v, 1e-5);
     }
     CHECK(r.report.findings.empty());
   }
@@ -710,9 +711,8 @@ TEST_SUITE("issue 13 lowering bugs") {
     auto error_with = [](const std::string& layout) {
       std::string src = kGemmAnnotatedA;
       src.replace(src.find("LAYOUT"), 6, layout);
-      std::string msg = user_error_of([&] {
-        lower_kernel(parse_kernel(src, "test.py").kernel, find_target("sm80"));
-      });
+      std::string msg = user_error_of(
+          [&] { lower_kernel(parse_kernel(src, "test.py").kernel, find_target("sm80")); });
       return msg;
     };
     // Column-major: A_shared[0, 1] is 64 elements after A_shared[0, 0].
@@ -720,8 +720,10 @@ TEST_SUITE("issue 13 lowering bugs") {
     CHECK(col.find("ldmatrix reads A_shared[0, 0:8] as 16 consecutive bytes") != std::string::npos);
     // Runs start aligned (element 0 stays in place) but are permuted inside: j % 8 -> 3 j % 8.
     // Alignment holds, so only this check stops ldmatrix from loading permuted rows.
-    std::string perm = error_with("Layout([64, 32], lambda i, j: i * 32 + j // 8 * 8 + j % 8 * 3 % 8)");
-    CHECK(perm.find("does not store it contiguously (element 1 is elsewhere)") != std::string::npos);
+    std::string perm =
+        error_with("Layout([64, 32], lambda i, j: i * 32 + j // 8 * 8 + j % 8 * 3 % 8)");
+    CHECK(perm.find("does not store it contiguously (element 1 is elsewhere)") !=
+          std::string::npos);
     // A padded row stride that is a multiple of 8 keeps every run contiguous and aligned.
     CHECK(error_with("Layout([64, 32], lambda i, j: i * 40 + j)").empty());
   }
