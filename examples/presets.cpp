@@ -1,4 +1,4 @@
-// The preset table: the paper's benchmark shapes (seed paper, Appendix A, Tables 2 and 3) as
+// The preset table: the paper's benchmark shapes (seed paper, Appendix A, Tables 2-4; MLA) as
 // named -D values of the built-in kernels. Add a workload's presets as rows here.
 #include "examples/presets.h"
 
@@ -43,6 +43,39 @@ Preset dequant_gemv(const char* name, const char* n, const char* k) {
   return {kDequantGemvs, name, "paper Table 2 (GEMV, m = 1)", {{"N", n}, {"K", k}}};
 }
 
+/// Mamba-2 chunk_scan CC0-CC5 and chunk_state CT0-CT5 of the paper's Table 4: 64 heads,
+/// head_dim 64, d_state 128, (batch, seq_len) as given. Table 4 does not give the chunk size
+/// or the number of B/C groups; chunk_size 256 and ngroups 1 are the defaults of TileLang's
+/// examples/linear_attention (example_mamba_chunk_scan.py / example_mamba_chunk_state.py).
+Preset ssd(const char* kernel, const char* name, const char* batch, const char* seq_len) {
+  return {{kernel},
+          name,
+          "paper Table 4 (linear attention; chunk_size, ngroups: TileLang's example)",
+          {{"batch", batch},
+           {"nheads", "64"},
+           {"ngroups", "1"},
+           {"seq_len", seq_len},
+           {"chunk_size", "256"},
+           {"headdim", "64"},
+           {"dstate", "128"}}};
+}
+
+/// MLA decode MLA0-MLA5: DeepSeek's shape as the paper's Sec. 5 and Fig. 14 use it (128 query
+/// heads, one latent KV head of dim 512 plus RoPE dim 64, batch 64: the paper's Fig. 14 and the
+/// batch-64 figure of TileLang's examples/deepseek_mla/README.md). The paper's text does not
+/// state the KV lengths (Fig. 14 is a plot); these are the sweep of TileLang's
+/// examples/deepseek_mla/benchmark_mla.py (seqlen 1024, 2048, 4096, 8192, 16384, 32768).
+Preset mla(const char* name, const char* seqlen_kv) {
+  return {{"mla_decode", "mla_decode_split"},
+          name,
+          "paper Fig. 14 (MLA; KV lengths: TileLang's benchmark_mla.py)",
+          {{"batch", "64"},
+           {"heads", "128"},
+           {"seqlen_kv", seqlen_kv},
+           {"dim", "512"},
+           {"pe_dim", "64"}}};
+}
+
 }  // namespace
 
 std::string Preset::values_text() const {
@@ -82,6 +115,24 @@ const std::vector<Preset>& presets() {
       dequant_gemv("V5", "9216", "9216"),
       dequant_gemv("V6", "36864", "9216"),
       dequant_gemv("V7", "9216", "36864"),
+      ssd("chunk_scan", "CC0", "1", "1024"),
+      ssd("chunk_scan", "CC1", "1", "2048"),
+      ssd("chunk_scan", "CC2", "1", "8192"),
+      ssd("chunk_scan", "CC3", "64", "1024"),
+      ssd("chunk_scan", "CC4", "64", "2048"),
+      ssd("chunk_scan", "CC5", "64", "8192"),
+      ssd("chunk_state", "CT0", "1", "1024"),
+      ssd("chunk_state", "CT1", "1", "2048"),
+      ssd("chunk_state", "CT2", "1", "8192"),
+      ssd("chunk_state", "CT3", "64", "1024"),
+      ssd("chunk_state", "CT4", "64", "2048"),
+      ssd("chunk_state", "CT5", "64", "8192"),
+      mla("MLA0", "1024"),
+      mla("MLA1", "2048"),
+      mla("MLA2", "4096"),
+      mla("MLA3", "8192"),
+      mla("MLA4", "16384"),
+      mla("MLA5", "32768"),
   };
   return table;
 }

@@ -46,6 +46,45 @@ TEST_SUITE("presets") {
     CHECK(m.params.integer("K") == 8192);
   }
 
+  TEST_CASE("the Mamba-2 presets set Table 4's shape with chunk size 256 and one group") {
+    // Table 4: CC4 and CT4 are batch 64, 64 heads, seq_len 2048, head_dim 64, d_state 128;
+    // chunk_size 256 and ngroups 1 from TileLang's examples/linear_attention.
+    for (const auto& [kernel, preset] :
+         {std::pair{"chunk_scan", "preset=CC4"}, std::pair{"chunk_state", "preset=CT4"}}) {
+      cli::ResolvedKernel k = cli::resolve_kernel(kernel, {preset});
+      CHECK(k.params.integer("batch") == 64);
+      CHECK(k.params.integer("nheads") == 64);
+      CHECK(k.params.integer("seq_len") == 2048);
+      CHECK(k.params.integer("headdim") == 64);
+      CHECK(k.params.integer("dstate") == 128);
+      CHECK(k.params.integer("chunk_size") == 256);
+      CHECK(k.params.integer("ngroups") == 1);
+    }
+    // CC2 / CT0: batch 1 at seq_len 8192 / 1024.
+    CHECK(cli::resolve_kernel("chunk_scan", {"preset=CC2"}).params.integer("seq_len") == 8192);
+    CHECK(cli::resolve_kernel("chunk_scan", {"preset=CC2"}).params.integer("batch") == 1);
+    CHECK(cli::resolve_kernel("chunk_state", {"preset=CT0"}).params.integer("seq_len") == 1024);
+    // The scan's presets are not the state's: CT names belong to chunk_state only.
+    CliResult r = run_tessel({"print", "chunk_scan", "-D", "preset=CT0"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("its presets are CC0, CC1, CC2, CC3, CC4, CC5") != std::string::npos);
+  }
+
+  TEST_CASE("the MLA presets set DeepSeek's 128 heads, dim 512 + 64, batch 64, and the KV length") {
+    // 128 query heads, one latent KV head (built in), dim 512, RoPE 64, batch 64; MLA3's KV
+    // length is the fourth of the sweep 1024, 2048, 4096, 8192, ... : 8192.
+    for (const char* kernel : {"mla_decode", "mla_decode_split"}) {
+      cli::ResolvedKernel k = cli::resolve_kernel(kernel, {"preset=MLA3"});
+      CHECK(k.params.integer("batch") == 64);
+      CHECK(k.params.integer("heads") == 128);
+      CHECK(k.params.integer("dim") == 512);
+      CHECK(k.params.integer("pe_dim") == 64);
+      CHECK(k.params.integer("seqlen_kv") == 8192);
+      CHECK(k.params.integer("block_H") == 16);  // tiles keep their defaults
+    }
+    CHECK(cli::resolve_kernel("mla_decode", {"preset=MLA5"}).params.integer("seqlen_kv") == 32768);
+  }
+
   TEST_CASE("an explicit -D value wins over the preset's") {
     cli::ResolvedKernel k = cli::resolve_kernel("gemm", {"preset=M0", "K=64"});
     CHECK(k.params.integer("M") == 4096);
@@ -71,6 +110,12 @@ TEST_SUITE("presets") {
     REQUIRE(r.status == 0);
     CHECK(r.out.find("    M6: M=8192 N=28672 K=8192  (paper Table 2 (GEMM))") != std::string::npos);
     CHECK(r.out.find("    FA2: heads=32 seq_len=1024 dim=128 is_causal=1") != std::string::npos);
+    CHECK(r.out.find("    CC3: batch=64 nheads=64 ngroups=1 seq_len=1024 chunk_size=256 headdim=64 "
+                     "dstate=128") != std::string::npos);
+    CHECK(r.out.find("    CT5: batch=64 nheads=64 ngroups=1 seq_len=8192 chunk_size=256") !=
+          std::string::npos);
+    CHECK(r.out.find("    MLA0: batch=64 heads=128 seqlen_kv=1024 dim=512 pe_dim=64") !=
+          std::string::npos);
     CliResult j = run_tessel({"list", "--json"});
     REQUIRE(j.status == 0);
     auto doc = nlohmann::json::parse(j.out);
