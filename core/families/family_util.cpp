@@ -58,6 +58,27 @@ std::string helper_call(const IntrinsicInfo& info, const std::vector<std::string
   return s + ");";
 }
 
+namespace {
+
+/// D (m x n, holding C) += A (m x k) * B (k x n), row-major: each element of D gets its k
+/// products added one after another in order of k, then is rounded to f32. N > 0: n is N.
+template <int N>
+void multiply_add(double* __restrict d, const double* __restrict a, const double* __restrict b,
+                  int m, int k, int n) {
+  const int cols = N > 0 ? N : n;
+  for (int i = 0; i < m; ++i) {
+    double* __restrict di = d + i * cols;
+    for (int kk = 0; kk < k; ++kk) {
+      const double aik = a[i * k + kk];
+      const double* __restrict bk = b + kk * cols;
+      for (int j = 0; j < cols; ++j) di[j] += aik * bk[j];
+    }
+    for (int j = 0; j < cols; ++j) di[j] = static_cast<double>(static_cast<float>(di[j]));
+  }
+}
+
+}  // namespace
+
 void execute_matrix(const IntrinsicInfo& info, WarpIntrinsicExec& exec) {
   exec.require_full_warp();
   const uint64_t mask = exec.mask();
@@ -72,28 +93,54 @@ void execute_matrix(const IntrinsicInfo& info, WarpIntrinsicExec& exec) {
   const std::array<const FragmentTable*, 4> tables = {
       &fragment_table(info, 0), &fragment_table(info, 1), &fragment_table(info, 2),
       &fragment_table(info, 3)};
-  auto read = [&](int o, int row, int col) -> double {
-    auto [lane, reg] = tables[o]->at(row, col);
-    if (!((res[o].ok >> lane) & 1)) return 0.0;
-    return std::bit_cast<double>(exec.cell(o, lane, res[o].flat[lane] + reg));
-  };
   const int m = info.m, n = info.n, k = info.k;
-  std::vector<double> d(static_cast<size_t>(m * n));
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < n; ++j) {
-      double acc = read(3, i, j);
-      for (int kk = 0; kk < k; ++kk) acc += read(1, i, kk) * read(2, kk, j);
-      d[i * n + j] = static_cast<double>(static_cast<float>(acc));
+  // Each lane's register run of each operand, found once: a lane's cells of one operand are
+  // consecutive (cell(o, lane, flat + r) is &cell(o, lane, flat) + r), so the m*k + k*n + m*n
+  // reads and m*n writes below index them directly. Lanes outside an operand have none.
+  std::array<std::array<uint64_t*, 64>, 4> run{};
+  for (int o = 0; o < 4; ++o) {
+    for (uint64_t l = res[o].ok; l; l &= l - 1) {
+      int lane = std::countr_zero(l);
+      run[o][lane] = &exec.cell(o, lane, res[o].flat[lane]);
     }
+  }
+  // A (m x k), B (k x n) and C (m x n) gathered into dense arrays; an element of a lane outside
+  // its operand reads 0.
+  thread_local std::vector<double> scratch;
+  scratch.resize(static_cast<size_t>(m * k + k * n + m * n));
+  double* a = scratch.data();
+  double* b = a + m * k;
+  double* d = b + k * n;
+  auto gather = [&](int o, double* out) {
+    const FragmentTable& t = *tables[o];
+    for (int64_t e = 0; e < t.rows * t.cols; ++e) {
+      auto [lane, reg] = t.cells[e];
+      uint64_t* r = run[o][lane];
+      out[e] = r ? std::bit_cast<double>(r[reg]) : 0.0;
+    }
+  };
+  gather(1, a);
+  gather(2, b);
+  gather(3, d);
+  switch (n) {  // the instructions' widths get a loop the compiler unrolls and vectorises
+    case 8:
+      multiply_add<8>(d, a, b, m, k, n);
+      break;
+    case 16:
+      multiply_add<16>(d, a, b, m, k, n);
+      break;
+    case 32:
+      multiply_add<32>(d, a, b, m, k, n);
+      break;
+    default:
+      multiply_add<0>(d, a, b, m, k, n);
+      break;
   }
   for (int o = 1; o < 4; ++o) exec.observe(req[o], res[o]);
   const FragmentTable& td = *tables[0];
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < n; ++j) {
-      auto [lane, reg] = td.at(i, j);
-      if (!((res[0].ok >> lane) & 1)) continue;
-      exec.cell(0, lane, res[0].flat[lane] + reg) = std::bit_cast<uint64_t>(d[i * n + j]);
-    }
+  for (int64_t e = 0; e < td.rows * td.cols; ++e) {
+    auto [lane, reg] = td.cells[e];
+    if (uint64_t* r = run[0][lane]) r[reg] = std::bit_cast<uint64_t>(d[e]);
   }
   exec.observe(req[0], res[0]);
   exec.count_lane_ops(static_cast<int64_t>(m) * n * k);
