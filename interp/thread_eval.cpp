@@ -2,6 +2,8 @@
 // arithmetic is the tile-level interpreter's (interp/scalar_eval.cpp), lane by lane: floats are
 // rounded to each node's dtype, integers wrap, `//` and `%` floor, `and`/`or`/select evaluate
 // their second operand only in the lanes that need it (so a guarded load never runs unguarded).
+// A uniform node (CExpr::uniform: the same value in every lane) is computed in one lane, and a
+// thread-invariant tree (CExpr::cache) once per warp and block.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -40,6 +42,43 @@ inline int64_t wrap(const CExpr* e, int64_t x) {
 }  // namespace
 
 const LaneValues& WarpExec::eval(const CExpr* e, uint64_t mask, LaneValues& out) {
+  if (e->cache >= 0) return eval_cached(e, mask, out);
+  if (e->uniform && (mask & (mask - 1)) && e->op != XOp::kImm && e->op != XOp::kVar) {
+    // Every lane computes the same value: compute it in the first lane and copy it. Each node
+    // below is visited with all of `mask` or not at all (the lanes agree on every branch), so
+    // the lane-operations are the first lane's times the lanes.
+    const int lane = std::countr_zero(mask);
+    const int64_t before = block_.lane_ops;
+    const int64_t x = eval_node(e, uint64_t{1} << lane, out).i[lane];
+    block_.lane_ops += (block_.lane_ops - before) * (std::popcount(mask) - 1);
+    std::fill(std::begin(out.i), std::end(out.i), x);
+    return out;
+  }
+  return eval_node(e, mask, out);
+}
+
+const LaneValues& WarpExec::eval_cached(const CExpr* e, uint64_t mask, LaneValues& out) {
+  // A thread-invariant tree: each lane's value is computed the first time the lane needs it.
+  // Every node of the tree is visited with the whole mask (no select, and, or), so a lane's
+  // operations are the tree's nodes. A division by zero is raised the first time, as before.
+  if (warp_.cached_lanes.empty()) {
+    warp_.cached.resize(static_cast<size_t>(block_.prog().num_cached));
+    warp_.cached_lanes.assign(static_cast<size_t>(block_.prog().num_cached), 0);
+  }
+  LaneValues& v = warp_.cached[e->cache];
+  uint64_t& have = warp_.cached_lanes[e->cache];
+  if (const uint64_t need = mask & ~have) {
+    const int64_t before = block_.lane_ops;
+    const LaneValues& r = eval_node(e, need, out);
+    for_lanes(need, [&](int l) { v.i[l] = r.i[l]; });
+    have |= need;
+    block_.lane_ops = before;
+  }
+  block_.lane_ops += e->nodes * std::popcount(mask);
+  return v;
+}
+
+const LaneValues& WarpExec::eval_node(const CExpr* e, uint64_t mask, LaneValues& out) {
   block_.lane_ops += std::popcount(mask);
   switch (e->op) {
     case XOp::kImm:

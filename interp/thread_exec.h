@@ -91,6 +91,9 @@ struct WarpState {
   int first_thread = 0;
   uint64_t live = 0;               ///< lanes that exist (a last partial warp has fewer)
   std::vector<LaneValues> regs;    ///< one per variable slot
+  /// Values of the thread-invariant trees (CExpr::cache), and the lanes each holds.
+  std::vector<LaneValues> cached;
+  std::vector<uint64_t> cached_lanes;
   Task task;                       ///< the warp's program, when it contains barriers
   std::coroutine_handle<> resume;  ///< where to continue after a barrier
   bool started = false;
@@ -287,6 +290,10 @@ class WarpExec {
   };
 
   // thread_eval.cpp
+  /// eval() without the uniform and thread-invariant shortcuts of node `e` itself.
+  const LaneValues& eval_node(const CExpr* e, uint64_t mask, LaneValues& scratch);
+  /// eval() of a thread-invariant tree (CExpr::cache): from the warp's cache.
+  const LaneValues& eval_cached(const CExpr* e, uint64_t mask, LaneValues& scratch);
   void eval_binary(const CExpr* e, uint64_t mask, LaneValues& out);
   void eval_call(const CExpr* e, uint64_t mask, LaneValues& out);
   void eval_shuffle(const CExpr* e, uint64_t mask, LaneValues& out);

@@ -1,6 +1,8 @@
 // Compiles a kernel's statements and expressions into the thread-level interpreter's form.
 #include "interp/thread_program.h"
 
+#include <array>
+#include <functional>
 #include <unordered_map>
 
 #include "core/expr_functor.h"
@@ -353,6 +355,98 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
   ExprCompiler exprs_;
 };
 
+/// Marks the uniform expressions (CExpr::uniform), the thread-invariant ones' cache slots
+/// (CExpr::cache) and each tree's node count. A variable is uniform when each of its definitions
+/// (a loop's bounds, a let's value) is — found by iterating to a fixed point, since a variable may
+/// be defined more than once; the block index and symbolic sizes are, the thread index is not.
+/// Thread-invariant trees use the thread, block and symbolic-size variables only (which no
+/// statement redefines) and none of the nodes whose lanes may visit different operands.
+/// Linear in the nodes per pass: the pool holds every node before its operands (the compiler
+/// creates a node, then its operands), so walking it backwards meets operands first.
+void mark_uniform(ThreadProgram& prog) {
+  const size_t n = prog.expr_pool.size();
+  std::unordered_map<const CExpr*, size_t> pos;
+  for (size_t i = 0; i < n; ++i) pos.emplace(prog.expr_pool[i].get(), i);
+  auto operands = [](const CExpr* e) { return std::array<const CExpr*, 3>{e->a, e->b, e->c}; };
+  for (size_t i = 0; i < n; ++i) {
+    for (const CExpr* o : operands(prog.expr_pool[i].get())) {
+      internal_check(!o || pos.at(o) > i, "thread program: an operand compiled before its node");
+    }
+  }
+  // flag[i] for every node from the leaves' verdicts up; `leaf` says a kVar's, `stop` the ops
+  // that are never flagged.
+  auto bottom_up = [&](std::vector<char>& flag, auto&& leaf, auto&& stop) {
+    flag.assign(n, 0);
+    for (size_t i = n; i-- > 0;) {
+      const CExpr* e = prog.expr_pool[i].get();
+      bool f = e->op == XOp::kImm ? true : e->op == XOp::kVar ? leaf(e->slot) : !stop(e->op);
+      if (e->op != XOp::kImm && e->op != XOp::kVar) {
+        for (const CExpr* o : operands(e)) f = f && (!o || flag[pos.at(o)]);
+      }
+      flag[i] = f;
+    }
+  };
+  auto flag_of = [&](const std::vector<char>& flag, const CExpr* e) {
+    return !e || flag[pos.at(e)] != 0;
+  };
+
+  std::vector<char> slot_uniform(static_cast<size_t>(prog.num_slots), 1);
+  slot_uniform[prog.thread_slot] = 0;
+  std::vector<char> uniform;
+  auto not_uniform_op = [](XOp op) { return op == XOp::kLoad || op == XOp::kShuffle; };
+  for (bool changed = true; changed;) {
+    bottom_up(
+        uniform, [&](int slot) { return slot_uniform[slot] != 0; }, not_uniform_op);
+    changed = false;
+    std::function<void(const CStmt*)> walk = [&](const CStmt* s) {
+      if ((s->op == SOp::kFor || s->op == SOp::kLet) && slot_uniform[s->slot] &&
+          !(flag_of(uniform, s->a) && flag_of(uniform, s->b))) {
+        slot_uniform[s->slot] = 0;
+        changed = true;
+      }
+      for (const CStmt* c : s->body) walk(c);
+    };
+    walk(prog.body);
+  }
+
+  std::vector<char> slot_fixed(static_cast<size_t>(prog.num_slots), 0);
+  slot_fixed[prog.thread_slot] = 1;
+  for (int slot : prog.block_slots) slot_fixed[slot] = 1;
+  for (const auto& d : prog.dynamic_slots) slot_fixed[d.first] = 1;
+  std::function<void(const CStmt*)> unfix = [&](const CStmt* s) {
+    if (s->op == SOp::kFor || s->op == SOp::kLet) slot_fixed[s->slot] = 0;
+    for (const CStmt* c : s->body) unfix(c);
+  };
+  unfix(prog.body);
+  std::vector<char> invariant;
+  bottom_up(
+      invariant, [&](int slot) { return slot_fixed[slot] != 0; },
+      [](XOp op) {
+        return op == XOp::kLoad || op == XOp::kShuffle || op == XOp::kSelect || op == XOp::kAnd ||
+               op == XOp::kOr;
+      });
+
+  std::vector<char> parent_invariant(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (const CExpr* o : operands(prog.expr_pool[i].get())) {
+      if (o) parent_invariant[pos.at(o)] = invariant[i];
+    }
+  }
+  for (size_t i = n; i-- > 0;) {
+    CExpr* e = prog.expr_pool[i].get();
+    e->uniform = uniform[i] != 0;
+    e->nodes = 1;
+    for (const CExpr* o : operands(e)) e->nodes += o ? o->nodes : 0;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    CExpr* e = prog.expr_pool[i].get();
+    if (invariant[i] && !parent_invariant[i] && !e->uniform && e->op != XOp::kImm &&
+        e->op != XOp::kVar) {
+      e->cache = prog.num_cached++;
+    }
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<ThreadProgram> compile_thread_program(const Kernel& kernel) {
@@ -375,6 +469,7 @@ std::unique_ptr<ThreadProgram> compile_thread_program(const Kernel& kernel) {
   }
   prog->num_globals = static_cast<int>(kernel->params.size());
   prog->body = StmtCompiler(st).compile(kernel->body);
+  mark_uniform(*prog);
   return prog;
 }
 

@@ -66,6 +66,16 @@ struct CExpr {
   DataType dtype;
   bool is_float = false;
   Rounding rounding = Rounding::kNone;
+  /// Every lane that evaluates the node gets the same value: no thread index, load or shuffle
+  /// below it, and only variables whose every definition is uniform (ThreadProgram::num_slots).
+  /// The executor evaluates such a node (kImm and kVar aside) in one lane and copies the value.
+  bool uniform = false;
+  /// >= 0: the node depends only on the thread index, the block index and symbolic sizes (no
+  /// loop or let variable, load, shuffle, select, `and` or `or`), so each lane's value is the
+  /// same every time the block's warp evaluates it; the executor keeps it per warp in slot
+  /// `cache` of ThreadProgram::num_cached. Only the outermost such node of a tree has a slot.
+  int cache = -1;
+  int64_t nodes = 1;  ///< nodes in the tree, this one included (its lane-operations per lane)
   DataType operand_dtype;  ///< the dtype of operand `a` (casts, comparisons)
   bool operand_float = false;
   Builtin builtin = Builtin::kExp;
@@ -133,6 +143,7 @@ struct ThreadProgram {
   std::vector<sim::Site> sites;
   const CStmt* body = nullptr;
   bool uses_intrinsics = false;
+  int num_cached = 0;  ///< CExpr::cache slots
 
   std::vector<std::unique_ptr<CExpr>> expr_pool;
   std::vector<std::unique_ptr<CStmt>> stmt_pool;
