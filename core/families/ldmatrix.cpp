@@ -97,13 +97,19 @@ class LdmatrixFamily final : public InstructionFamily {
     OperandRequest dst{0, LaneAccess::kStore, mask, info.operands[0].elements};
     OperandLanes d = exec.resolve(dst);
     exec.observe(src, s);
+    // A row's 8 shared cells, and a lane's register run, are consecutive cells (cell(o, lane,
+    // flat + j) is &cell(o, lane, flat) + j): each is found once.
+    std::array<uint64_t*, 64> dst_run{};
+    for (uint64_t l = d.ok; l; l &= l - 1) {
+      int lane = std::countr_zero(l);
+      dst_run[lane] = &exec.cell(0, lane, d.flat[lane]);
+    }
     for (int row = 0; row < 8 * matrices; ++row) {
       if (!((s.ok >> row) & 1)) continue;
+      const uint64_t* src_row = &exec.cell(1, 0, s.flat[row]);
       for (int col = 0; col < 8; ++col) {
-        uint64_t v = exec.cell(1, 0, s.flat[row] + col);
         auto [lane, reg] = t.at(row, col);
-        if (!((d.ok >> lane) & 1)) continue;
-        exec.cell(0, lane, d.flat[lane] + reg) = v;
+        if (uint64_t* r = dst_run[lane]) r[reg] = src_row[col];
       }
     }
     exec.observe(dst, d);
