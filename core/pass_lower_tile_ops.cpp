@@ -1,7 +1,8 @@
 // Pass lower_tile_ops: every tile operator becomes its `lower()` and every T.Parallel nest the
 // calling thread's iterations (ParallelLoop::lower). A T.Pipelined loop with a plan
 // (plan_pipelines) has its statements lowered one by one and scheduled by inject_pipeline; with
-// num_stages <= 1 it is a serial loop. Buffers the lowering needs (workspaces, register
+// num_stages <= 1 it is a serial loop. On sm90 (defers_pipelines) the lowered statements stay in
+// a planned T.Pipelined loop for warp_specialize. Buffers the lowering needs (workspaces, register
 // temporaries) are allocated at the top of the body. Fragment accesses stay logical; the
 // flattening pass maps them to registers.
 #include "core/buffer_accesses.h"
@@ -17,9 +18,10 @@ namespace {
 
 class TileLowerer : public StmtMutator {
  public:
-  TileLowerer(LowerContext& ctx, Analyzer& analyzer, const LowerOptions& options)
-      : ctx_(ctx), analyzer_(analyzer), options_(options) {}
+  TileLowerer(LowerContext& ctx, Analyzer& analyzer, const LowerOptions& options, bool defer)
+      : ctx_(ctx), analyzer_(analyzer), options_(options), defer_(defer) {}
   PipelineVersions versions;
+  std::map<const ExprNode*, std::vector<PipelineGroup>> deferred;  ///< see LoweringState
 
  protected:
   Stmt visit_TileOpCall(const TileOpCallNode* op, const Stmt&) override {
@@ -58,12 +60,21 @@ class TileLowerer : public StmtMutator {
       groups.push_back({mutate(body[i]), loop.pipeline.stage[i], loop.pipeline.order[i]});
       ctx_.set_async_copies(false);
     }
+    if (defer_) {  // warp_specialize schedules it
+      std::vector<Stmt> lowered;
+      for (const PipelineGroup& g : groups) lowered.push_back(g.stmt);
+      deferred[loop.var.get()] = std::move(groups);
+      return ForNode::make(loop.var, loop.min, loop.extent, ForKind::kPipelined,
+                           SeqNode::make(std::move(lowered)), loop.loc,
+                           PipelineInfo{loop.pipeline.num_stages, {}, {}});
+    }
     return inject_pipeline(loop, std::move(groups), versions, options_.drop_pipeline_wait);
   }
 
   LowerContext& ctx_;
   Analyzer& analyzer_;
   const LowerOptions& options_;
+  bool defer_;  ///< pipelines left planned for warp_specialize
 };
 
 /// The shared buffers that statements outside every planned T.Pipelined loop access.
@@ -101,24 +112,16 @@ LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutM
   }
   for (const Var& v : kernel->dynamic_vars) analyzer.bind(v, IntBound{0, IntBound::kPosInf});
   LowerContext ctx(kernel, target, state.layouts, analyzer);
-  TileLowerer lowerer(ctx, analyzer, options);
+  TileLowerer lowerer(ctx, analyzer, options, defers_pipelines(kernel, target, options));
   lowerer.versions.used_outside = used_outside_pipelines(kernel->body);
   Stmt body = apply_versions(lowerer.mutate(kernel->body), lowerer.versions);
-  for (const auto& [_, v] : lowerer.versions.buffers) {  // the originals no longer exist
-    auto it = state.layouts.shared.find(v.original.get());
-    if (it == state.layouts.shared.end()) continue;
-    state.layouts.shared.emplace(
-        v.versioned.get(),
-        Decided<Layout>{
-            v.versioned, versioned_layout(it->second.layout, v.depth),
-            it->second.origin + ", " + std::to_string(v.depth) + " versions (T.Pipelined)"});
-    state.layouts.shared.erase(it);
-  }
+  add_versioned_layouts(state.layouts, lowerer.versions);
   std::vector<Stmt> top;
   for (const Buffer& b : ctx.temporaries()) top.push_back(AllocNode::make(b, Expr(), false, {}));
   top.push_back(body);
   state.kernel = with_body(kernel, SeqNode::make(std::move(top)));
   state.registers = ctx.register_buffers();
+  state.deferred_pipelines = std::move(lowerer.deferred);
   return state;
 }
 

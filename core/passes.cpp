@@ -63,6 +63,13 @@ LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
   snapshot("infer_layouts", k, layouts.to_string());
   LoweringState state = lower_tile_ops(k, target, layouts, options);
   snapshot("lower_tile_ops", state.kernel);
+  if (defers_pipelines(k, target, options)) {
+    state = warp_specialize(std::move(state), options);
+    snapshot("warp_specialize", state.kernel,
+             state.warp_specialize_blocker.empty()
+                 ? ""
+                 : "# not split (" + state.warp_specialize_blocker + "): sm80 pipelining\n");
+  }
   k = flatten_buffers(state);
   snapshot("flatten_buffers", k);
   k = insert_barriers(k);

@@ -7,6 +7,8 @@
 //   lower_tile_ops     tile operators and T.Parallel -> per-thread code; pipelined loops get
 //                      multi-buffered tiles and cp.async groups (pass_lower_tile_ops.cpp,
 //                      pipeline_inject.cpp)
+//   warp_specialize    sm90: pipelined loops -> producer warpgroup + consumers on mbarriers
+//                      (pass_warp_specialize.cpp; elsewhere lower_tile_ops pipelines them)
 //   flatten_buffers    fragments -> registers, laid-out shared buffers -> 1-d (pass_flatten.cpp)
 //   insert_barriers    T.sync_threads() where shared memory changes hands (pass_barriers.cpp)
 //   simplify_indices   index arithmetic simplified over the known ranges (pass_simplify.cpp)
@@ -18,6 +20,7 @@
 
 #include "core/kernel.h"
 #include "core/lowering.h"
+#include "core/pipeline_inject.h"
 #include "core/target.h"
 
 namespace tessel {
@@ -28,6 +31,11 @@ struct LoweringState {
   Kernel kernel;
   LayoutMap layouts;
   std::map<const BufferNode*, Buffer> registers;
+  /// The T.Pipelined loops lower_tile_ops left to warp_specialize (by loop variable): their
+  /// lowered statements with stage and order (the loop's body holds them too, for printing).
+  std::map<const ExprNode*, std::vector<PipelineGroup>> deferred_pipelines;
+  /// Why warp_specialize left the kernel's pipelines to the sm80 schedule (empty otherwise).
+  std::string warp_specialize_blocker;
 };
 
 struct PassSnapshot {
@@ -43,6 +51,16 @@ struct LowerOptions {
   /// Refuse a kernel over the target's shared memory, registers or threads (core/capacity.h),
   /// before lowering and after. `tessel verify` turns it off and reports the limits as checks.
   bool check_capacity = true;
+  /// sm90: T.Pipelined loops become a producer warpgroup and consumers ordered by mbarriers
+  /// (warp_specialize); false keeps the sm80 schedule (cp.async multi-buffering).
+  bool warp_specialize = true;
+  /// With warp_specialize: setmaxnreg rebalances registers (producer down, consumers up).
+  bool set_max_nreg = true;
+  /// Test-only: a broken barrier protocol in warp_specialize's output, which the thread-level
+  /// simulator must report: the consumers wait for the wrong parity of `full` (they pass
+  /// before the data is there), or `empty` expects one arrival too many (the producer hangs).
+  bool ws_wrong_parity = false;
+  bool ws_wrong_arrival_count = false;
 };
 
 struct LoweredKernel {
@@ -65,6 +83,10 @@ Kernel plan_pipelines(const Kernel& kernel);
 LayoutMap infer_layouts(const Kernel& kernel, const Target& target);
 LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutMap layouts,
                              const LowerOptions& options = {});
+/// True when lower_tile_ops leaves T.Pipelined loops to warp_specialize (sm90, option on, and a
+/// kernel that does not already use mbarriers).
+bool defers_pipelines(const Kernel& kernel, const Target& target, const LowerOptions& options);
+LoweringState warp_specialize(LoweringState state, const LowerOptions& options);
 Kernel flatten_buffers(const LoweringState& state);
 Kernel insert_barriers(const Kernel& kernel);
 Kernel simplify_indices(const Kernel& kernel);

@@ -76,11 +76,8 @@ Stmt intrinsic(IntrinsicId id, std::vector<IntrinsicArg> args, const SourceLoc& 
 
 }  // namespace
 
-Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
-                     PipelineVersions& versions, bool drop_wait) {
-  int last_stage = 0;
-  for (const PipelineGroup& g : groups) last_stage = std::max(last_stage, g.stage);
-  const int depth = last_stage + 1;
+void version_buffers(const ForNode& loop, const std::vector<PipelineGroup>& groups, int depth,
+                     PipelineVersions& versions) {
   // Shared tiles that cross stages get `depth` versions.
   std::vector<ReadsWrites> t;
   auto shared = [](const Buffer& b) {
@@ -109,6 +106,20 @@ Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
       }
     }
   }
+}
+
+Stmt version_accesses(const Stmt& s, const PipelineVersions& versions, const Expr& version) {
+  return Versioner(
+             versions, [&](const BufferNode*) { return version; }, Var("_"), Expr())
+      .mutate(s);
+}
+
+Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
+                     PipelineVersions& versions, bool drop_wait) {
+  int last_stage = 0;
+  for (const PipelineGroup& g : groups) last_stage = std::max(last_stage, g.stage);
+  const int depth = last_stage + 1;
+  version_buffers(loop, groups, depth, versions);
   std::stable_sort(
       groups.begin(), groups.end(),
       [](const PipelineGroup& a, const PipelineGroup& b) { return a.order < b.order; });
@@ -172,6 +183,19 @@ Stmt apply_versions(const Stmt& body, const PipelineVersions& versions) {
     const PipelineVersions& v_;
   };
   return Apply(versions).mutate(body);
+}
+
+void add_versioned_layouts(LayoutMap& layouts, const PipelineVersions& versions) {
+  for (const auto& [_, v] : versions.buffers) {  // the originals no longer exist
+    auto it = layouts.shared.find(v.original.get());
+    if (it == layouts.shared.end()) continue;
+    layouts.shared.emplace(
+        v.versioned.get(),
+        Decided<Layout>{
+            v.versioned, versioned_layout(it->second.layout, v.depth),
+            it->second.origin + ", " + std::to_string(v.depth) + " versions (T.Pipelined)"});
+    layouts.shared.erase(it);
+  }
 }
 
 Layout versioned_layout(const Layout& layout, int depth) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/layout.h"
+#include "core/lowering.h"
 #include "core/stmt.h"
 
 namespace tessel {
@@ -38,6 +39,18 @@ struct PipelineVersions {
 /// test-only switch: the simulator must then report the reads as async races).
 Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
                      PipelineVersions& versions, bool drop_wait);
+
+/// Records in `versions` the shared buffers a statement of `groups` writes and a statement of a
+/// later stage reads, each given `depth` versions (a user error when another pipeline gave the
+/// buffer a different depth).
+void version_buffers(const ForNode& loop, const std::vector<PipelineGroup>& groups, int depth,
+                     PipelineVersions& versions);
+
+/// `s` with every access of a buffer of `versions` addressed to version `version`.
+Stmt version_accesses(const Stmt& s, const PipelineVersions& versions, const Expr& version);
+
+/// The layouts of the versioned buffers replace the originals' in `layouts`.
+void add_versioned_layouts(LayoutMap& layouts, const PipelineVersions& versions);
 
 /// Allocations of versioned buffers replaced by the versioned ones; accesses outside the
 /// pipelines use version 0 (the last iteration's, see PipelineVersions::used_outside).

@@ -13,8 +13,9 @@ void add_emit_command(CLI::App& app, Context& ctx) {
   add_common_options(*sub, ctx);
   add_kernel_option(*sub, ctx);
   static std::string kernel_name, target = "cuda", output;
+  static bool no_ws = false;
   // Fresh values for every App: an earlier in-process run (tests) must not leave its options.
-  kernel_name.clear(), target = "cuda", output.clear();
+  kernel_name.clear(), target = "cuda", output.clear(), no_ws = false;
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
       ->required();
   sub->add_option("--target", target,
@@ -23,12 +24,17 @@ void add_emit_command(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember(target_name_list(true)))
       ->default_val("cuda");
   sub->add_option("-o,--output", output, "write the source to FILE instead of stdout");
+  sub->add_flag("--no-warp-specialize", no_ws,
+                "sm90: keep the sm80 software pipeline (cp.async multi-buffering) instead of "
+                "warp-specialising T.Pipelined loops");
   sub->callback([&ctx] {
     ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines, ctx.kernel_choice);
     Kernel kernel = k.example->build(k.params);
     const Target& t = *lookup_target(target, true);  // the option accepts nothing else
     const std::string& name = t.name;
-    EmittedSource src = emit_kernel(kernel, t);
+    LowerOptions lower;
+    lower.warp_specialize = !no_ws;
+    EmittedSource src = emit_kernel(kernel, t, lower);
     if (!output.empty()) {
       write_checked(output, src.code, "-o " + output);
     }

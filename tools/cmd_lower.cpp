@@ -13,22 +13,29 @@ void add_lower_command(CLI::App& app, Context& ctx) {
   add_common_options(*sub, ctx);
   add_kernel_option(*sub, ctx);
   static std::string kernel_name, target = "sm80";
-  static bool after_all = false;
+  static bool after_all = false, no_ws = false;
   // Fresh values for every App: an earlier in-process run (tests) must not leave its options.
-  kernel_name.clear(), target = "sm80", after_all = false;
+  kernel_name.clear(), target = "sm80", after_all = false, no_ws = false;
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
       ->required();
   sub->add_option("--target", target, target_names())
       ->check(CLI::IsMember(target_name_list(false)))
       ->default_val("sm80");
   sub->add_flag("--print-after-all", after_all, "print the IR after every pass");
+  sub->add_flag("--no-warp-specialize", no_ws,
+                "sm90: keep the sm80 software pipeline (cp.async multi-buffering) instead of "
+                "warp-specialising T.Pipelined loops");
   sub->callback([&ctx] {
     ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines, ctx.kernel_choice);
     Kernel kernel = k.example->build(k.params);
-    LoweredKernel lowered = lower_kernel(kernel, find_target(target), {after_all});
+    LowerOptions options;
+    options.print_after_all = after_all;
+    options.warp_specialize = !no_ws;
+    LoweredKernel lowered = lower_kernel(kernel, find_target(target), options);
     if (ctx.json) {
       nlohmann::json passes = nlohmann::json::array();
-      for (const PassSnapshot& p : lowered.snapshots) passes.push_back({{"pass", p.pass}, {"ir", p.text}});
+      for (const PassSnapshot& p : lowered.snapshots)
+        passes.push_back({{"pass", p.pass}, {"ir", p.text}});
       emit_json(ctx, {{"kernel", kernel->name},
                       {"target", target},
                       {"layouts", lowered.layouts.to_string()},

@@ -30,6 +30,7 @@ struct RunOptions {
   double timeout = 0;
   bool progress = false;
   std::string blocks;
+  bool no_warp_specialize = false;
 };
 
 /// Options that do nothing in the mode the command line picks are refused, not ignored.
@@ -37,7 +38,7 @@ void check_options(const CLI::App& sub, const RunOptions& o) {
   auto given = [&](const char* name) { return sub.count(name) > 0; };
   if (o.device == "cuda") {
     for (const char* name : {"--level", "--target", "--schedule", "--workers", "--max-steps",
-                             "--timeout", "--progress", "--blocks"}) {
+                             "--timeout", "--progress", "--blocks", "--no-warp-specialize"}) {
       if (given(name)) {
         throw UsageError(std::string(name) +
                          " applies to runs on the CPU; leave it out with --device cuda");
@@ -47,7 +48,7 @@ void check_options(const CLI::App& sub, const RunOptions& o) {
   }
   if (given("--repeats")) throw UsageError("--repeats counts timed runs of --device cuda only");
   if (o.level == "tile") {
-    for (const char* name : {"--target", "--schedule", "--blocks"}) {
+    for (const char* name : {"--target", "--schedule", "--blocks", "--no-warp-specialize"}) {
       if (given(name)) {
         throw UsageError(std::string(name) +
                          " picks how --level thread simulates the GPU; the tile level has no "
@@ -65,6 +66,7 @@ void run_cpu(Context& ctx, const ResolvedKernel& k, const RunOptions& o, const D
   request.workers = o.workers;
   request.schedule = o.schedule;
   request.target = o.target;
+  request.warp_specialize = !o.no_warp_specialize;
   request.blocks = o.blocks;
   load_data(data, request);
   RunControl control(o.max_steps, o.timeout);
@@ -138,6 +140,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
   sub->add_option("--target", o.target,
                   "thread level: the GPU whose warps and banks are simulated: " + target_names())
       ->default_val("sm80");
+  sub->add_flag("--no-warp-specialize", o.no_warp_specialize,
+                "thread level, sm90: keep the sm80 software pipeline (cp.async multi-buffering) "
+                "instead of warp-specialising T.Pipelined loops");
   sub->add_option("--device", o.device,
                   "cpu (the interpreters) or cuda (lowered, compiled with nvcc and run on the "
                   "machine's GPU, compared with the tile level)")

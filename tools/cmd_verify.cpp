@@ -48,8 +48,9 @@ void add_verify_command(CLI::App& app, Context& ctx) {
   add_kernel_option(*sub, ctx);
   static std::string kernel_name, target = "sm80";
   static unsigned timeout_ms = 60000;
+  static bool no_ws = false;
   // Fresh values for every App: an earlier in-process run (tests) must not leave its options.
-  kernel_name.clear(), target = "sm80", timeout_ms = 60000;
+  kernel_name.clear(), target = "sm80", timeout_ms = 60000, no_ws = false;
   sub->add_option("KERNEL", kernel_name, "built-in kernel name or path to a .py kernel file")
       ->required();
   sub->add_option("--target", target, target_names())
@@ -58,10 +59,13 @@ void add_verify_command(CLI::App& app, Context& ctx) {
   sub->add_option("--timeout-ms", timeout_ms, "limit of one Z3 query (undecided past it)")
       ->default_val(60000)
       ->check(positive());
+  sub->add_flag("--no-warp-specialize", no_ws,
+                "sm90: keep the sm80 software pipeline (cp.async multi-buffering) instead of "
+                "warp-specialising T.Pipelined loops");
   sub->callback([&ctx] {
     ResolvedKernel k = resolve_kernel(kernel_name, ctx.defines, ctx.kernel_choice);
     Kernel kernel = k.example->build(k.params);
-    KernelProofs proofs = verify_kernel(kernel, find_target(target), {timeout_ms});
+    KernelProofs proofs = verify_kernel(kernel, find_target(target), {timeout_ms, !no_ws});
     ctx.exit_code = proofs.all_proved() ? kOk : kKernelWrong;
     if (ctx.json) {
       emit_json(ctx, verify_json(kernel, target, proofs));

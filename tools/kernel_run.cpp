@@ -100,7 +100,9 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
   options.bank_samples = req.bank_samples;
   Kernel thread_kernel = kernel;
   run.lowered = is_tile_level(kernel);
-  if (run.lowered) thread_kernel = lower_kernel(kernel, find_target(req.target)).kernel;
+  LowerOptions lower;
+  lower.warp_specialize = req.warp_specialize;
+  if (run.lowered) thread_kernel = lower_kernel(kernel, find_target(req.target), lower).kernel;
   run.sample = select_blocks(req, kernel, run.tensors);
   if (run.sample) {
     const BlockSample& sample = *run.sample;

@@ -30,6 +30,7 @@ struct RunRequest {
   int workers = 0;                    ///< CPU threads running blocks; 0 = all cores
   std::string schedule = "in-order";  ///< thread level: Schedule::parse spelling
   std::string target = "sm80";        ///< thread level: the simulated GPU
+  bool warp_specialize = true;        ///< thread level, sm90: LowerOptions::warp_specialize
   std::vector<NamedArray> inputs;     ///< values of parameters (the others are random)
   std::vector<NamedArray> expected;   ///< values parameters must have after the run
   std::optional<double> atol, rtol;   ///< tolerance of `expected` (default: by dtype)

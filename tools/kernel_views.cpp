@@ -6,8 +6,8 @@
 
 namespace tessel::cli {
 
-EmittedSource emit_kernel(const Kernel& kernel, const Target& t) {
-  Kernel lowered = is_tile_level(kernel) ? lower_kernel(kernel, t).kernel : kernel;
+EmittedSource emit_kernel(const Kernel& kernel, const Target& t, const LowerOptions& options) {
+  Kernel lowered = is_tile_level(kernel) ? lower_kernel(kernel, t, options).kernel : kernel;
   for (const Kernel& launch : launches_of(lowered)) {
     require_alignment(launch, t, "emit");  // no instruction that faults on the GPU
   }

@@ -14,7 +14,8 @@ namespace tessel::cli {
 
 /// `kernel` lowered for `target` when it is tile level, refused (UserError) unless every aligned
 /// access is proved aligned, and emitted as CUDA or HIP source.
-EmittedSource emit_kernel(const Kernel& kernel, const Target& target);
+EmittedSource emit_kernel(const Kernel& kernel, const Target& target,
+                          const LowerOptions& options = {});
 
 /// The JSON object of `tessel verify --json`: kernel, target, proved/failed/undecided counts,
 /// total ms and one entry per check (what, result, counterexample, ms).

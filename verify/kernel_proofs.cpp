@@ -12,9 +12,9 @@
 #include "verify/bank_proofs.h"
 #include "verify/completeness.h"
 #include "verify/definition_proofs.h"
+#include "verify/global_bounds.h"
 #include "verify/layout_proofs.h"
 #include "verify/proof_parts.h"
-#include "verify/global_bounds.h"
 #include "verify/shared_accesses.h"
 
 namespace tessel {
@@ -297,8 +297,8 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
     proofs.checks.push_back(std::move(c));
   }
   prove_accesses(lowered, target, base, proofs.checks);
-  for (KernelCheck& c : prove_global_bounds(lowered.kernel, scratch, target.warp_size,
-                                            options.timeout_ms)) {
+  for (KernelCheck& c :
+       prove_global_bounds(lowered.kernel, scratch, target.warp_size, options.timeout_ms)) {
     proofs.checks.push_back(std::move(c));
   }
   return proofs;
@@ -317,6 +317,7 @@ KernelProofs verify_kernel(const Kernel& kernel, const Target& target,
       if (one.all_proved()) {
         LowerOptions lower;
         lower.check_capacity = false;
+        lower.warp_specialize = options.warp_specialize;
         LoweredKernel lowered = lower_kernel(launch, target, lower);
         one = prove_kernel(lowered, target, options, kernel->scratch);
       }
@@ -332,6 +333,7 @@ KernelProofs verify_kernel(const Kernel& kernel, const Target& target,
   if (!before.all_proved()) return before;  // too large to lay out: nothing else is proved
   LowerOptions lower;
   lower.check_capacity = false;
+  lower.warp_specialize = options.warp_specialize;
   return prove_kernel(lower_kernel(kernel, target, lower), target, options);
 }
 

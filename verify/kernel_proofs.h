@@ -48,6 +48,7 @@ struct KernelProofs {
 
 struct KernelProofOptions {
   unsigned timeout_ms = 60000;  ///< per Z3 query; a query that runs out is "undecided"
+  bool warp_specialize = true;  ///< verify_kernel's lowering: LowerOptions::warp_specialize
 };
 
 /// Proves every layout, fragment, loop partition, shared-memory access and global element access

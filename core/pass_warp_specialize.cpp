@@ -1,0 +1,382 @@
+// Pass warp_specialize (sm90): each T.Pipelined loop becomes a producer/consumer split (the
+// paper's §4.4). The block gets one more warpgroup (128 threads, after the T consumer threads);
+// it issues the loop's global->shared copies into num_stages stage buffers and the consumers
+// compute on them, ordered by two mbarriers per stage:
+//
+//   producer (tx >= T), round r = (k - min) / S of stage s = (k - min) % S:
+//     wait empty[s] parity (r + 1) % 2      (phase r - 1 done: the consumers have read stage s;
+//                                            round 0 passes at once, the barrier being fresh)
+//     the copies into version s (cp.async, each thread its part of the copy's partition)
+//     cp_async_commit_group; cp_async_wait_group(0); arrive full[s]     (full counts 128)
+//   consumer (tx < T):
+//     wait full[s] parity r % 2             (phase r done: the producer filled stage s)
+//     the loop's other statements on version s; arrive empty[s]           (empty counts T)
+//
+// Registers are rebalanced with setmaxnreg (producer down, consumers up) when T is whole
+// warpgroups. The statements outside the loops run in the consumer threads only (they were
+// lowered for T threads); allocations and the barriers insert_barriers adds stay block-wide.
+// Where the split does not apply (see `split_blocker`), the loops get sm80's software pipeline.
+#include <algorithm>
+
+#include "core/buffer_accesses.h"
+#include "core/error.h"
+#include "core/expr_functor.h"
+#include "core/instruction_family.h"
+#include "core/intrinsics.h"
+#include "core/passes.h"
+#include "core/pipeline_inject.h"
+#include "core/stmt_functor.h"
+
+namespace tessel {
+
+namespace {
+
+/// Threads in a warpgroup (PTX ISA: 4 warps of 32); the producer is one.
+constexpr int kWarpGroup = 128;
+/// Registers per thread the registers of a block are shared out in (setmaxnreg).
+constexpr int kBlockRegisters = 65536;
+/// setmaxnreg of the producer: it only computes addresses.
+constexpr int kProducerRegisters = 40;
+/// The most registers per thread setmaxnreg gives the consumers (TileLang's choice).
+constexpr int kConsumerRegistersMax = 240;
+
+bool is_shared(const Buffer& b) {
+  return b->scope == Scope::kShared || b->scope == Scope::kSharedDyn;
+}
+
+/// After lower_tile_ops, the T.Pipelined loops left are the ones deferred to this pass.
+bool is_deferred_pipeline(const Stmt& s) {
+  const auto* f = s.as<ForNode>();
+  return f && f->for_kind == ForKind::kPipelined;
+}
+
+/// The deferred loops' lowered statements (LoweringState::deferred_pipelines).
+using Deferred = std::map<const ExprNode*, std::vector<PipelineGroup>>;
+
+const std::vector<PipelineGroup>& groups_of(const Deferred& deferred, const ForNode& loop) {
+  auto it = deferred.find(loop.var.get());
+  if (it == deferred.end()) internal_error("warp_specialize: a pipelined loop without its plan");
+  return it->second;
+}
+
+bool has_barrier(const Stmt& s) {
+  bool found = false;
+  for_each_stmt(s, [&](const Stmt& x) { found = found || x.as<BarrierNode>() != nullptr; });
+  return found;
+}
+
+Stmt intrinsic(IntrinsicId id, std::vector<IntrinsicArg> args, const SourceLoc& loc) {
+  return IntrinsicCallNode::make(id, std::move(args), loc);
+}
+IntrinsicArg value(Expr e) { return IntrinsicArg{Buffer(), {}, std::move(e)}; }
+IntrinsicArg element(const Buffer& b, Expr i) { return IntrinsicArg{b, {std::move(i)}, Expr()}; }
+
+/// The deferred pipelines reachable from the body through sequences and lets only (the ones
+/// every thread of the block reaches), and whether any other exists.
+struct PipelineCensus {
+  std::vector<const ForNode*> top;
+  int nested = 0;
+};
+
+void census(const Stmt& s, bool top, PipelineCensus& out) {
+  if (is_deferred_pipeline(s)) {
+    if (top) {
+      out.top.push_back(s.as<ForNode>());
+    } else {
+      ++out.nested;
+    }
+    return;
+  }
+  if (const auto* seq = s.as<SeqNode>()) {
+    for (const Stmt& c : seq->stmts) census(c, top, out);
+    return;
+  }
+  if (const auto* let = s.as<LetNode>()) return census(let->body, top, out);
+  for_each_stmt(s, [&](const Stmt& x) {
+    if (!x.same_as(s) && is_deferred_pipeline(x)) ++out.nested;
+  });
+}
+
+/// Why the split cannot apply to this kernel (empty when it can). Every pipelined loop must be
+/// at the top of the body; in each, the stage-0 statements may only copy global memory into
+/// shared memory and the later ones may not write shared memory (both sides synchronise only
+/// through the stage barriers); statements outside the loops may not need a block barrier
+/// inside themselves (they run in the consumer threads only).
+std::string split_blocker(const Kernel& kernel, const PipelineCensus& c, const Deferred& deferred) {
+  if (c.nested > 0) return "a T.Pipelined loop inside another loop or a branch";
+  for (const ForNode* loop : c.top) {
+    for (const PipelineGroup& g : groups_of(deferred, *loop)) {
+      if (has_barrier(g.stmt)) return "a statement of the loop needs a block barrier";
+      for (const BufferAccess& a : buffer_accesses(g.stmt)) {
+        if (g.stage == 0) {
+          if (a.write ? !is_shared(a.buffer) : a.buffer->scope != Scope::kGlobal)
+            return "a stage-0 statement of the loop is not a global->shared copy";
+        } else if (a.write && is_shared(a.buffer)) {
+          return "a consumer statement of the loop writes shared memory ('" + a.buffer->name + "')";
+        }
+      }
+    }
+  }
+  // Statements outside the loops: no barrier needed inside one (it writes and reads shared).
+  class Outside : public StmtVisitor {
+   public:
+    std::string blocker;
+
+   protected:
+    void visit_Let(const LetNode* op, const Stmt&) override { visit(op->body); }
+    void visit_For(const ForNode*, const Stmt& s) override {
+      if (!is_deferred_pipeline(s)) leaf(s);
+    }
+    void visit_If(const IfNode*, const Stmt& s) override { leaf(s); }
+    void visit_Store(const StoreNode*, const Stmt& s) override { leaf(s); }
+    void visit_IntrinsicCall(const IntrinsicCallNode*, const Stmt& s) override { leaf(s); }
+
+   private:
+    void leaf(const Stmt& s) {
+      if (has_barrier(s)) blocker = "a statement outside the loop holds a block barrier";
+      bool reads = false, writes = false;
+      for (const BufferAccess& a : buffer_accesses(s)) {
+        if (!is_shared(a.buffer)) continue;
+        (a.write ? writes : reads) = true;
+      }
+      if (reads && writes && blocker.empty())
+        blocker = "a statement outside the loop both writes and reads shared memory";
+    }
+  };
+  Outside outside;
+  outside.visit(kernel->body);
+  if (!outside.blocker.empty()) return outside.blocker;
+  if (kernel->thread_dims.size() > 1) return "a block of more than one thread dimension";
+  return "";
+}
+
+/// Builds the split of each top-level pipeline and guards everything else to the consumers.
+class Specializer : public StmtMutator {
+ public:
+  Specializer(const Kernel& kernel, const LowerOptions& options, const Deferred& deferred,
+              PipelineVersions& versions)
+      : kernel_(kernel),
+        options_(options),
+        deferred_(deferred),
+        versions_(versions),
+        consumers_(kernel->threads) {}
+
+  /// The allocations and initialisation of the stage barriers, for the top of the body.
+  std::vector<Stmt> barrier_setup;
+
+  /// The body with its top-level pipelines split and its other statements guarded.
+  Stmt top_level(const Stmt& s) {
+    if (s.as<SeqNode>() || s.as<LetNode>()) return mutate(s);
+    if (s.as<AllocNode>() || s.as<BarrierNode>()) return s;
+    if (is_deferred_pipeline(s)) return split(*s.as<ForNode>());
+    return IfNode::make(Expr(kernel_->thread_var) < make_int(consumers_), s, Stmt(), s->loc);
+  }
+
+ protected:
+  Stmt visit_Seq(const SeqNode* op, const Stmt&) override {
+    std::vector<Stmt> out;
+    for (const Stmt& c : op->stmts) out.push_back(top_level(c));
+    return SeqNode::make(std::move(out));
+  }
+  Stmt visit_Let(const LetNode* op, const Stmt&) override {
+    return LetNode::make(op->var, op->value, top_level(op->body), op->loc);
+  }
+
+ private:
+  Buffer barriers(const std::string& base, int stages, const SourceLoc& loc) {
+    std::string name = base;
+    for (int i = 1; used_name(name); ++i) name = base + "_" + std::to_string(i);
+    names_.push_back(name);
+    return BufferNode::make(name, {make_int(stages)}, DataType::i64(), Scope::kShared, loc);
+  }
+  bool used_name(const std::string& name) const {
+    if (std::find(names_.begin(), names_.end(), name) != names_.end()) return true;
+    bool used = false;
+    for (const BufferAccess& a : buffer_accesses(kernel_->body)) used |= a.buffer->name == name;
+    for (const Buffer& p : kernel_->params) used |= p->name == name;
+    return used;
+  }
+
+  Stmt split(const ForNode& loop) {
+    const SourceLoc& loc = loop.loc;
+    const int stages = std::max(2, loop.pipeline.num_stages);
+    std::vector<PipelineGroup> groups = groups_of(deferred_, loop);
+    // Stage 0 (the copies) is the producer's; every later stage is the consumers'.
+    for (PipelineGroup& g : groups) g.stage = g.stage == 0 ? 0 : 1;
+    version_buffers(loop, groups, stages, versions_);
+    std::stable_sort(
+        groups.begin(), groups.end(),
+        [](const PipelineGroup& a, const PipelineGroup& b) { return a.order < b.order; });
+
+    Buffer full = barriers("ws_full", stages, loc), empty = barriers("ws_empty", stages, loc);
+    const int full_count = kWarpGroup;
+    const int empty_count = consumers_ + (options_.ws_wrong_arrival_count ? 1 : 0);
+    barrier_setup.push_back(AllocNode::make(full, Expr(), false, loc));
+    barrier_setup.push_back(AllocNode::make(empty, Expr(), false, loc));
+    std::vector<Stmt> init;
+    for (int s = 0; s < stages; ++s) {
+      init.push_back(intrinsic(IntrinsicId::kMbarrierInit,
+                               {element(full, make_int(s)), value(make_int(full_count))}, loc));
+      init.push_back(intrinsic(IntrinsicId::kMbarrierInit,
+                               {element(empty, make_int(s)), value(make_int(empty_count))}, loc));
+    }
+    barrier_setup.push_back(IfNode::make(Expr(kernel_->thread_var) == make_int(0),
+                                         SeqNode::make(std::move(init)), Stmt(), loc));
+    barrier_setup.push_back(BarrierNode::make(loc));
+
+    const Expr iter = Expr(loop.var) - loop.min;
+    const Expr stage = floormod(iter, make_int(stages));
+    const Expr round = floordiv(iter, make_int(stages));
+    const Expr tx = Expr(kernel_->thread_var);
+    const bool whole_groups = consumers_ % kWarpGroup == 0;
+
+    // The producer: each copy was lowered for T threads; producer thread p runs the parts of
+    // threads p, p + 128, ... below T.
+    std::vector<Stmt> produce;
+    produce.push_back(intrinsic(IntrinsicId::kMbarrierWaitParity,
+                                {element(empty, stage), value(floormod(round + 1, make_int(2)))},
+                                loc));
+    const int parts = (consumers_ + kWarpGroup - 1) / kWarpGroup;
+    for (const PipelineGroup& g : groups) {
+      if (g.stage != 0) continue;
+      Stmt copy = version_accesses(g.stmt, versions_, stage);
+      for (int part = 0; part < parts; ++part) {
+        Expr as = tx - make_int(consumers_ - part * kWarpGroup);
+        Stmt mine = substitute(copy, {kernel_->thread_var}, {as});
+        if (!whole_groups && (part + 1) * kWarpGroup > consumers_) {
+          mine = IfNode::make(as < make_int(consumers_), mine, Stmt(), loc);
+        }
+        produce.push_back(mine);
+      }
+    }
+    produce.push_back(intrinsic(IntrinsicId::kCpAsyncCommitGroup, {}, loc));
+    produce.push_back(intrinsic(IntrinsicId::kCpAsyncWaitGroup, {value(make_int(0))}, loc));
+    produce.push_back(intrinsic(IntrinsicId::kMbarrierArrive, {element(full, stage)}, loc));
+
+    std::vector<Stmt> consume;
+    Expr parity = floormod(round + (options_.ws_wrong_parity ? 1 : 0), make_int(2));
+    consume.push_back(
+        intrinsic(IntrinsicId::kMbarrierWaitParity, {element(full, stage), value(parity)}, loc));
+    for (const PipelineGroup& g : groups) {
+      if (g.stage != 0) consume.push_back(version_accesses(g.stmt, versions_, stage));
+    }
+    consume.push_back(intrinsic(IntrinsicId::kMbarrierArrive, {element(empty, stage)}, loc));
+
+    auto loop_of = [&](std::vector<Stmt> body) {
+      return ForNode::make(loop.var, loop.min, loop.extent, ForKind::kSerial,
+                           SeqNode::make(std::move(body)), loc);
+    };
+    std::vector<Stmt> producer, consumer;
+    if (whole_groups && options_.set_max_nreg) {
+      const int groups_of_consumers = consumers_ / kWarpGroup;
+      int per_thread = (kBlockRegisters / kWarpGroup - kProducerRegisters) / groups_of_consumers;
+      per_thread = std::min(kConsumerRegistersMax, per_thread / 8 * 8);
+      producer.push_back(intrinsic(IntrinsicId::kSetMaxNreg,
+                                   {value(make_int(kProducerRegisters)), value(make_int(0))}, loc));
+      consumer.push_back(intrinsic(IntrinsicId::kSetMaxNreg,
+                                   {value(make_int(per_thread)), value(make_int(1))}, loc));
+    }
+    producer.push_back(loop_of(std::move(produce)));
+    consumer.push_back(loop_of(std::move(consume)));
+    return IfNode::make(tx >= make_int(consumers_), SeqNode::make(std::move(producer)),
+                        SeqNode::make(std::move(consumer)), loc);
+  }
+
+  const Kernel& kernel_;
+  const LowerOptions& options_;
+  const Deferred& deferred_;
+  PipelineVersions& versions_;
+  int consumers_;
+  std::vector<std::string> names_;
+};
+
+/// The sm80 schedule for every deferred pipeline (where the split does not apply).
+class Injector : public StmtMutator {
+ public:
+  Injector(const LowerOptions& options, const Deferred& deferred, PipelineVersions& versions)
+      : options_(options), deferred_(deferred), versions_(versions) {}
+
+ protected:
+  Stmt visit_For(const ForNode* op, const Stmt& s) override {
+    if (!is_deferred_pipeline(s)) return StmtMutator::visit_For(op, s);
+    return inject_pipeline(*op, groups_of(deferred_, *op), versions_, options_.drop_pipeline_wait);
+  }
+
+ private:
+  const LowerOptions& options_;
+  const Deferred& deferred_;
+  PipelineVersions& versions_;
+};
+
+/// The shared buffers that statements outside every deferred pipeline access.
+std::set<const BufferNode*> used_outside(const Stmt& body) {
+  class Drop : public StmtMutator {
+   protected:
+    Stmt visit_For(const ForNode* op, const Stmt& s) override {
+      if (is_deferred_pipeline(s)) return SeqNode::make({});
+      return StmtMutator::visit_For(op, s);
+    }
+  };
+  ReadsWrites rw = reads_writes(Drop().mutate(body), is_shared);
+  std::set<const BufferNode*> out = rw.reads;
+  out.insert(rw.writes.begin(), rw.writes.end());
+  return out;
+}
+
+}  // namespace
+
+bool defers_pipelines(const Kernel& kernel, const Target& target, const LowerOptions& options) {
+  if (!options.warp_specialize || !target.has(mbarrier_family()) ||
+      !target.has(cp_async_family()) || kernel->threads + kWarpGroup > target.max_threads) {
+    return false;
+  }
+  // A kernel that already synchronises through mbarriers (written with T.ws) is left as written.
+  bool mbarriers = false;
+  for_each_stmt(kernel->body, [&](const Stmt& s) {
+    if (const auto* c = s.as<IntrinsicCallNode>()) {
+      IntrinsicFamily f = intrinsic_info(c->intrinsic).family;
+      mbarriers |= f == IntrinsicFamily::kMbarrier || f == IntrinsicFamily::kMbarrierWait;
+    }
+  });
+  return !mbarriers;
+}
+
+LoweringState warp_specialize(LoweringState state, const LowerOptions& options) {
+  PipelineCensus c;
+  census(state.kernel->body, true, c);
+  if (c.top.empty() && c.nested == 0) return state;
+  PipelineVersions versions;
+  versions.used_outside = used_outside(state.kernel->body);
+  const Deferred& deferred = state.deferred_pipelines;
+  std::string blocker = split_blocker(state.kernel, c, deferred);
+  for (const ForNode* loop : c.top) {
+    for (const PipelineGroup& g : groups_of(deferred, *loop)) {
+      if (g.stage != 0) continue;
+      for (const BufferAccess& a : buffer_accesses(g.stmt)) {
+        if (blocker.empty() && a.write && versions.used_outside.count(a.buffer.get()))
+          blocker = "the stage buffer '" + a.buffer->name + "' is also used outside the loop";
+      }
+    }
+  }
+  Stmt body;
+  KernelNode node = *state.kernel;
+  if (blocker.empty()) {
+    Specializer split(state.kernel, options, deferred, versions);
+    Stmt s = split.top_level(state.kernel->body);
+    std::vector<Stmt> top = split.barrier_setup;
+    top.push_back(s);
+    body = SeqNode::make(std::move(top));
+    node.threads = state.kernel->threads + kWarpGroup;
+    node.thread_dims = {node.threads};
+  } else {
+    body = Injector(options, deferred, versions).mutate(state.kernel->body);
+  }
+  node.body = apply_versions(body, versions);
+  add_versioned_layouts(state.layouts, versions);
+  state.kernel = Kernel(std::make_shared<const KernelNode>(std::move(node)));
+  state.warp_specialize_blocker = blocker;
+  state.deferred_pipelines.clear();
+  return state;
+}
+
+}  // namespace tessel

@@ -1,0 +1,247 @@
+// Automatic warp specialisation of T.Pipelined on sm90 (core/pass_warp_specialize.cpp): the
+// shape of the split, the GEMM and FlashAttention examples at thread level against the tile
+// level (no finding, no bank conflict), verify, a broken barrier protocol caught, the opt-out,
+// kernels left alone, and the sm_90a compile.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "codegen/emit.h"
+#include "codegen/toolchain.h"
+#include "core/kernel_parser.h"
+#include "core/passes.h"
+#include "core/printer.h"
+#include "core/target.h"
+#include "examples/registry.h"
+#include "examples/run_example.h"
+#include "interp/thread_interpreter.h"
+#include "tests/cli_runner.h"
+
+using namespace tessel;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+Kernel example(const char* name, const std::map<std::string, std::string>& defines = {}) {
+  const Example* e = find_example(name);
+  REQUIRE(e != nullptr);
+  return e->build(make_params(*e, defines));
+}
+
+std::string kernel_file(const char* name) {
+  return std::string(TESSEL_SOURCE_DIR) + "/examples/kernels/" + name;
+}
+
+nlohmann::json run_json(std::vector<std::string> args) {
+  args.push_back("--json");
+  CliResult r = run_tessel(args);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+/// The thread-level run of `args` passed with no finding and no bank conflict.
+void check_clean_run(std::vector<std::string> args) {
+  args.insert(args.begin(), "run");
+  for (const char* a : {"--level", "thread", "--target", "sm90"}) args.push_back(a);
+  nlohmann::json j = run_json(args);
+  INFO(j.dump(1));
+  CHECK(j["passed"] == true);
+  CHECK(j["sim"]["findings"].empty());
+  CHECK(j["sim"]["shared"]["bank_conflicts"] == 0);
+}
+
+std::vector<const sim::Finding*> of_kind(const ThreadRunResult& r, sim::FindingKind k) {
+  std::vector<const sim::Finding*> out;
+  for (const sim::Finding& f : r.report.findings) {
+    if (f.kind == k) out.push_back(&f);
+  }
+  return out;
+}
+
+/// The small GEMM (128 x 128 x 224: one block, 7 k-steps over 3 stages, so each stage barrier
+/// goes through phases 0, 1 and 2 and its parity wraps) lowered for sm90 with `o`, at thread
+/// level.
+ThreadRunResult run_gemm_sm90(const LowerOptions& o) {
+  Kernel k = example("gemm", {{"M", "128"}, {"N", "128"}, {"K", "224"}});
+  TensorMap t = make_tensors(k, {}, {"C"}, 7);
+  ThreadRunOptions r;
+  r.target = "sm90";
+  r.workers = 1;
+  return run_thread_level(lower_kernel(k, find_target("sm90"), o).kernel, t, r);
+}
+
+}  // namespace
+
+TEST_SUITE("warp specialisation") {
+  TEST_CASE("on sm90 the pipelined GEMM gets a producer warpgroup and stage barriers") {
+    Kernel k = example("gemm");
+    Kernel lowered = lower_kernel(k, find_target("sm90")).kernel;
+    // 128 consumer threads (the kernel's) + one producer warpgroup of 128.
+    CHECK(lowered->threads == 256);
+    std::string text = print_kernel(lowered);
+    INFO(text);
+    // num_stages = 3: full and empty barriers of 3 stages; the producer issues cp.async.
+    CHECK(contains(text, "ws_full = T.alloc_shared((3,), \"int64\")"));
+    CHECK(contains(text, "ws_empty = T.alloc_shared((3,), \"int64\")"));
+    CHECK(contains(text, "T.cp_async_16("));
+    CHECK(contains(text, "T.mbarrier_wait_parity(ws_empty["));
+    CHECK(contains(text, "T.mbarrier_wait_parity(ws_full["));
+    // 512 registers per thread of a warpgroup's share of 65536; producer 40, consumer
+    // min(240, (512 - 40) / 1) = 240.
+    CHECK(contains(text, "T.set_max_nreg(40, 0)"));
+    CHECK(contains(text, "T.set_max_nreg(240, 1)"));
+  }
+
+  TEST_CASE("sm80 keeps the software pipeline and the opt-out gives sm90 the same") {
+    Kernel k = example("gemm");
+    Kernel sm80 = lower_kernel(k, find_target("sm80")).kernel;
+    CHECK(sm80->threads == 128);
+    CHECK_FALSE(contains(print_kernel(sm80), "mbarrier"));
+    LowerOptions off;
+    off.warp_specialize = false;
+    Kernel sm90 = lower_kernel(k, find_target("sm90"), off).kernel;
+    CHECK(print_kernel(sm90) == print_kernel(sm80));
+  }
+
+  TEST_CASE("--no-warp-specialize keeps the sm80 schedule on sm90 at the command line") {
+    auto ir = [](std::vector<std::string> args) { return run_json(args)["ir"].get<std::string>(); };
+    std::string sm80 = ir({"lower", "gemm", "--target", "sm80"});
+    CHECK(ir({"lower", "gemm", "--target", "sm90", "--no-warp-specialize"}) == sm80);
+    CHECK(contains(ir({"lower", "gemm", "--target", "sm90"}), "ws_full"));
+    for (const char* cmd : {"emit", "verify"}) {
+      CAPTURE(cmd);
+      CliResult r = run_tessel({cmd, "gemm", "--target", "sm90", "--no-warp-specialize"});
+      CHECK(r.status == 0);
+      CHECK_FALSE(contains(r.out, "mbarrier"));
+    }
+    CliResult run = run_tessel({"run", "gemm", "--level", "thread", "--target", "sm90", "-D",
+                                "M=128", "-D", "N=128", "-D", "K=64", "--no-warp-specialize"});
+    CHECK(run.status == 0);
+    CHECK_FALSE(contains(run.out, "mbarrier"));
+  }
+
+  TEST_CASE("the warp-specialised GEMM equals the tile level with no finding or conflict") {
+    // 7 k-steps of 32 over 3 stages: every stage barrier's parity wraps.
+    check_clean_run({"gemm", "-D", "M=128", "-D", "N=128", "-D", "K=224"});
+  }
+
+  TEST_CASE("the warp-specialised GEMM kernel file equals the tile level") {
+    check_clean_run({kernel_file("gemm.py"), "-D", "M=128", "-D", "N=128", "-D", "K=128", "-D",
+                     "num_stages=2"});
+  }
+
+  TEST_CASE("the warp-specialised FlashAttention equals the tile level, causal or not") {
+    // seq_len 192 with block_N 64: 3 iterations over 2 stages (stage 0's parity wraps).
+    for (const char* causal : {"is_causal=0", "is_causal=1"}) {
+      CAPTURE(causal);
+      check_clean_run(
+          {kernel_file("flash_attention.py"), "-D", "heads=1", "-D", "seq_len=192", "-D", causal});
+    }
+  }
+
+  TEST_CASE("a wrong parity in the generated protocol is caught") {
+    // The consumers wait for parity (r + 1) % 2 of ws_full: round 0 passes at once on the fresh
+    // barriers, so they read stages 0-2 before anything landed there (uninitialised reads);
+    // and the producer, let through by the consumers' early arrivals on ws_empty, runs two
+    // phases ahead, so at k = 3 they wait for parity 0 while ws_full[0] is in phase 2 (parity
+    // 0, incomplete): the phase they meant is gone and nobody can move (a deadlock).
+    LowerOptions parity;
+    parity.ws_wrong_parity = true;
+    ThreadRunResult r = run_gemm_sm90(parity);
+    auto uninit = of_kind(r, sim::FindingKind::kUninit);
+    REQUIRE(!uninit.empty());
+    CHECK(contains(uninit[0]->message, "_shared"));
+    CHECK(of_kind(r, sim::FindingKind::kDeadlock).size() == 1);
+  }
+
+  TEST_CASE("a wrong arrival count in the generated protocol is a deadlock") {
+    // ws_empty expects T + 1 = 129 arrivals and the 128 consumers give 128: its phase 0 never
+    // completes, so the producer waits at k = 3 (round 1 of stage 0) and the consumers at
+    // k = 3 for a stage that is never filled.
+    LowerOptions count;
+    count.ws_wrong_arrival_count = true;
+    ThreadRunResult d = run_gemm_sm90(count);
+    auto deadlocks = of_kind(d, sim::FindingKind::kDeadlock);
+    REQUIRE(deadlocks.size() == 1);
+    CHECK(contains(deadlocks[0]->message, "ws_empty[0]"));
+    CHECK(contains(deadlocks[0]->message, "of 129"));
+  }
+
+  TEST_CASE("the generated protocol itself has no finding") {
+    ThreadRunResult ok = run_gemm_sm90({});
+    CHECK(ok.report.findings.empty());
+  }
+
+  TEST_CASE("verify proves the warp-specialised GEMM and FlashAttention") {
+    for (std::vector<std::string> args :
+         {std::vector<std::string>{"verify", "gemm", "--target", "sm90"},
+          std::vector<std::string>{"verify", kernel_file("flash_attention.py"), "--target",
+                                   "sm90"}}) {
+      nlohmann::json j = run_json(args);
+      INFO(j.dump(1));
+      CHECK(j["failed"] == 0);
+      CHECK(j["proved"].get<int>() > 0);
+    }
+  }
+
+  TEST_CASE("a kernel written with T.ws is lowered as written") {
+    CliResult r = run_tessel({"lower", kernel_file("ws_gemm.py"), "--target", "sm90"});
+    REQUIRE(r.status == 0);
+    CHECK_FALSE(contains(r.out, "ws_full"));
+  }
+
+  TEST_CASE("a pipeline whose consumers write shared memory keeps the sm80 schedule") {
+    // The epilogue-free GEMM with the accumulator staged through shared memory inside the loop
+    // would need block barriers among the consumers: the pass leaves it to cp.async pipelining.
+    const char* src =
+        "import tilelang.language as T\n"
+        "\n"
+        "\n"
+        "def staged(M=64, N=64, K=64):\n"
+        "    @T.prim_func\n"
+        "    def main(A: T.Tensor((M, K), \"float16\"), B: T.Tensor((M, K), \"float16\")):\n"
+        "        with T.Kernel(1, threads=128) as bx:\n"
+        "            A_s = T.alloc_shared((64, 16), \"float16\")\n"
+        "            S_s = T.alloc_shared((64, 16), \"float16\")\n"
+        "            for k in T.Pipelined(K // 16, num_stages=2):\n"
+        "                T.copy(A[0, k * 16], A_s)\n"
+        "                T.copy(A_s, S_s)\n"
+        "                T.copy(S_s, B[0, k * 16])\n"
+        "\n"
+        "    return main\n";
+    LowerOptions o;
+    o.print_after_all = true;
+    LoweredKernel l = lower_kernel(parse_kernel(src, "staged.py").kernel, find_target("sm90"), o);
+    CHECK(l.kernel->threads == 128);
+    bool noted = false;
+    for (const PassSnapshot& s : l.snapshots) {
+      noted |= s.pass == "warp_specialize" &&
+               contains(s.text, "consumer statement of the loop writes shared memory ('S_s')");
+    }
+    CHECK(noted);
+  }
+
+  TEST_CASE("the warp-specialised GEMM and FlashAttention compile with nvcc for sm_90a") {
+    const Target& sm90 = find_target("sm90");
+    for (const char* name : {"gemm.py", "flash_attention.py"}) {
+      CAPTURE(name);
+      Kernel k = parse_kernel_file(kernel_file(name)).kernel;
+      EmittedSource src = emit_source(lower_kernel(k, sm90).kernel, sm90);
+      CHECK(contains(src.code, "setmaxnreg"));
+      CHECK(contains(src.code, "mbarrier.try_wait.parity"));
+      std::string dir = (std::filesystem::temp_directory_path() / "tessel_ws_nvcc").string();
+      std::filesystem::create_directories(dir);
+      CompileResult c = compile_device_code(src, sm90, dir);
+      if (!c.skipped.empty()) {
+        MESSAGE("skipped: " << c.skipped);
+      } else {
+        CHECK_MESSAGE(c.compiled, c.log);
+      }
+    }
+  }
+}
