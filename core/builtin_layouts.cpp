@@ -2,6 +2,8 @@
 // formulas and where each comes from).
 #include "core/builtin_layouts.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace tessel {
@@ -169,6 +171,72 @@ Layout gemm_operand_layout(int64_t rows, int64_t cols, DataType dtype, bool k_in
   if (kind == "swizzle_64b") return swizzle_64b(rows, cols, dtype);
   if (kind == "swizzle_32b") return swizzle_32b(rows, cols, dtype);
   return gemm_padded(rows, cols, dtype);
+}
+
+Layout swizzle_mfma(int64_t rows, int64_t cols, DataType dtype, int64_t granule_bytes) {
+  require_positive("swizzle_mfma", rows, cols);
+  const std::string what = "swizzle_mfma" + dims(rows, cols) + " for " + dtype.name();
+  if (granule_bytes != 4 && granule_bytes != 8) {
+    user_error(what + ": the granule must be 4 or 8 bytes (the bank word or a ds_read_b64), not " +
+               std::to_string(granule_bytes));
+  }
+  const int bits = dtype.storage_bits() * dtype.lanes;
+  if (bits > granule_bytes * 8 || (granule_bytes * 8) % bits != 0) {
+    user_error(what + ": the element type must divide the " + std::to_string(granule_bytes) +
+               "-byte granule");
+  }
+  const int64_t vec = granule_bytes * 8 / bits;  // elements per granule
+  const int64_t granules = cols / vec;
+  const bool pow2 = granules > 0 && (granules & (granules - 1)) == 0;
+  if (cols % vec != 0 || !(pow2 || granules % 16 == 0)) {
+    user_error(what + ": a row must hold a power of two or a multiple of 16 " +
+               std::to_string(granule_bytes) + "-byte granules (cols a multiple of " +
+               std::to_string(vec) + ", cols / " + std::to_string(vec) +
+               " a power of two or a multiple of 16); use padded(...) instead");
+  }
+  // A 128-byte bank line holds `slots` granules and per_phase rows; the 16 rows of one phase
+  // span 16 / per_phase lines, which max_phase XOR patterns tell apart.
+  const int64_t slots = 128 / granule_bytes;
+  const int64_t per_phase = std::max<int64_t>(1, slots / granules);
+  const int64_t max_phase = std::min<int64_t>(granules, std::max<int64_t>(1, 16 / per_phase));
+  return Layout::from_fn({rows, cols}, [&](const std::vector<Var>& v) {
+    Expr i = v[0], j = v[1];
+    if (max_phase == 1) return std::vector<Expr>{i, j};
+    Expr line = per_phase == 1 ? i : floordiv(i, make_int(per_phase));
+    Expr phase = floormod(line, make_int(max_phase));
+    if (per_phase == 2 && max_phase == 8) {
+      // Rows r and r + 4 (r % 8 < 4: the two row groups of one 2-byte phase of an MFMA
+      // accumulator or of an operand stored M/N-contiguous) must XOR bit 2 of the granule
+      // differently; (r / 2) % 8 differs there only through a carry. Swapping bits 1 and 2 of
+      // the phase (bit 2 becomes r's bit 2) keeps it a bijection over the 8 line pairs.
+      phase = floormod(line, make_int(2)) + floormod(floordiv(i, make_int(8)), make_int(2)) * 2 +
+              floormod(floordiv(i, make_int(4)), make_int(2)) * 4;
+    }
+    Expr granule = floordiv(j, make_int(vec));
+    Expr col = vec == 1 ? (granule ^ phase)
+                        : (granule ^ phase) * make_int(vec) + floormod(j, make_int(vec));
+    return std::vector<Expr>{i, col};
+  });
+}
+
+Layout mfma_operand_layout(int64_t rows, int64_t cols, DataType dtype, bool k_inner) {
+  if (mfma_operand_layout_kind(rows, cols, dtype, k_inner) == "swizzle_mfma") {
+    return swizzle_mfma(rows, cols, dtype);
+  }
+  return gemm_operand_layout(rows, cols, dtype, k_inner);
+}
+
+std::string mfma_operand_layout_kind(int64_t rows, int64_t cols, DataType dtype, bool k_inner) {
+  const int bits = dtype.storage_bits() * dtype.lanes;
+  // One rule for both orientations, so a tile read by two gemms (K of Q K^T, then of another
+  // product) gets one layout: with M or N contiguous the MFMA path reads 2-byte elements, 16
+  // lanes along one row and 16 along the row 4 below, which the same XOR keeps apart when a row
+  // holds 8 or more granules (64 bytes).
+  if (bits == 16 && rows >= 1 && cols % 4 == 0) {
+    const int64_t granules = cols / 4;
+    if ((granules & (granules - 1)) == 0 || granules % 16 == 0) return "swizzle_mfma";
+  }
+  return gemm_operand_layout_kind(rows, cols, dtype, k_inner);
 }
 
 Fragment mma_m16n8k16_a(DataType dtype) {

@@ -51,6 +51,35 @@ Layout gemm_operand_layout(int64_t rows, int64_t cols, DataType dtype, bool k_in
 std::string gemm_operand_layout_kind(int64_t rows, int64_t cols, DataType dtype,
                                      bool k_inner = true);
 
+/// The AMD LDS swizzle for an MFMA operand whose reduction dimension is contiguous (CDNA2/3,
+/// wave64, 32 banks x 4 B). The 16x16x16 MFMA loads lane l's 4 k-elements of row l % 16 with
+/// one ds_read_b64, and ds_read_b64 serves 16 lanes per phase: 16 consecutive rows at the same
+/// 8-byte granule. They are conflict-free exactly when their addresses fall in 16 different
+/// 8-byte slots of a 128-byte bank line, so the XOR works on 8-byte granules, not on 16-byte
+/// chunks (a layout that keeps 16-byte chunks puts all 16 addresses in the 8 slots of one parity:
+/// at least 2-way). With vec = 64 / bits elements per granule, G = cols / vec granules per row,
+/// per_phase = max(1, 16 / G) rows per 128-byte line and max_phase = min(16, G):
+///   (i, j) -> (i, ((j / vec) ^ ((i / per_phase) % max_phase)) * vec + j % vec).
+/// (Triton's AMD shared encoding for MFMA operands has the same vec / perPhase / maxPhase form.)
+/// Global -> LDS stores then move 8-byte granules (ds_write_b64, 16 lanes a phase, 16
+/// consecutive granules of one line), also conflict-free. docs/layouts.md derives both.
+/// `granule_bytes` 4 serves lanes that read 1, 2 or 4 bytes (a packed int4/int2 operand): the
+/// same rule on 4-byte words (32 per line), vec = 32 / bits.
+/// Requires: granule_bytes 4 or 8, bits divide it, cols % vec == 0, G a power of two or a
+/// multiple of 16 (user error).
+Layout swizzle_mfma(int64_t rows, int64_t cols, DataType dtype, int64_t granule_bytes = 8);
+
+/// The shared layout of a gemm operand read by the MFMA path (AMD targets): swizzle_mfma for a
+/// 16-bit element whichever dimension is contiguous (a tile two gemms read in different
+/// orientations keeps one layout). Stored with M or N contiguous, the MFMA path reads 2-byte
+/// elements, 16 lanes along row k and 16 along row k + 4, which the same XOR keeps in different
+/// banks when a row holds 8 or more granules (64 bytes). Else the sm80 rule
+/// (gemm_operand_layout). `k_inner` is kept for that rule (8-bit operands).
+Layout mfma_operand_layout(int64_t rows, int64_t cols, DataType dtype, bool k_inner = true);
+/// Which rule `mfma_operand_layout` applied: "swizzle_mfma" or gemm_operand_layout_kind's.
+std::string mfma_operand_layout_kind(int64_t rows, int64_t cols, DataType dtype,
+                                     bool k_inner = true);
+
 // ---- NVIDIA warp fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16") --------------------
 
 /// A operand, 16x16 (m x k), f16 or bf16: g = lane >> 2, t = lane % 4; element e = 0..7 of a

@@ -119,6 +119,17 @@ const std::vector<Entry>& registry() {
                                        static_cast<int>(as_int(a[1])),
                                        static_cast<int>(as_int(a[2])), as_int(a[3]));
                  }});
+    e.push_back({{"swizzle_mfma", "swizzle_mfma(rows, cols, dtype, granule=8)",
+                  "AMD LDS swizzle for MFMA operands: 8-byte (or 4-byte) granules XOR the row's "
+                  "phase, so the 16 rows of one ds_read_b64 phase hit 16 bank slots"},
+                 {p_int("rows"),
+                  p_int("cols"),
+                  p_dtype(),
+                  {"granule", ArgKind::kInt, NamedLayoutArg{"granule", int64_t{8}}}},
+                 false,
+                 [](const std::vector<Value>& a) -> std::variant<Layout, Fragment> {
+                   return swizzle_mfma(as_int(a[0]), as_int(a[1]), as_dtype(a[2]), as_int(a[3]));
+                 }});
     e.push_back({{"gemm_operand", "gemm_operand(rows, cols, dtype, k_inner=True)",
                   "the shared-memory layout TileLang picks for a gemm operand on sm80 (128B or "
                   "64B swizzle, else padding)"},
@@ -126,6 +137,15 @@ const std::vector<Entry>& registry() {
                  false,
                  [](const std::vector<Value>& a) -> std::variant<Layout, Fragment> {
                    return gemm_operand_layout(as_int(a[0]), as_int(a[1]), as_dtype(a[2]),
+                                              as_bool(a[3]));
+                 }});
+    e.push_back({{"mfma_operand", "mfma_operand(rows, cols, dtype, k_inner=True)",
+                  "the shared-memory layout of a gemm operand on gfx90a/gfx942 (swizzle_mfma "
+                  "when k is contiguous, else the sm80 rule)"},
+                 {p_int("rows"), p_int("cols"), p_dtype(), p_bool("k_inner", true)},
+                 false,
+                 [](const std::vector<Value>& a) -> std::variant<Layout, Fragment> {
+                   return mfma_operand_layout(as_int(a[0]), as_int(a[1]), as_dtype(a[2]),
                                               as_bool(a[3]));
                  }});
     e.push_back(fragment_entry("mma_m16n8k16_a",

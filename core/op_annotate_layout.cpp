@@ -4,7 +4,9 @@
 #include <map>
 #include <optional>
 
+#include "core/builtin_layouts.h"
 #include "core/expr_printer.h"
+#include "core/instruction_family.h"
 #include "core/lowering.h"
 
 namespace tessel {
@@ -123,11 +125,34 @@ std::string AnnotateLayoutOp::to_string() const {
 
 namespace tessel {
 
+namespace {
+
+/// The annotated layout on this target. The sm80 gemm-operand swizzle (what
+/// make_swizzled_layout and gemm_operand_layout give) asks for "the matrix unit's operand
+/// swizzle"; where gemms run on MFMA that is mfma_operand_layout, whose 8-byte granules keep the
+/// ds_read_b64 phases conflict-free (the sm80 one leaves them 2-way). A layout only places
+/// elements, so the values the kernel computes are the same.
+Layout for_target(const Layout& l, const Buffer& b, const Target& target) {
+  if (!target.has(mfma_family()) || b->ndim() != 2) return l;
+  auto rows = as_const_int(b->shape[0]), cols = as_const_int(b->shape[1]);
+  if (!rows || !cols) return l;
+  for (bool k_inner : {true, false}) {
+    if (gemm_operand_layout_kind(*rows, *cols, b->dtype, k_inner) == "padded") continue;
+    if (l == gemm_operand_layout(*rows, *cols, b->dtype, k_inner)) {
+      return mfma_operand_layout(*rows, *cols, b->dtype, k_inner);
+    }
+  }
+  return l;
+}
+
+}  // namespace
+
 void AnnotateLayoutOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
   if (level != InferLevel::kStrict) return;
   for (const auto& [buffer, layout] : entries_) {
     if (const auto* l = std::get_if<Layout>(&layout)) {
-      ctx.set_shared_layout(buffer, *l, describe() + " (strict)", /*annotation=*/true);
+      ctx.set_shared_layout(buffer, for_target(*l, buffer, ctx.target()), describe() + " (strict)",
+                            /*annotation=*/true);
     } else {
       ctx.set_fragment(buffer, std::get<Fragment>(layout), describe() + " (strict)");
     }

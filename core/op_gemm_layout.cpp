@@ -15,10 +15,12 @@ bool in_shared(const Buffer& b) {
 }
 
 /// The operand's storage layout: rows are the strided dimension, columns the contiguous one of
-/// the tile as stored; `k_inner` when the contiguous dimension is the reduction.
-Layout operand_layout(const Buffer& b, bool k_inner) {
-  return gemm_operand_layout(*as_const_int(b->shape[0]), *as_const_int(b->shape[1]), b->dtype,
-                             k_inner);
+/// the tile as stored; `k_inner` when the contiguous dimension is the reduction. The MFMA path
+/// (AMD) has its own rule for the LDS phases of ds_read_b64.
+Layout operand_layout(const GemmPlan& plan, const Buffer& b, bool k_inner) {
+  const int64_t rows = *as_const_int(b->shape[0]), cols = *as_const_int(b->shape[1]);
+  if (plan.path == GemmPath::kMfma) return mfma_operand_layout(rows, cols, b->dtype, k_inner);
+  return gemm_operand_layout(rows, cols, b->dtype, k_inner);
 }
 
 }  // namespace
@@ -28,8 +30,10 @@ void GemmOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
   GemmPlan plan = plan_gemm(*this, ctx.kernel()->name, ctx.target(), ctx.threads());
   std::string origin = describe() + " (strict)";
   // A stored (M, K) has K contiguous; stored (K, M) it has M. B is the other way round.
-  if (in_shared(A_)) ctx.set_shared_layout(A_, operand_layout(A_, !options_.transpose_A), origin);
-  if (in_shared(B_)) ctx.set_shared_layout(B_, operand_layout(B_, options_.transpose_B), origin);
+  if (in_shared(A_))
+    ctx.set_shared_layout(A_, operand_layout(plan, A_, !options_.transpose_A), origin);
+  if (in_shared(B_))
+    ctx.set_shared_layout(B_, operand_layout(plan, B_, options_.transpose_B), origin);
   ctx.set_fragment(C_, gemm_c_fragment(plan), origin);
   if (A_->scope == Scope::kFragment) {
     ctx.set_fragment(A_, gemm_a_fragment(plan, options_.transpose_A, A_->dtype), origin);

@@ -419,7 +419,9 @@ std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<
 }
 
 int64_t ParallelLoop::vector_width() const {
-  return choose_vector_width(extents_, max_element_bits(body_));
+  int64_t vec = choose_vector_width(extents_, max_element_bits(body_));
+  while (max_vector_ > 0 && vec > max_vector_) vec /= 2;
+  return vec;
 }
 
 // ---- Inference -------------------------------------------------------------------------------

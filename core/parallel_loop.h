@@ -38,8 +38,12 @@ class ParallelLoop {
   /// shared memory), so inference does not require the loop's threads to hold both.
   void set_converts_layouts(bool on) { converts_layouts_ = on; }
 
+  /// At most `elements` per vector in the free partition (a shared layout that keeps only
+  /// narrower runs contiguous). Requires: a power of two >= 1.
+  void set_max_vector(int64_t elements) { max_vector_ = elements; }
+
   /// The vector width of the free partition: 16 bytes of the widest element, dividing the last
-  /// extent.
+  /// extent, at most the set_max_vector cap.
   int64_t vector_width() const;
   const Stmt& body() const { return body_; }
 
@@ -55,6 +59,7 @@ class ParallelLoop {
   Stmt body_;
   SourceLoc loc_;
   bool converts_layouts_ = false;
+  int64_t max_vector_ = 0;  ///< 0: no cap
 };
 
 /// The calling thread's iterations of `body` over the box `extents` (variables `vars`)
