@@ -1,13 +1,18 @@
 // The AMD (gfx90a, gfx942) shared-memory layout of MFMA operands: swizzle_mfma against the CDNA3
-// LDS phase rules (REFERENCE.md), each expectation derived by hand in a comment.
+// LDS phase rules (REFERENCE.md), each expectation derived by hand in a comment; and verify's
+// bank proofs agreeing with the simulator on the accesses the lowering emits.
 #include <doctest/doctest.h>
 
 #include <set>
 #include <vector>
 
 #include "core/bank_rules.h"
+#include "core/builder.h"
 #include "core/builtin_layouts.h"
 #include "core/error.h"
+#include "core/passes.h"
+#include "interp/thread_interpreter.h"
+#include "verify/kernel_proofs.h"
 
 using namespace tessel;
 
@@ -32,9 +37,56 @@ std::vector<int64_t> mfma_operand_read(const Layout& l, int64_t ko) {
   return addr;
 }
 
+/// 32 lanes each read 4 f16 of a shared tile at a 32-byte stride inside T.vectorized(4), the
+/// load in the arm of a T.if_then_else whose condition depends on the vector index.
+Kernel select_in_vector_loop() {
+  KernelBuilder T("select_in_vector_loop");
+  auto B = T.tensor("B", {128}, DataType::f16());
+  T.kernel1(1, 32);
+  Var tx = T.get_thread_binding();
+  auto S = T.alloc_shared("S", {512}, DataType::f16());
+  T.serial(16, [&](Var i) { S(i * 32 + tx) = cast(DataType::f16(), tx); });
+  T.sync_threads();
+  T.vectorized(4, [&](Var v) {
+    B(tx * 4 + v) = if_then_else(v < 2, S(tx * 16 + v), make_const(DataType::f16(), 0));
+  });
+  return T.finish();
+}
+
 }  // namespace
 
 TEST_SUITE("AMD MFMA operand layouts") {
+  TEST_CASE("verify counts a shared load in a T.if_then_else of the vector index per element") {
+    // The generated code evaluates `v < 2 ? S[16 tx + v] : 0` element by element (a `?:`), and
+    // the thread level masks each element's load by its condition: one 2-byte request per
+    // element, never one 8-byte vector. On sm80 (one phase of 32 lanes for 2 bytes) lane t reads
+    // word 8 t (element 0 or 1 of its run): bank 8 t % 32, so lanes t, t + 4, ..., t + 28 share a
+    // bank with 8 different words: 8-way. As one 8-byte vector (two phases of 16) it would be
+    // 4-way: verify must report the 8-way degree, and the simulator the same wavefronts.
+    Kernel kernel = select_in_vector_loop();
+    const Target& sm80 = find_target("sm80");
+    LoweredKernel lowered = lower_kernel(kernel, sm80);
+    KernelProofs proofs = prove_kernel(lowered, sm80);
+    bool seen = false;
+    for (const KernelCheck& c : proofs.checks) {
+      if (c.what.find("load S[") == std::string::npos) continue;
+      seen = true;
+      INFO(c.what);
+      CHECK(c.what.find("2 B per lane") != std::string::npos);
+      CHECK(c.result == "failed");
+      REQUIRE(c.counterexample);
+      CHECK(c.counterexample->find("8-way bank conflict") != std::string::npos);
+    }
+    CHECK(seen);
+    TensorMap tensors;
+    tensors.emplace("B", HostTensor(DataType::f16(), {128}));
+    ThreadRunResult run = run_thread_level(lowered.kernel, tensors, ThreadRunOptions{});
+    // Store loop: 16 conflict-free requests. Loads: elements 0 and 1 (v < 2) each one request
+    // of 8 wavefronts; elements 2 and 3 load nothing. 16 + 2 requests, 16 + 16 wavefronts.
+    CHECK(run.report.total.bank_conflicts == 14);
+    CHECK(run.report.total.wavefronts == 32);
+  }
+
   TEST_CASE("swizzle_mfma of a 32-column f16 tile XORs 8-byte granules with the row pair") {
     // vec = 64 / 16 = 4 elements a granule, G = 32 / 4 = 8 granules a row, so a 128-byte line
     // holds per_phase = 16 / 8 = 2 rows and max_phase = min(8, 16 / 2) = 8. The phase of row i

@@ -166,15 +166,27 @@ class Collector {
     }
   }
 
-  /// Every shared-memory load inside `e`.
+  /// Every shared-memory load inside `e`. The arms of a T.if_then_else are evaluated element by
+  /// element under their condition (a `?:` in the generated code, a per-element mask at thread
+  /// level): when the condition mentions the vectorized loop's variable, their loads are one
+  /// request per element, not one vector.
   void scan(const Expr& e, const Enclosing& scope, const Stmt& s) {
     if (!e.defined()) return;
-    pre_order_visit(e, [&](const Expr& x) {
-      const auto* load = x.as<BufferLoadNode>();
-      if (load && is_shared(load->buffer)) {
-        add(load->buffer, load->indices, scope, s, {"load", 0, 0, false, false});
+    if (const auto* select = e.as<SelectNode>()) {
+      scan(select->cond, scope, s);
+      Enclosing arms = scope;
+      if (scope.vec_extent > 0 && uses_var(rewrite(select->cond), scope.vec_var)) {
+        arms.vec_guarded = true;
       }
-    });
+      scan(select->t, arms, s);
+      scan(select->f, arms, s);
+      return;
+    }
+    const auto* load = e.as<BufferLoadNode>();
+    if (load && is_shared(load->buffer)) {
+      add(load->buffer, load->indices, scope, s, {"load", 0, 0, false, false});
+    }
+    for (const Expr& child : expr_children(e)) scan(child, scope, s);
   }
 
   /// The row-major offset of `index` in `b` (strides may be symbolic).
