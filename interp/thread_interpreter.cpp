@@ -77,7 +77,9 @@ Launch launch_blocks(const Kernel& kernel, const ThreadProgram& prog, const Targ
   for (const Buffer& b : kernel->params) {
     HostTensor& t = tensors.at(b->name);
     base = (base + 255) / 256 * 256;  // device allocations are 256-byte aligned
-    run.add_global(sim::BufferDesc{b->name, sim::Space::kGlobal, b->dtype, t.shape(), base});
+    sim::BufferDesc desc{b->name, sim::Space::kGlobal, b->dtype, t.shape(), base};
+    desc.read_only = !prog.buffers[run.num_globals()].written;
+    run.add_global(std::move(desc));
     base += b->dtype.storage_bytes(t.size());
     launch.tensors.push_back(&t);
   }

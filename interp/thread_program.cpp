@@ -228,6 +228,7 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
     CStmt* c = st_.new_stmt(SOp::kStore);
     LocScope scope(st_, s->loc, "");
     c->buffer = st_.buffer_id(op->buffer, "written");
+    st_.prog.buffers[c->buffer].written = true;
     for (const Expr& i : op->indices) c->indices.push_back(exprs_.compile(i));
     c->source_indices = op->indices;
     c->a = exprs_.compile(op->value);
@@ -296,6 +297,7 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
       if (a.buffer.defined()) {
         const IntrinsicOperand& o = info.operands[i];
         arg.buffer = st_.buffer_id(a.buffer, o.written ? "written" : "read");
+        if (o.written) st_.prog.buffers[arg.buffer].written = true;
         for (const Expr& e : a.indices) arg.indices.push_back(exprs_.compile(e));
         arg.site = st_.add_site(info.name + " " + o.name, a.buffer->name);
       } else {

@@ -126,6 +126,9 @@ struct CBuffer {
   sim::Space space = sim::Space::kGlobal;
   std::vector<const CExpr*> shape;  ///< allocations: extents, evaluated when the block starts
   int param = -1;                   ///< globals: position in the signature
+  /// Some statement stores to it or some instruction operand that writes names it (an atomic, a
+  /// copy's destination). A global nobody writes is read-only for the whole launch.
+  bool written = false;
 };
 
 /// T.vectorized: a loop with a constant extent of 2..16 and a body without barriers or intrinsic

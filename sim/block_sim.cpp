@@ -178,7 +178,10 @@ void BlockSim::observe(const WarpRequest& req, const Resolved& r, uint64_t same_
       check_local(req, r, buffers_[req.buffer - num_globals_]);
       break;
     case Space::kGlobal:
-      if (req.access == Access::kLoad || req.access == Access::kStore) {
+      if (d.read_only && req.access != Access::kLoad) {
+        internal_error("a write to global buffer '" + d.name + "', which the program never writes");
+      }
+      if (!d.read_only && (req.access == Access::kLoad || req.access == Access::kStore)) {
         check_global(req, r, d, same_value);
       }
       break;

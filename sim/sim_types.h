@@ -30,6 +30,9 @@ struct BufferDesc {
   DataType dtype;
   std::vector<int64_t> shape;  ///< the logical shape bounds are checked against
   int64_t base = 0;            ///< byte address of element 0 (shared: offset in the block's pool)
+  /// Global buffers no instruction of the launch writes: a load of one can race with nothing,
+  /// so the global race detectors skip its loads (and it takes no stores).
+  bool read_only = false;
 
   int64_t size() const;
   /// Bits of one element in memory.
