@@ -42,6 +42,8 @@ BlockExec::BlockExec(LaunchContext& launch, uint32_t block_linear, int64_t turn)
   for (int b = 0; b < prog.num_globals; ++b) {
     storage_[b].tensor = launch.tensors[b];
     storage_[b].is_float = prog.buffers[b].buffer->dtype.is_float();
+    const DataType t = launch.tensors[b]->dtype();
+    storage_[b].direct = t == DataType::f16() ? 1 : t == DataType::f32() ? 2 : 0;
   }
   const int ws = launch.warp_size;
   const int num_warps = (threads_ + ws - 1) / ws;

@@ -116,6 +116,9 @@ struct Storage {
   int64_t size = 0;             ///< elements per block (shared) or per thread (local)
   HostTensor* tensor = nullptr;
   bool is_float = false;
+  /// Globals of float16 (1) or float32 (2): read straight from the tensor's bytes, decoded as
+  /// HostTensor::at does. 0: through HostTensor::at.
+  uint8_t direct = 0;
   bool allocated = false;
 };
 

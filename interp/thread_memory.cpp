@@ -2,6 +2,7 @@
 // is resolved (bounds) and observed (counters, detectors) by sim/ — inside a T.vectorized loop,
 // observed when the loop ends (thread_vector.cpp) — and reads or writes the cells of the lanes
 // that are in bounds.
+#include <Eigen/Core>
 #include <bit>
 #include <cstring>
 
@@ -11,6 +12,17 @@ namespace tessel::thread_detail {
 
 uint64_t BlockExec::global_cell(int buffer, int64_t flat) const {
   const Storage& s = storage_[buffer];
+  if (s.direct == 1) {  // decode(f16) of HostTensor::at
+    uint16_t bits;
+    std::memcpy(&bits, s.tensor->data() + flat * 2, 2);
+    double v = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+    return std::bit_cast<uint64_t>(v);
+  }
+  if (s.direct == 2) {  // decode(f32)
+    float f;
+    std::memcpy(&f, s.tensor->data() + flat * 4, 4);
+    return std::bit_cast<uint64_t>(static_cast<double>(f));
+  }
   double v = s.tensor->at(flat);
   return s.is_float ? std::bit_cast<uint64_t>(v) : static_cast<uint64_t>(static_cast<int64_t>(v));
 }

@@ -116,7 +116,27 @@ Resolved BlockSim::resolve(const WarpRequest& req) {
   const size_t rank = d.shape.size();
   const int64_t size =
       req.buffer < num_globals_ ? d.size() : buffers_[req.buffer - num_globals_].size;
-  for (uint64_t m = req.mask; m; m &= m - 1) {
+  uint64_t lanes = req.mask;
+  if (rank == 1 && !req.lane_vector) {
+    // One dimension, one run length (registers and flattened shared tiles): a lane is in
+    // bounds when its run [i, i + n) lies in [0, extent) (the rule below); the others are
+    // left to the general loop, which reports them.
+    const int64_t last = d.shape[0] - std::max(req.vector, 1);
+    const int64_t* index = req.index[0];
+    uint64_t out = 0;
+    for (uint64_t m = lanes; m; m &= m - 1) {
+      const int lane = std::countr_zero(m);
+      const int64_t i = index[lane];
+      if (i >= 0 && i <= last) {
+        r.ok |= uint64_t{1} << lane;
+        r.flat[lane] = i;
+      } else {
+        out |= uint64_t{1} << lane;
+      }
+    }
+    lanes = out;
+  }
+  for (uint64_t m = lanes; m; m &= m - 1) {
     int lane = std::countr_zero(m);
     int n = lane_vector(req, lane);
     int64_t flat = 0;

@@ -11,10 +11,36 @@
 // Lanes of one warp count as different threads: since Volta, lanes of a warp are not
 // guaranteed to run in lock-step between instructions, so they need a barrier too.
 #include <bit>
+#include <cstring>
 
 #include "sim/block_sim.h"
 
 namespace tessel::sim {
+
+namespace {
+
+/// True when none of the n flags (each 0 or 1) is 0; eight at a time.
+bool all_written(const uint8_t* flags, int n) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  for (; n >= 8; n -= 8, flags += 8) {
+    uint64_t w;
+    std::memcpy(&w, flags, 8);
+    if (w != kOnes) return false;
+  }
+  if (n >= 4) {
+    uint32_t w;
+    std::memcpy(&w, flags, 4);
+    if (w != 0x01010101u) return false;
+    n -= 4;
+    flags += 4;
+  }
+  for (; n > 0; --n, ++flags) {
+    if (!*flags) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuffer& b,
                             uint64_t same) {
@@ -239,6 +265,7 @@ void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffe
       std::fill(init, init + n, uint8_t{1});
       continue;
     }
+    if (all_written(init, n)) continue;
     for (int j = 0; j < n; ++j) {
       if (init[j]) continue;
       int64_t e = r.flat[lane] + j;
