@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/expr_functor.h"
 #include "core/expr_printer.h"
+#include "core/instruction_family.h"
 #include "core/intrinsics.h"
 #include "core/stmt_functor.h"
 #include "core/vector_copy.h"
@@ -97,7 +98,8 @@ class SourcePrinter {
     std::ostringstream fn;
     fn << sig.str() << " {\n";
     if (lang_ == Language::kCuda && shared_offset_) {
-      fn << "  extern __shared__ __align__(16) unsigned char tessel_shared[];\n";
+      fn << "  extern __shared__ __align__(" << max_shared_align_
+         << ") unsigned char tessel_shared[];\n";
     }
     fn << body.str() << "}\n";
     function_ = fn.str();
@@ -205,8 +207,9 @@ class SourcePrinter {
       TESSEL_CASE_(Sub, "-")
       TESSEL_CASE_(Mul, "*")
       TESSEL_CASE_(Div, "/")
-      TESSEL_CASE_(BitAnd, "&") TESSEL_CASE_(BitOr, "|") TESSEL_CASE_(BitXor, "^")
-          TESSEL_CASE_(Shl, "<<") TESSEL_CASE_(Shr, ">>")
+      TESSEL_CASE_(BitAnd, "&")
+      TESSEL_CASE_(BitOr, "|") TESSEL_CASE_(BitXor, "^") TESSEL_CASE_(Shl, "<<")
+          TESSEL_CASE_(Shr, ">>")
 #undef TESSEL_CASE_
               default : break;
     }
@@ -433,7 +436,8 @@ class SourcePrinter {
     if (b->scope == Scope::kShared || b->scope == Scope::kSharedDyn) {
       if (lang_ == Language::kCuda) {
         int64_t bytes = b->dtype.storage_bytes(*size);
-        shared_offset_ = (shared_offset_ + 15) / 16 * 16;
+        const int64_t align = shared_align(b);
+        shared_offset_ = (shared_offset_ + align - 1) / align * align;
         line(o, type + "* " + name(b) + " = reinterpret_cast<" + type + "*>(tessel_shared + " +
                     std::to_string(shared_offset_) + ");  // " + std::to_string(*size) +
                     " elements");
@@ -501,6 +505,33 @@ class SourcePrinter {
   std::vector<TensorMapArg> tensor_map_args_;
   std::string header_, function_;
   int64_t shared_offset_ = 0;
+  int64_t max_shared_align_ = 16;
+  std::map<const BufferNode*, int64_t> shared_align_;  ///< buffers that need more than 16 bytes
+  bool shared_align_known_ = false;
+
+  /// The alignment shared buffer `b` needs: 16 bytes, or what an instruction reading it asks
+  /// for its whole buffer (OperandMemoryAccess::buffer_align: wgmma's swizzled tiles, 1024).
+  int64_t shared_align(const Buffer& b) {
+    if (!shared_align_known_) {
+      shared_align_known_ = true;
+      for_each_stmt(k_->body, [&](const Stmt& x) {
+        const auto* call = x.as<IntrinsicCallNode>();
+        if (!call) return;
+        const IntrinsicInfo& info = intrinsic_info(call->intrinsic);
+        for (size_t i = 0; i < call->args.size(); ++i) {
+          if (!call->args[i].buffer.defined()) continue;
+          std::optional<OperandMemoryAccess> a = info.home->memory_access(info, i);
+          if (!a || a->buffer_align <= 16) continue;
+          int64_t& v = shared_align_[call->args[i].buffer.get()];
+          v = std::max<int64_t>(v, a->buffer_align);
+        }
+      });
+    }
+    auto it = shared_align_.find(b.get());
+    if (it == shared_align_.end()) return 16;
+    max_shared_align_ = std::max(max_shared_align_, it->second);
+    return it->second;
+  }
   std::string last_loc_;
 };
 

@@ -19,6 +19,8 @@ const char* gemm_path_name(GemmPath path) {
       return "mfma";
     case GemmPath::kSimt:
       return "simt";
+    case GemmPath::kWgmma:
+      return "wgmma";
   }
   return "?";
 }
@@ -63,6 +65,75 @@ std::optional<WarpPartition> choose_split(int64_t M, int64_t N, int num_warps,
 
 std::optional<int64_t> const_extent(const Buffer& b, size_t dim) {
   return as_const_int(b->shape[dim]);
+}
+
+/// The widest wgmma swizzle (128, 64 or 32 bytes) that divides a row of `bytes`; 0 when none.
+int wgmma_swizzle_for(int64_t bytes) {
+  for (int w : {128, 64, 32}) {
+    if (bytes % w == 0) return w;
+  }
+  return 0;
+}
+
+/// The descriptor of a shared operand stored rows x cols whose columns run along K (`k_major`).
+WgmmaOperand wgmma_operand(int64_t rows, int64_t cols, bool k_major, DataType dtype) {
+  WgmmaOperand o;
+  o.rows = rows;
+  o.cols = cols;
+  o.mn_major = !k_major;
+  o.swizzle = wgmma_swizzle_for(dtype.storage_bytes(cols));
+  // K-major: LBO unused by swizzled layouts ("assumed 1", i.e. 16 bytes), SBO between 8-row
+  // groups. MN-major: LBO between panels of swizzle-wide columns, SBO between 8-row groups.
+  o.lbo = k_major ? 16 : rows * o.swizzle;
+  o.sbo = 8 * int64_t{o.swizzle};
+  return o;
+}
+
+/// Plans `p` (a kMma plan on a target with wgmma) as kWgmma; or says why it cannot.
+std::string plan_wgmma(const GemmOp& op, GemmPlan& p, int threads) {
+  const GemmOptions& o = op.options();
+  const bool rs = op.variant() == "rs";
+  if (!rs && op.variant() != "ss") {
+    return "B is a fragment (wgmma reads B from shared memory only)";
+  }
+  if (rs && o.transpose_A) return "A is a transposed fragment (wgmma takes A's registers (M, K))";
+  if (op.B()->dtype != op.A()->dtype) return "A and B have different element types";
+  if (threads % 128 != 0) {
+    return "threads=" + std::to_string(threads) + " is not a whole number of warpgroups (128)";
+  }
+  const int groups = threads / 128;
+  if (p.M % (64 * groups) != 0) {
+    return "M = " + std::to_string(p.M) + " is not a multiple of 64 rows per warpgroup (" +
+           std::to_string(groups) + " warpgroups)";
+  }
+  if (p.N % 8 != 0 || p.N > 256) {
+    return "N = " + std::to_string(p.N) + " is not a multiple of 8 from 8 to 256";
+  }
+  const DataType t = op.A()->dtype;
+  WgmmaOperand a =
+      o.transpose_A ? wgmma_operand(p.K, p.M, false, t) : wgmma_operand(p.M, p.K, true, t);
+  WgmmaOperand b =
+      o.transpose_B ? wgmma_operand(p.N, p.K, true, t) : wgmma_operand(p.K, p.N, false, t);
+  for (const WgmmaOperand* x : {&a, &b}) {
+    if (x->swizzle == 0) {
+      return std::string(x == &a ? "A" : "B") + "'s rows of " +
+             std::to_string(t.storage_bytes(x->cols)) +
+             " bytes are no multiple of a 32-byte swizzle row";
+    }
+    if (x->lbo >= (int64_t{1} << 18)) return "a shared operand too large for one descriptor";
+  }
+  p.path = GemmPath::kWgmma;
+  p.inst_m = 64, p.inst_n = p.N, p.inst_k = 16;
+  p.warpgroups = groups;
+  p.partition = WarpPartition{groups, 1, p.M / groups, p.N};
+  p.wgmma_a = a;
+  p.wgmma_b = b;
+  if (rs) {
+    p.instruction = t == DataType::f16() ? IntrinsicId::kWgmmaRsF16 : IntrinsicId::kWgmmaRsBF16;
+  } else {
+    p.instruction = t == DataType::f16() ? IntrinsicId::kWgmmaSsF16 : IntrinsicId::kWgmmaSsBF16;
+  }
+  return "";
 }
 
 }  // namespace
@@ -175,6 +246,10 @@ GemmPlan plan_gemm(const GemmOp& op, const std::string& kernel, const Target& ta
     }
     return p;
   }
+  if (p.path == GemmPath::kMma && target.has(wgmma_family())) {
+    p.why_not_wgmma = plan_wgmma(op, p, threads);
+    if (p.why_not_wgmma.empty()) return p;
+  }
   std::optional<IntrinsicId> id =
       find_matrix_intrinsic(target.nvidia, static_cast<int>(p.inst_m), static_cast<int>(p.inst_n),
                             static_cast<int>(p.inst_k), in);
@@ -196,7 +271,31 @@ Fragment transpose_fragment(const Fragment& frag) {
       frag.replicate());
 }
 
+Layout wgmma_operand_layout(const WgmmaOperand& o, DataType dtype) {
+  const int64_t eb = dtype.storage_bytes(1), w = o.swizzle, per_row = w / eb;
+  const int64_t mask = w == 128 ? 7 : w == 64 ? 3 : 1;
+  const int64_t rows = o.rows;
+  return Layout::from_fn({o.rows, o.cols}, [&](const std::vector<Var>& v) {
+    // Byte of (r, c) before the swizzle: panel c / per_row, row r, column c % per_row.
+    Expr byte = floordiv(v[1], make_int(per_row)) * make_int(rows * w) + v[0] * make_int(w) +
+                floormod(v[1], make_int(per_row)) * make_int(eb);
+    Expr swizzled = byte ^ (((byte >> 7) & make_int(mask)) << 4);
+    return std::vector<Expr>{floordiv(swizzled, make_int(eb))};
+  });
+}
+
 Fragment gemm_c_fragment(const GemmPlan& p) {
+  if (p.path == GemmPath::kWgmma) {
+    // PTX ISA Figure 149 (wgmma .m64nNk16 D): warp w % 4 of a warpgroup holds rows 16 (w % 4)
+    // .. +15, lane l register i row l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2:
+    // mma.m16n8k16's C fragment repeated N / 8 times along the registers, over the 4 warps on
+    // threads; then the warpgroup's 64-row tiles on registers and the warpgroups on threads.
+    return mma_m16n8k16_c(DataType::f32())
+        .repeat({1, p.N / 8}, /*on_thread=*/false)
+        .repeat_on_thread({4, 1})
+        .repeat({p.tiles_m(), 1}, /*on_thread=*/false)
+        .repeat_on_thread({p.warpgroups, 1});
+  }
   if (p.path == GemmPath::kSimt) {
     int64_t threads = p.threads, N = p.N;
     return Fragment::from_fn({p.M, p.N}, [&](const std::vector<Var>& v, const Var&) {
@@ -212,6 +311,16 @@ Fragment gemm_c_fragment(const GemmPlan& p) {
 
 Fragment gemm_a_fragment(const GemmPlan& p, bool transposed, DataType dtype) {
   internal_check(p.path != GemmPath::kSimt, "operand fragments exist on the matrix paths only");
+  if (p.path == GemmPath::kWgmma) {
+    // wgmma's A in registers (PTX ISA Figure 148): warp w % 4 holds rows 16 (w % 4) .. +15 of
+    // each 64 x 16 tile as mma.m16n8k16's A fragment; tile (ti, tk) at registers
+    // (ti * k_steps + tk) * 8; the warpgroups on threads.
+    internal_check(!transposed, "wgmma takes A's registers untransposed");
+    return mma_m16n8k16_a(dtype)
+        .repeat_on_thread({4, 1})
+        .repeat({p.tiles_m(), p.k_steps()}, /*on_thread=*/false)
+        .repeat_on_thread({p.warpgroups, 1});
+  }
   Fragment base = p.path == GemmPath::kMma ? mma_m16n8k16_a(dtype) : mfma_16x16x16_a(dtype);
   const WarpPartition& w = p.partition;
   if (!transposed) {

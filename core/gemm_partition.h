@@ -20,8 +20,9 @@ enum class GemmPath : uint8_t {
   kMma,   ///< sm80/sm90: ldmatrix + mma.sync.m16n8k16 (f16/bf16 in, f32 accumulate)
   kMfma,  ///< gfx90a/gfx942: plain shared loads + v_mfma_f32_16x16x16 (wave64)
   kSimt,  ///< anything else: every thread computes its C elements with scalar multiply-adds
+  kWgmma, ///< sm90: wgmma.mma_async m64nNk16 per warpgroup, both operands in shared memory
 };
-const char* gemm_path_name(GemmPath path);  ///< "mma", "mfma", "simt"
+const char* gemm_path_name(GemmPath path);  ///< "mma", "mfma", "simt", "wgmma"
 
 /// An m_warps x n_warps grid of warps over the C tile. Warp w = wm * n_warps + wn owns rows
 /// [wm * warp_m, (wm + 1) * warp_m) and columns [wn * warp_n, (wn + 1) * warp_n).
@@ -44,6 +45,22 @@ WarpPartition compute_warp_partition(const std::string& who, int64_t M, int64_t 
                                      int warp_size, GemmWarpPolicy policy, int64_t inst_m,
                                      int64_t inst_n, const std::string& instruction);
 
+/// A shared operand of wgmma as its matrix descriptor reads it (core/families/family_util.h):
+/// the tile is stored `rows` x `cols` (A (M, K), B (K, N), or transposed), K-major when its
+/// columns run along K, else MN-major, in panels of `swizzle` bytes along its columns.
+struct WgmmaOperand {
+  bool mn_major = false;
+  int swizzle = 0;             ///< bytes: 32, 64 or 128
+  int64_t lbo = 0, sbo = 0;    ///< the descriptor's byte offsets
+  int64_t rows = 0, cols = 0;  ///< the tile's shape as stored
+};
+
+/// The shared layout that `o`'s descriptor addresses: element (r, c) of a rows x cols tile of
+/// `dtype` at panel c / P (P = swizzle / element size columns, panels rows * swizzle bytes
+/// apart), row r of the panel at r * swizzle bytes, column c % P in it, the 16-byte chunk of
+/// each row XOR-swizzled with bits 7.. of the byte offset (CuTe Swizzle<log2(swizzle/16),4,3>).
+Layout wgmma_operand_layout(const WgmmaOperand& o, DataType dtype);
+
 /// Everything inference and lowering of one gemm agree on.
 struct GemmPlan {
   GemmPath path = GemmPath::kSimt;
@@ -56,8 +73,15 @@ struct GemmPlan {
   WarpPartition partition;
   /// kSimt: why no matrix instruction applies ("float32 inputs", "N = 12 is not a multiple of 8").
   std::string why_simt;
+  /// kWgmma: the warpgroups (each takes M / warpgroups rows, tiles_m() wgmmas of 64 rows per k
+  /// step, N columns each) and the two shared operands' descriptors. On a target with wgmma
+  /// that does not use it, why not ("A is a fragment", "N = 512 is over 256").
+  int warpgroups = 0;
+  WgmmaOperand wgmma_a, wgmma_b;
+  std::string why_not_wgmma;
 
-  int64_t tiles_m() const { return partition.warp_m / inst_m; }  ///< instruction tiles per warp
+  /// Instruction tiles per warp (kWgmma: per warpgroup).
+  int64_t tiles_m() const { return partition.warp_m / inst_m; }
   int64_t tiles_n() const { return partition.warp_n / inst_n; }
   int64_t k_steps() const { return K / inst_k; }
 };

@@ -58,6 +58,9 @@ struct OperandMemoryAccess {
   bool banks = true;      ///< a bank-conflict question (false: the lanes serialise, atomics)
   int align = 0;          ///< each lane's first byte must be a multiple of this (0: no need)
   std::string what;       ///< the access in messages: "ldmatrix_x4 row", "cp_async_16 source"
+  /// The operand's whole buffer must start at a multiple of this many bytes (0: no need):
+  /// wgmma's swizzled operands, whose swizzle XORs address bits 4-9 (1024).
+  int buffer_align = 0;
 };
 
 /// One instruction family. Every hook is pure virtual: a new family must answer all of them.
@@ -96,7 +99,8 @@ class InstructionFamily {
   X(mfma_family)                       \
   X(atomic_family)                     \
   X(mbarrier_family)                   \
-  X(tma_family)
+  X(tma_family)                        \
+  X(wgmma_family)
 
 #define TESSEL_FAMILY_FACTORY_(factory) const InstructionFamily& factory();
 TESSEL_INSTRUCTION_FAMILIES(TESSEL_FAMILY_FACTORY_)
@@ -188,6 +192,27 @@ class WarpIntrinsicExec {
   /// written by the async proxy, visible to threads that wait for that barrier phase.
   virtual void tma_write(int lane, int operand, const std::vector<int64_t>& flats,
                          const std::vector<uint64_t>& cells, int bar_operand, int64_t bar_flat) = 0;
+  /// wgmma.mma_async (core/families/wgmma.cpp). The warp's index in its block (warp w is warp
+  /// w % 4 of warpgroup w / 4).
+  virtual int warp_index() const = 0;
+  /// The accumulator value lane `lane` holds at `flat` of register operand `operand`, counting
+  /// the results of this warp's wgmma operations not yet waited for (the hardware chains
+  /// operations on one accumulator).
+  virtual uint64_t wgmma_accumulator(int operand, int lane, int64_t flat) = 0;
+  /// One wgmma operation joins the warp's open group: it reads the shared elements `reads`
+  /// ((operand, flat) pairs) until it is waited for, and writes `writes` ((operand, lane, flat,
+  /// bits)) into the registers then.
+  struct WgmmaWrite {
+    int operand = 0;
+    int lane = 0;
+    int64_t flat = 0;
+    uint64_t bits = 0;
+  };
+  virtual void wgmma_issue(const std::vector<std::pair<int, int64_t>>& reads,
+                           const std::vector<WgmmaWrite>& writes) = 0;
+  /// wgmma.commit_group and wgmma.wait_group n of the warp.
+  virtual void wgmma_commit() = 0;
+  virtual void wgmma_wait(int n) = 0;
 };
 
 }  // namespace tessel

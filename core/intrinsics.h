@@ -28,6 +28,12 @@
 //   set_max_nreg             | n (immediate), inc (immediate 1 or 0)             | warpgroup
 //   tma_load_1d .. _5d       | dst (shared origin), src (global origin), bar,    | per thread
 //                            | box_0 .. box_{n-1} (immediates)                   |
+//   wgmma_ss_f16|bf16        | D f32 x N/2, A (shared start), B (shared start),  | 128
+//                            | n, A and B descriptors (swizzle, lbo, sbo,        |
+//                            | mn_major), scale_d (immediates)                   |
+//   wgmma_rs_f16|bf16        | D f32 x N/2, A x8 (registers), B (shared start),  | 128
+//                            | n, B descriptor, scale_d                          |
+//   wgmma_fence|commit_group | - (wait_group: n)                                 | 128
 #pragma once
 
 #include <cstdint>
@@ -78,7 +84,14 @@ enum class AtomicKind : uint8_t;  // core/op_atomic.h
   X(TmaLoad2D, "tma_load_2d")                    \
   X(TmaLoad3D, "tma_load_3d")                    \
   X(TmaLoad4D, "tma_load_4d")                    \
-  X(TmaLoad5D, "tma_load_5d")
+  X(TmaLoad5D, "tma_load_5d")                    \
+  X(WgmmaSsF16, "wgmma_ss_f16")                  \
+  X(WgmmaSsBF16, "wgmma_ss_bf16")                \
+  X(WgmmaRsF16, "wgmma_rs_f16")                  \
+  X(WgmmaRsBF16, "wgmma_rs_bf16")                \
+  X(WgmmaFence, "wgmma_fence")                   \
+  X(WgmmaCommitGroup, "wgmma_commit_group")      \
+  X(WgmmaWaitGroup, "wgmma_wait_group")
 
 enum class IntrinsicId : uint8_t {
 #define TESSEL_ENUM_(id, name) k##id,
@@ -101,6 +114,8 @@ enum class IntrinsicFamily : uint8_t {
   kFence,        ///< a memory-ordering fence (fence.proxy.async)
   kRegAlloc,     ///< warpgroup-wide register reallocation (setmaxnreg)
   kTmaLoad,      ///< per-thread bulk tensor copy of a box, global -> shared, onto an mbarrier
+  kWgmma,        ///< warpgroup-wide asynchronous D = A * B + D, B (and A) read from shared memory
+  kWgmmaGroup,   ///< wgmma.fence, commit_group, wait_group: the warpgroup's wgmma ordering
 };
 
 /// How one operand is passed.

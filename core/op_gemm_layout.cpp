@@ -30,10 +30,18 @@ void GemmOp::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
   GemmPlan plan = plan_gemm(*this, ctx.kernel()->name, ctx.target(), ctx.threads());
   std::string origin = describe() + " (strict)";
   // A stored (M, K) has K contiguous; stored (K, M) it has M. B is the other way round.
-  if (in_shared(A_))
-    ctx.set_shared_layout(A_, operand_layout(plan, A_, !options_.transpose_A), origin);
-  if (in_shared(B_))
-    ctx.set_shared_layout(B_, operand_layout(plan, B_, options_.transpose_B), origin);
+  if (plan.path == GemmPath::kWgmma) {
+    // wgmma reads both operands through descriptors: their canonical swizzled layouts.
+    if (in_shared(A_)) {
+      ctx.set_shared_layout(A_, wgmma_operand_layout(plan.wgmma_a, A_->dtype), origin);
+    }
+    ctx.set_shared_layout(B_, wgmma_operand_layout(plan.wgmma_b, B_->dtype), origin);
+  } else {
+    if (in_shared(A_))
+      ctx.set_shared_layout(A_, operand_layout(plan, A_, !options_.transpose_A), origin);
+    if (in_shared(B_))
+      ctx.set_shared_layout(B_, operand_layout(plan, B_, options_.transpose_B), origin);
+  }
   ctx.set_fragment(C_, gemm_c_fragment(plan), origin);
   if (A_->scope == Scope::kFragment) {
     ctx.set_fragment(A_, gemm_a_fragment(plan, options_.transpose_A, A_->dtype), origin);

@@ -105,6 +105,80 @@ Stmt lower_matrix(GemmLowering& g) {
   return SeqNode::make(std::move(body));
 }
 
+/// The shared layout inference recorded for a wgmma operand must be its descriptor's.
+void require_wgmma_layout(GemmLowering& g, const Buffer& b, const WgmmaOperand& o) {
+  const Layout* l = g.ctx.layouts().shared_layout(b);
+  Layout expected = wgmma_operand_layout(o, b->dtype);
+  if (l != nullptr && (*l == expected || equal_by_evaluation(*l, expected))) return;
+  user_error("kernel '" + g.ctx.kernel()->name + "': " + g.op.describe() + ": '" + b->name +
+             "' has the layout\n    " + (l ? l->to_string() : std::string("(none)")) +
+             "\n  but the wgmma this gemm lowers to reads it through a descriptor as\n    " +
+             expected.to_string() + "\n  fix: remove the T.annotate_layout of '" + b->name +
+             "', or lower for --target sm80 (mma.sync)");
+}
+
+/// wgmma.mma_async (sm90): warpgroup g takes rows [g M / G, (g + 1) M / G); per k step of 16 it
+/// issues one m64nNk16 per 64-row tile, A and B read from shared memory through descriptors
+/// whose start is the tile's first element. Before: each thread's fence.proxy.async and a
+/// barrier (the copies' generic-proxy writes become visible to the async proxy wgmma reads
+/// through); after: one commit and wait_group 0, so C is complete and the operands free when
+/// the gemm ends, as T.gemm promises.
+Stmt lower_wgmma(GemmLowering& g) {
+  const GemmPlan& p = g.plan;
+  const GemmOp& op = g.op;
+  const bool rs = op.A()->scope == Scope::kFragment;
+  Buffer a_regs;
+  if (rs) {
+    require_fragment(g, op.A(), gemm_a_fragment(p, false, op.A()->dtype));
+    a_regs = g.ctx.registers(op.A());
+  } else {
+    require_wgmma_layout(g, op.A(), p.wgmma_a);
+  }
+  require_wgmma_layout(g, op.B(), p.wgmma_b);
+  Buffer c = g.ctx.registers(op.C());
+  const int64_t regs = p.N / 2;
+  std::vector<Stmt> body;
+  if (op.options().clear_accum) {
+    body.push_back(g.loop("r", p.tiles_m() * regs, ForKind::kUnrolled, [&](const Expr& r) {
+      return StoreNode::make(c, {r}, make_const(c->dtype, 0), op.loc());
+    }));
+  }
+  body.push_back(g.call(IntrinsicId::kFenceProxyAsync, {}));
+  body.push_back(BarrierNode::make(op.loc()));
+  body.push_back(g.call(IntrinsicId::kWgmmaFence, {}));
+  Expr group_row = floordiv(g.ctx.thread(), make_int(128)) * make_int(p.M / p.warpgroups);
+  auto imm = [](int64_t v) { return IntrinsicArg{Buffer(), {}, make_int(v)}; };
+  auto desc = [&](std::vector<IntrinsicArg>& args, const WgmmaOperand& o) {
+    args.push_back(imm(o.swizzle));
+    args.push_back(imm(o.lbo));
+    args.push_back(imm(o.sbo));
+    args.push_back(imm(o.mn_major ? 1 : 0));
+  };
+  body.push_back(g.loop("ko", p.k_steps(), ForKind::kSerial, [&](const Expr& ko) {
+    return g.loop("i", p.tiles_m(), ForKind::kUnrolled, [&](const Expr& i) {
+      Expr m0 = group_row + i * make_int(64), k0 = ko * make_int(16);
+      std::vector<IntrinsicArg> args = {register_arg(c, i * make_int(regs))};
+      if (rs) {
+        // A tile (i, ko) of this warpgroup's registers (gemm_a_fragment).
+        args.push_back(register_arg(a_regs, (i * make_int(p.k_steps()) + ko) * make_int(8)));
+      } else {
+        args.push_back(op.options().transpose_A ? element_arg(op.A(), {k0, m0})
+                                                : element_arg(op.A(), {m0, k0}));
+      }
+      args.push_back(op.options().transpose_B ? element_arg(op.B(), {make_int(0), k0})
+                                              : element_arg(op.B(), {k0, make_int(0)}));
+      args.push_back(imm(p.N));
+      if (!rs) desc(args, p.wgmma_a);
+      desc(args, p.wgmma_b);
+      args.push_back(imm(1));  // scale_d: D = A B + D
+      return g.call(p.instruction, std::move(args));
+    });
+  }));
+  body.push_back(g.call(IntrinsicId::kWgmmaCommitGroup, {}));
+  body.push_back(g.call(IntrinsicId::kWgmmaWaitGroup, {imm(0)}));
+  return SeqNode::make(std::move(body));
+}
+
 /// Element e = r * threads + thread of C (row-major) accumulates A[i, :] . B[:, j] over K.
 Stmt lower_simt(GemmLowering& g) {
   const GemmPlan& p = g.plan;
@@ -138,6 +212,7 @@ Stmt lower_simt(GemmLowering& g) {
 Stmt GemmOp::lower(LowerContext& ctx) const {
   GemmLowering g(*this, ctx, plan_gemm(*this, ctx.kernel()->name, ctx.target(), ctx.threads()));
   require_fragment(g, C_, gemm_c_fragment(g.plan));
+  if (g.plan.path == GemmPath::kWgmma) return lower_wgmma(g);
   return g.plan.path == GemmPath::kSimt ? lower_simt(g) : lower_matrix(g);
 }
 

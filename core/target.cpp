@@ -42,9 +42,10 @@ const std::vector<Target>& all_targets() {
     sm90.shared_bytes = 227 * 1024;
     sm90.families.push_back(&mbarrier_family());
     sm90.families.push_back(&tma_family());
+    sm90.families.push_back(&wgmma_family());
     sm90.description =
         "NVIDIA Hopper (H100): sm80's instructions, mbarriers, fence.proxy.async, setmaxnreg, "
-        "TMA loads (no wgmma yet)";
+        "TMA loads, wgmma.mma_async";
     Target gfx90a;
     gfx90a.name = "gfx90a";
     gfx90a.nvidia = false;

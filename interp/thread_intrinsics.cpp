@@ -133,6 +133,31 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
                               s_->args[bar_operand].buffer, bar_flat);
     for (size_t j = 0; j < flats.size(); ++j) w_.block_.cell(buffer, 0, flats[j]) = cells[j];
   }
+  int warp_index() const override { return w_.warp_.id; }
+  uint64_t wgmma_accumulator(int operand, int lane, int64_t flat) override {
+    const int buffer = s_->args[operand].buffer;
+    if (auto v = w_.block_.sim().wgmma_pending_value(buffer, thread(lane), flat)) return *v;
+    return w_.block_.cell(buffer, thread(lane), flat);
+  }
+  void wgmma_issue(const std::vector<std::pair<int, int64_t>>& reads,
+                   const std::vector<WgmmaWrite>& writes) override {
+    std::vector<std::pair<int, int64_t>> cells;
+    cells.reserve(reads.size());
+    for (const auto& [operand, flat] : reads) cells.emplace_back(s_->args[operand].buffer, flat);
+    std::vector<sim::RegisterWrite> regs;
+    regs.reserve(writes.size());
+    for (const WgmmaWrite& w : writes) {
+      regs.push_back({s_->args[w.operand].buffer, thread(w.lane), w.flat, w.bits});
+    }
+    w_.block_.sim().wgmma_issue(w_.warp_.id, w_.warp_.first_thread, s_->site, cells,
+                                std::move(regs));
+  }
+  void wgmma_commit() override { w_.block_.sim().wgmma_commit(w_.warp_.id); }
+  void wgmma_wait(int n) override {
+    for (const sim::RegisterWrite& r : w_.block_.sim().wgmma_wait(w_.warp_.id, n)) {
+      w_.block_.cell(r.buffer, r.thread, r.flat) = r.bits;
+    }
+  }
   bool blocked() const { return blocked_; }
   void async_wait(int lane, int n) override {
     for (const sim::AsyncCopy& copy : w_.block_.sim().async_wait(w_.warp_.first_thread + lane, n)) {
@@ -182,7 +207,8 @@ bool WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
                default_target(info.nvidia).name);
   }
   const Target* target = block_.target();
-  if ((info.sync || info.box_rank > 0) && target && !target->has(*info.home)) {
+  if ((info.sync || info.box_rank > 0 || info.home == &wgmma_family()) && target &&
+      !target->has(*info.home)) {
     user_error("kernel '" + block_.prog().kernel->name +
                "': " + block_.prog().sites[s->site].describe() + " (" + info.cuda +
                ") is a Hopper instruction that target " + target->name +

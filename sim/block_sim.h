@@ -11,7 +11,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <deque>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -29,6 +32,15 @@ struct Arrival {
   int site = -1;      ///< the barrier it waits at; -1 when the warp has finished
   uint64_t mask = 0;  ///< lanes that arrived
   uint64_t live = 0;  ///< lanes the warp has
+};
+
+/// A register a wgmma writes when it is waited for: `bits` into element `flat` of local buffer
+/// `buffer` of thread `thread`.
+struct RegisterWrite {
+  int buffer = -1;
+  int thread = 0;
+  int64_t flat = 0;
+  uint64_t bits = 0;
 };
 
 class BlockSim {
@@ -105,6 +117,25 @@ class BlockSim {
   /// writes before it, as a store by `thread` would.
   void tma_write(int thread, int site, int buffer, const std::vector<int64_t>& flats,
                  int bar_buffer, int64_t bar_flat);
+  /// wgmma.mma_async (block_sim_wgmma.cpp). Warp `warp`'s operation, issued at `site` by
+  /// `thread` (its first lane), reads the shared elements `reads` (buffer, flat) through the async
+  /// proxy from issue until the wgmma.wait_group that retires its group: a write to one of them
+  /// meanwhile, by any thread, is a wgmma race (kWgmmaRace). Its accumulator results `writes`
+  /// land in the registers at that wait. The reads are no per-lane requests: they count no bank
+  /// wavefronts (the async proxy reads whole lines), but an element nobody wrote is uninit.
+  void wgmma_issue(int warp, int thread, int site, const std::vector<std::pair<int, int64_t>>& reads,
+                   std::vector<RegisterWrite> writes);
+  /// The newest accumulator value of (buffer, thread, flat) that a pending wgmma of the thread's
+  /// warp will write, or nullopt (the register holds the current value).
+  std::optional<uint64_t> wgmma_pending_value(int buffer, int thread, int64_t flat) const;
+  /// wgmma.commit_group: closes the warp's open group (an empty group when nothing is open).
+  void wgmma_commit(int warp);
+  /// wgmma.wait_group n: retires every committed group of the warp but the newest `n`; returns
+  /// their register writes, oldest first, for the caller to apply.
+  std::vector<RegisterWrite> wgmma_wait(int warp, int n);
+  /// wgmma groups issued and not yet retired, over all warps (end of block: they are dropped).
+  int64_t wgmma_in_flight() const;
+
   /// The barrier's state in words: "'full[1]' is in phase 2 (parity 0) with 64 of 128
   /// arrivals (threads 0-63), 0 of 0 expected transaction bytes landed".
   std::string mbar_state(int buffer, int64_t flat) const;
@@ -138,6 +169,8 @@ class BlockSim {
     int32_t w_site = -1, r_site = -1, r_site2 = -1;
     uint32_t w_clock = 0, r_clock = 0, r_clock2 = 0;  ///< the accessors' own clocks (mbarriers)
     uint16_t pending = 0;  ///< cp.async copies in flight onto this element
+    uint16_t wgmma = 0;    ///< wgmma operations in flight that read this element
+    int32_t wgmma_site = -1, wgmma_thread = -1;  ///< the newest of them
     int16_t async_site = -1;
     int32_t async_thread = -1;
     bool init = false;
@@ -165,6 +198,18 @@ class BlockSim {
   void global_race_across_blocks(int site, Access access, const BufferDesc& d, int64_t e, int t,
                                  const GlobalConflict& c);
   void shared_store(BlockBuffer& b, int64_t e, int thread, int site, bool same);
+  /// A write by `thread` at `site` to element `e` of `b`, which a wgmma in flight reads.
+  void wgmma_race(BlockBuffer& b, int64_t e, int thread, int site, bool copy);
+  /// One wgmma operation in flight: the shared elements it reads, its register results.
+  struct WgmmaOp {
+    std::vector<std::pair<int, int64_t>> reads;
+    std::vector<RegisterWrite> writes;
+  };
+  struct WgmmaWarp {
+    std::vector<WgmmaOp> open;
+    std::deque<std::vector<WgmmaOp>> committed;
+  };
+  void wgmma_retire(std::vector<WgmmaOp>& group, std::vector<RegisterWrite>& out);
   /// Sum over threads of their peak bytes in flight in the current barrier interval.
   int64_t interval_in_flight() const;
   /// True when thread `a`'s access at its clock `clock` happens before `t`'s next access
@@ -231,6 +276,10 @@ class BlockSim {
   uint64_t mbar_changes_ = 0;
   int mbar_count_ = 0;  ///< barriers initialised (their async-proxy clock columns)
   std::vector<std::string> proxy_names_;  ///< per column past threads_: the barrier's name
+  std::map<int, WgmmaWarp> wgmma_;        ///< per warp with wgmma operations in flight
+  /// (buffer, thread, flat) -> the newest pending accumulator value, and how many pending
+  /// operations write it.
+  std::map<std::tuple<int, int, int64_t>, std::pair<uint64_t, int>> wgmma_regs_;
 };
 
 }  // namespace tessel::sim

@@ -153,6 +153,7 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
           c.init = true;
           break;
         case Access::kAsyncWrite:
+          if (c.wgmma) wgmma_race(b, e, t, req.site, true);
           // The data land at the wait, but the copy may write as soon as it is issued: a read
           // by another thread in this interval is a write-after-read race already.
           if (c.r_epoch == epoch_ && (c.reader != t || c.reader2 >= 0) && !read_ordered(c, t)) {
@@ -190,6 +191,7 @@ bool BlockSim::read_ordered(const Cell& c, int t) const {
 void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool same) {
   const BufferDesc& d = b.desc;
   Cell& c = b.cells[e];
+  if (c.wgmma) wgmma_race(b, e, t, site, false);
   if (c.pending) {
     findings_.add(FindingKind::kAsyncRace, false, d.name, c.async_site, site, [&] {
       Finding f;
@@ -267,6 +269,27 @@ void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffe
     }
     if (all_written(init, n)) continue;
     for (int j = 0; j < n; ++j) {
+      if (!wgmma_regs_.empty() && wgmma_regs_.count({req.buffer, t, r.flat[lane] + j})) {
+        // An accumulator a wgmma of this warp writes at its wait_group: the read sees the
+        // value from before the wgmma.
+        const int64_t e = r.flat[lane] + j;
+        findings_.add(
+            FindingKind::kWgmmaRace, false, d.name, req.site, -1,
+            [&] {
+              Finding f;
+              f.element = d.index_string(e);
+              f.threads = {t};
+              f.blocks = {block_index_};
+              f.message = "wgmma race on register " + d.name + f.element + ": " + thread_words(t) +
+                          " of block " + block_string(block_index_) + " reads it by " +
+                          site_words(req.site) +
+                          " while a wgmma that writes it has not been waited for; the read "
+                          "sees the value from before that wgmma. Put T.wgmma_wait_group(0) "
+                          "before the read";
+              return f;
+            },
+            1);
+      }
       if (init[j]) continue;
       int64_t e = r.flat[lane] + j;
       findings_.add(FindingKind::kUninit, false, d.name, req.site, -1, [&] {

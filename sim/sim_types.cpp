@@ -35,6 +35,8 @@ const char* finding_kind_name(FindingKind kind) {
       return "deadlock";
     case FindingKind::kMbarrier:
       return "mbarrier";
+    case FindingKind::kWgmmaRace:
+      return "wgmma_race";
   }
   return "?";
 }

@@ -133,9 +133,10 @@ enum class FindingKind : uint8_t {
   kMisaligned,  ///< an address not a multiple of the access's size (cp.async, ldmatrix, vectors)
   kDeadlock,    ///< every live warp waits (mbarrier phases, barriers) and none can move
   kMbarrier,    ///< an mbarrier used before T.mbarrier_init / with a bad count
+  kWgmmaRace,   ///< a write to shared memory that an issued, not yet waited-for wgmma reads
 };
 /// "race", "oob", "uninit", "barrier_divergence", "async_race", "write_conflict", "misaligned",
-/// "deadlock", "mbarrier".
+/// "deadlock", "mbarrier", "wgmma_race".
 const char* finding_kind_name(FindingKind kind);
 
 /// One problem the models found, aggregated over its occurrences: the first occurrence is

@@ -59,6 +59,14 @@ class FakeWarp final : public WarpIntrinsicExec {
   std::vector<int64_t> shape(int) const override { return {}; }
   void tma_write(int, int, const std::vector<int64_t>&, const std::vector<uint64_t>&, int,
                  int64_t) override {}
+  int warp_index() const override { return 0; }
+  uint64_t wgmma_accumulator(int, int lane, int64_t flat) override {
+    return registers[lane][flat];
+  }
+  void wgmma_issue(const std::vector<std::pair<int, int64_t>>&,
+                   const std::vector<WgmmaWrite>&) override {}
+  void wgmma_commit() override {}
+  void wgmma_wait(int) override {}
 };
 
 }  // namespace
@@ -128,7 +136,7 @@ TEST_SUITE("instruction families") {
     CHECK(w.observed[1].operand == 0);
   }
 
-  TEST_CASE("every instruction of the table has a home, and the seven families are registered") {
+  TEST_CASE("every instruction of the table has a home, and the eight families are registered") {
     for (const IntrinsicInfo& info : intrinsic_table()) {
       INFO(info.name);
       CHECK(info.home != nullptr);
@@ -136,7 +144,7 @@ TEST_SUITE("instruction families") {
     std::vector<std::string> names;
     for (const InstructionFamily* f : instruction_families()) names.emplace_back(f->name());
     CHECK(names == std::vector<std::string>{"mma.sync", "ldmatrix", "cp.async", "MFMA", "atomics",
-                                            "mbarrier", "TMA"});
+                                            "mbarrier", "TMA", "wgmma"});
   }
 
   TEST_CASE("cp.async declares both addresses aligned to the copy; registers and atomics none") {

@@ -145,7 +145,9 @@ TEST_SUITE("intrinsics: the table") {
   TEST_CASE("every register operand's layout covers each (lane, register) of a warp exactly once") {
     for (const IntrinsicInfo& info : intrinsic_table()) {
       for (const IntrinsicOperand& o : info.operands) {
-        if (o.kind != OperandKind::kRegisters) continue;
+        // wgmma's accumulator has N / 2 registers for its operand n: no fixed fragment (its
+        // formula is checked in test_wgmma.cpp).
+        if (o.kind != OperandKind::kRegisters || o.elements == 0) continue;
         INFO(info.name << " operand " << o.name);
         CHECK(o.layout.thread_extent() == info.warp_size);
         CHECK(o.layout.local_extent() == o.elements);

@@ -1,12 +1,43 @@
 // `tessel lower KERNEL [--target T] [--print-after-all]`: the thread-level IR the lowering
-// passes produce for a target (and, with --print-after-all, the IR after every pass).
+// passes produce for a target (and, with --print-after-all, the IR after every pass), with a
+// note for each T.gemm that a target with wgmma lowers another way, and why.
+#include "core/error.h"
+#include "core/gemm_partition.h"
+#include "core/instruction_family.h"
 #include "core/passes.h"
 #include "core/printer.h"
+#include "core/stmt_functor.h"
 #include "core/target.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
 
 namespace tessel::cli {
+
+namespace {
+
+/// "T.gemm at gemm.py:24:17: mma instead of wgmma: threads=64 is not a whole number of
+/// warpgroups (128)" for each gemm of `kernel` that `target`, which has wgmma, does not lower to
+/// it.
+std::vector<std::string> wgmma_notes(const Kernel& kernel, const Target& target) {
+  std::vector<std::string> notes;
+  if (!target.has(wgmma_family())) return notes;
+  for_each_stmt(kernel->body, [&](const Stmt& s) {
+    const auto* call = s.as<TileOpCallNode>();
+    const auto* gemm = call ? dynamic_cast<const GemmOp*>(call->op.get()) : nullptr;
+    if (!gemm) return;
+    try {
+      GemmPlan p = plan_gemm(*gemm, kernel->name, target, kernel->threads);
+      if (p.path == GemmPath::kWgmma) return;
+      notes.push_back(gemm->describe() + ": " + gemm_path_name(p.path) + " instead of wgmma: " +
+                      (p.why_not_wgmma.empty() ? p.why_simt : p.why_not_wgmma));
+    } catch (const UserError&) {
+      // lower_kernel reports it
+    }
+  });
+  return notes;
+}
+
+}  // namespace
 
 void add_lower_command(CLI::App& app, Context& ctx) {
   CLI::App* sub = app.add_subcommand("lower", "lower a kernel to thread-level IR for a target");
@@ -32,6 +63,7 @@ void add_lower_command(CLI::App& app, Context& ctx) {
     options.print_after_all = after_all;
     options.warp_specialize = !no_ws;
     LoweredKernel lowered = lower_kernel(kernel, find_target(target), options);
+    std::vector<std::string> notes = wgmma_notes(kernel, find_target(target));
     if (ctx.json) {
       nlohmann::json passes = nlohmann::json::array();
       for (const PassSnapshot& p : lowered.snapshots)
@@ -40,9 +72,11 @@ void add_lower_command(CLI::App& app, Context& ctx) {
                       {"target", target},
                       {"layouts", lowered.layouts.to_string()},
                       {"ir", print_kernel(lowered.kernel)},
-                      {"passes", passes}});
+                      {"passes", passes},
+                      {"notes", notes}});
       return;
     }
+    for (const std::string& n : notes) *ctx.out << "# note: " << n << "\n";
     for (const PassSnapshot& p : lowered.snapshots) {
       *ctx.out << "# ---- after " << p.pass << " ----\n" << p.text << "\n";
     }

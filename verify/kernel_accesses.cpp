@@ -245,6 +245,13 @@ class Collector : public StmtFunctor<void> {
         if (!arg.buffer.defined() || !is_per_thread(arg.buffer->scope)) continue;
         if (operand.written != writes) continue;
         int64_t count = operand.kind == OperandKind::kRegisters ? std::max(1, operand.elements) : 1;
+        if (operand.kind == OperandKind::kRegisters && operand.elements == 0) {
+          // A run whose length the call gives: wgmma's accumulator, n / 2 registers.
+          for (size_t j = 0; j < info.operands.size(); ++j) {
+            if (info.operands[j].name != "n" || j >= op->args.size()) continue;
+            if (auto n = as_const_int(op->args[j].value)) count = std::max<int64_t>(1, *n / 2);
+          }
+        }
         add(arg.buffer, arg.indices, count, writes, s);
       }
     }

@@ -16,6 +16,7 @@
 #include "verify/layout_proofs.h"
 #include "verify/proof_parts.h"
 #include "verify/shared_accesses.h"
+#include "verify/wgmma_proofs.h"
 
 namespace tessel {
 
@@ -297,6 +298,9 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
     proofs.checks.push_back(std::move(c));
   }
   prove_accesses(lowered, target, base, proofs.checks);
+  for (KernelCheck& c : prove_wgmma_descriptors(lowered, options.timeout_ms)) {
+    proofs.checks.push_back(std::move(c));
+  }
   for (KernelCheck& c :
        prove_global_bounds(lowered.kernel, scratch, target.warp_size, options.timeout_ms)) {
     proofs.checks.push_back(std::move(c));
