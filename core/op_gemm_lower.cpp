@@ -119,10 +119,12 @@ void require_wgmma_layout(GemmLowering& g, const Buffer& b, const WgmmaOperand& 
 
 /// wgmma.mma_async (sm90): warpgroup g takes rows [g M / G, (g + 1) M / G); per k step of 16 it
 /// issues one m64nNk16 per 64-row tile, A and B read from shared memory through descriptors
-/// whose start is the tile's first element. Before: each thread's fence.proxy.async and a
-/// barrier (the copies' generic-proxy writes become visible to the async proxy wgmma reads
-/// through); after: one commit and wait_group 0, so C is complete and the operands free when
-/// the gemm ends, as T.gemm promises.
+/// whose start is the tile's first element. Before: each thread's fence.proxy.async (the shared
+/// writes it has seen become visible to the async proxy wgmma reads through; the barrier that
+/// publishes other threads' writes is insert_barriers' or the pipeline's, so the gemm holds no
+/// block barrier of its own and can run inside a warp-specialised consumer branch); after: one
+/// commit and wait_group 0, so C is complete and the operands free when the gemm ends, as
+/// T.gemm promises.
 Stmt lower_wgmma(GemmLowering& g) {
   const GemmPlan& p = g.plan;
   const GemmOp& op = g.op;
@@ -144,7 +146,6 @@ Stmt lower_wgmma(GemmLowering& g) {
     }));
   }
   body.push_back(g.call(IntrinsicId::kFenceProxyAsync, {}));
-  body.push_back(BarrierNode::make(op.loc()));
   body.push_back(g.call(IntrinsicId::kWgmmaFence, {}));
   Expr group_row = floordiv(g.ctx.thread(), make_int(128)) * make_int(p.M / p.warpgroups);
   auto imm = [](int64_t v) { return IntrinsicArg{Buffer(), {}, make_int(v)}; };
