@@ -27,10 +27,11 @@ const std::vector<std::string> kSmallGemm = {"-D", "M=128", "-D", "N=128", "-D",
 /// row_sum_bank_conflicts (its 32-way conflict is the point), gemm_row_major.py (row-major
 /// operand tiles, conflicted on purpose), gemm_mma (hand-written ldmatrix / mma.sync: NVIDIA
 /// only), gemm_simt (a hand-written SIMT kernel: rows 4 apart of its 32-byte-row A_s share banks,
-/// 2-way on sm80 too), dequant_gemm_int2 (its int8 tiles are padded by hand
-/// for the scalar multiply-adds, which conflict on sm80 too), gemv.py's gemv_parallel (its own
-/// tile shape conflicts on sm80 too), fp8.py's gemm_fp8 (HIP has no fp8 arithmetic),
-/// bug_cp_async_no_wait (cp.async) and ws_gemm.py / ws_gemm_tma.py (mbarriers, TMA): NVIDIA only.
+/// 2-way on sm80 too), dequant_gemm_int2 (its int8 gemm is scalar multiply-adds on AMD, no
+/// int8 MFMA in Tessel yet: column reads of A_shared conflict; docs/workloads.md), gemv.py's
+/// gemv_parallel (its own tile shape conflicts on sm80 too), fp8.py's gemm_fp8 (HIP has no fp8
+/// arithmetic), bug_cp_async_no_wait (cp.async) and ws_gemm.py / ws_gemm_tma.py (mbarriers, TMA):
+/// NVIDIA only.
 std::vector<SweepCase> sweep_cases() {
   std::vector<SweepCase> c;
   for (const char* name : {"gemm", "gemm_transpose_b", "gemm_rs", "dequant_gemm"}) {
