@@ -267,7 +267,8 @@ void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffe
       std::fill(init, init + n, uint8_t{1});
       continue;
     }
-    if (all_written(init, n)) continue;
+    // An accumulator of a pending wgmma is written and still a race to read: check those first.
+    if (wgmma_regs_.empty() && all_written(init, n)) continue;
     for (int j = 0; j < n; ++j) {
       if (!wgmma_regs_.empty() && wgmma_regs_.count({req.buffer, t, r.flat[lane] + j})) {
         // An accumulator a wgmma of this warp writes at its wait_group: the read sees the
