@@ -17,12 +17,14 @@
 namespace tessel {
 
 /// A TMA tensor map the kernel takes after its other arguments (`const __grid_constant__
-/// CUtensorMap`): the host encodes it for `tensor` with box `box` (outermost first), no swizzle,
-/// zero fill out of bounds (cuTensorMapEncodeTiled).
+/// CUtensorMap`): the host encodes it for `tensor` with box `box` (outermost first), swizzle
+/// `swizzle` (bytes: 0, 32, 64, 128), zero fill out of bounds (cuTensorMapEncodeTiled).
 struct TensorMapArg {
   std::string name;
   std::string tensor;
   std::vector<int64_t> box;
+  int swizzle = 0;
+  DataType dtype;  ///< the tensor's element type
 };
 
 /// One kernel function of a kernel with several launches, as the host launches it.

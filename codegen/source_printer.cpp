@@ -476,14 +476,19 @@ class SourcePrinter {
       }
     }
     if (info.box_rank > 0) {
-      // A TMA copy reads its source through a tensor map the host builds: a kernel parameter.
-      std::vector<std::string> box(args.begin() + 3, args.end());
+      // A TMA copy reaches its global tensor through a tensor map the host builds: a kernel
+      // parameter.
+      const auto first = args.begin() + info.box_first;
+      std::vector<std::string> box(first, first + info.box_rank);
       std::vector<int64_t> extents;
-      for (size_t d = 3; d < call.args.size(); ++d)
-        extents.push_back(*as_const_int(call.args[d].value));
-      std::string map = tensor_map_name(buffers[1], box);
+      for (int d = 0; d < info.box_rank; ++d)
+        extents.push_back(*as_const_int(call.args[info.box_first + d].value));
+      const int swizzle =
+          static_cast<int>(*as_const_int(call.args[info.box_first + info.box_rank].value));
+      std::string map = tensor_map_name(buffers[info.tma_global], box, swizzle);
       if (tensor_maps_.insert(map).second) {
-        tensor_map_args_.push_back({map, call.args[1].buffer->name, extents});
+        const Buffer& g = call.args[info.tma_global].buffer;
+        tensor_map_args_.push_back({map, g->name, extents, swizzle, g->dtype});
       }
       used_.insert("tensor_maps");
     }
@@ -544,7 +549,7 @@ EmittedSource emit_source(const Kernel& lowered, const Target& target) {
       const auto* call = s.as<IntrinsicCallNode>();
       if (!call) return;
       const IntrinsicInfo& info = intrinsic_info(call->intrinsic);
-      if ((info.sync || info.box_rank > 0) && !target.has(*info.home)) {
+      if ((info.sync || info.home == &tma_family()) && !target.has(*info.home)) {
         user_error("kernel '" + lowered->name + "': T." + info.name + " (" + info.cuda +
                    ") is a Hopper instruction that target " + target.name +
                    " does not have; emit with --target sm90");

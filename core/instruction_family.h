@@ -46,8 +46,10 @@ struct CallText {
 };
 
 /// The kernel parameter holding the TMA tensor map of `tensor` for a box of extents `box`
-/// (printed): "tmap_A_64x32". Codegen declares one per distinct name; a TMA call passes it.
-std::string tensor_map_name(const std::string& tensor, const std::vector<std::string>& box);
+/// (printed) and a swizzle mode (bytes, core/tma_map.h): "tmap_A_64x32", "tmap_A_64x64_sw128".
+/// Codegen declares one per distinct name; a TMA call passes it.
+std::string tensor_map_name(const std::string& tensor, const std::vector<std::string>& box,
+                            int swizzle = 0);
 
 /// The shared- or global-memory access one operand of a call makes, as the proofs see it (the
 /// simulator sees the same through WarpIntrinsicExec::resolve).
@@ -213,6 +215,16 @@ class WarpIntrinsicExec {
   /// wgmma.commit_group and wgmma.wait_group n of the warp.
   virtual void wgmma_commit() = 0;
   virtual void wgmma_wait(int n) = 0;
+  /// A TMA store by `lane` (cp.async.bulk.tensor shared -> global, bulk_group completion): it
+  /// reads `flats` of shared operand `operand` until the lane's bulk wait retires its group (a
+  /// write to them before is a TMA store race) and writes element j to `gflats[j]` of global
+  /// operand `global_operand` (-1: past the tensor's edges, not written) when it completes.
+  /// The values are those the shared cells hold now.
+  virtual void tma_store(int lane, int operand, const std::vector<int64_t>& flats,
+                         int global_operand, const std::vector<int64_t>& gflats) = 0;
+  /// cp.async.bulk.commit_group / cp.async.bulk.wait_group.read n for `lane`'s bulk groups.
+  virtual void bulk_commit(int lane) = 0;
+  virtual void bulk_wait(int lane, int n) = 0;
 };
 
 }  // namespace tessel

@@ -27,7 +27,11 @@
 //   fence_proxy_async        | -                                                 | per thread
 //   set_max_nreg             | n (immediate), inc (immediate 1 or 0)             | warpgroup
 //   tma_load_1d .. _5d       | dst (shared origin), src (global origin), bar,    | per thread
-//                            | box_0 .. box_{n-1} (immediates)                   |
+//                            | box_0 .. box_{n-1}, swizzle (immediates)          |
+//   tma_store_1d .. _5d      | src (shared origin), dst (global origin),         | per thread
+//                            | box_0 .. box_{n-1}, swizzle (immediates)          |
+//   tma_store_arrive         | - (closes the thread's bulk group)                | per thread
+//   tma_store_wait           | n (immediate: groups that may stay in flight)     | per thread
 //   wgmma_ss_f16|bf16        | D f32 x N/2, A (shared start), B (shared start),  | 128
 //                            | n, A and B descriptors (swizzle, lbo, sbo,        |
 //                            | mn_major), scale_d (immediates)                   |
@@ -91,7 +95,14 @@ enum class AtomicKind : uint8_t;  // core/op_atomic.h
   X(WgmmaRsBF16, "wgmma_rs_bf16")                \
   X(WgmmaFence, "wgmma_fence")                   \
   X(WgmmaCommitGroup, "wgmma_commit_group")      \
-  X(WgmmaWaitGroup, "wgmma_wait_group")
+  X(WgmmaWaitGroup, "wgmma_wait_group")          \
+  X(TmaStore1D, "tma_store_1d")                  \
+  X(TmaStore2D, "tma_store_2d")                  \
+  X(TmaStore3D, "tma_store_3d")                  \
+  X(TmaStore4D, "tma_store_4d")                  \
+  X(TmaStore5D, "tma_store_5d")                  \
+  X(TmaStoreArrive, "tma_store_arrive")          \
+  X(TmaStoreWait, "tma_store_wait")
 
 enum class IntrinsicId : uint8_t {
 #define TESSEL_ENUM_(id, name) k##id,
@@ -116,6 +127,9 @@ enum class IntrinsicFamily : uint8_t {
   kTmaLoad,      ///< per-thread bulk tensor copy of a box, global -> shared, onto an mbarrier
   kWgmma,        ///< warpgroup-wide asynchronous D = A * B + D, B (and A) read from shared memory
   kWgmmaGroup,   ///< wgmma.fence, commit_group, wait_group: the warpgroup's wgmma ordering
+  kTmaStore,     ///< per-thread bulk tensor copy of a box, shared -> global, in a bulk group
+  kBulkCommit,   ///< closes this thread's current bulk group (cp.async.bulk.commit_group)
+  kBulkWait,     ///< waits until at most n of this thread's bulk groups still read shared memory
 };
 
 /// How one operand is passed.
@@ -169,6 +183,10 @@ struct IntrinsicInfo {
   /// where a warp can suspend, like T.sync_threads().
   bool blocking = false;
   int box_rank = 0;  ///< TMA: the dimensions of the box (1 to 5)
+  /// TMA: the operands of the shared tile, of the global tensor (whose tensor map the copy
+  /// reads) and of the first box extent; the box extents are followed by the swizzle (0, 32,
+  /// 64 or 128 bytes: CU_TENSOR_MAP_SWIZZLE_*, core/tma_map.h).
+  int tma_shared = 0, tma_global = 1, box_first = 3;
   std::vector<IntrinsicOperand> operands;
   std::string cuda;         ///< PTX / CUDA spelling ("" when there is none)
   std::string hip;          ///< HIP spelling ("" when there is none)

@@ -492,6 +492,9 @@ class Parser {
   /// `T.tma_copy(src, dst, barrier=bar)`: the first thread of the enclosing T.ws group (thread 0
   /// outside one) announces the box's bytes (T.mbarrier_expect_tx) and issues T.tma_load_<r>d.
   void parse_tma_copy(const CallArgs& call, std::vector<Stmt>& out);
+  /// The store half of T.tma_copy (shared region `src` -> global region `dst`, box `box`).
+  void parse_tma_store(const CallArgs& call, const BufferRegion& src, const BufferRegion& dst,
+                       const std::vector<int64_t>& box, std::vector<Stmt>& out);
 
   // ---- kernel_parser_layouts.cpp: TileLang's layout makers in T.annotate_layout ---------------
   /// True at `maker(` or `tilelang.layout.maker(` for one of TileLang's public layout makers.

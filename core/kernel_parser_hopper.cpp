@@ -86,6 +86,28 @@ bool Parser::parse_hopper_alias(const CallArgs& call, std::vector<Stmt>& out) {
     parse_tma_copy(call, out);
     return true;
   }
+  if (op == "T.tma_store_arrive") {
+    start();
+    bind_args(call, {}, 0);
+    out.push_back(located(call.at, [&] {
+      return IntrinsicCallNode::make(IntrinsicId::kTmaStoreArrive, {}, loc_of(call.at));
+    }));
+    return true;
+  }
+  if (op == "T.tma_store_wait") {
+    // TileLang: tma_store_wait(count=0, read=True). Tessel always waits for the stores to
+    // complete (cp.async.bulk.wait_group, without .read), which orders both their shared reads
+    // and their global writes, so `read` changes nothing.
+    start();
+    auto a = bind_args(call, {"count", "read"}, 0);
+    int64_t n = a[0] ? arg_int(call, *a[0], "count", 0, 63) : 0;
+    if (a[1]) arg_bool(call, *a[1], "read");
+    std::vector<IntrinsicArg> args = {IntrinsicArg{Buffer(), {}, make_int(n)}};
+    out.push_back(located(call.at, [&] {
+      return IntrinsicCallNode::make(IntrinsicId::kTmaStoreWait, std::move(args), loc_of(call.at));
+    }));
+    return true;
+  }
   if (op == "T.barrier_wait" || op == "T.barrier_arrive") {
     start();
     out.push_back(parse_intrinsic(call, op == "T.barrier_wait" ? IntrinsicId::kMbarrierWaitParity
@@ -98,47 +120,65 @@ bool Parser::parse_hopper_alias(const CallArgs& call, std::vector<Stmt>& out) {
 void Parser::parse_tma_copy(const CallArgs& call, std::vector<Stmt>& out) {
   auto a = bind_args(call, {"src", "dst", "barrier", "eviction_policy", "annotations"}, 2);
   BufferRegion src = arg_region(call, *a[0], "src"), dst = arg_region(call, *a[1], "dst");
-  if (!a[2]) {
+  auto is_shared = [](const BufferRegion& r) {
+    return r.buffer->scope == Scope::kShared || r.buffer->scope == Scope::kSharedDyn;
+  };
+  const bool store = is_shared(src) && dst.buffer->scope == Scope::kGlobal;
+  if (!store && !(src.buffer->scope == Scope::kGlobal && is_shared(dst))) {
+    fail(call.at,
+         "T.tma_copy copies a global region into shared memory (a TMA load) or a shared "
+         "region into global memory (a TMA store); for other copies write T.copy");
+  }
+  if (!store && !a[2]) {
     fail(call.at,
          "T.tma_copy needs barrier=bar: the mbarrier the copy completes its bytes on "
          "(wait for it with T.barrier_wait(bar, parity))");
   }
-  if (src.buffer->scope != Scope::kGlobal ||
-      (dst.buffer->scope != Scope::kShared && dst.buffer->scope != Scope::kSharedDyn)) {
-    fail(call.at,
-         "T.tma_copy copies a global region into shared memory; TMA stores (shared to "
-         "global) are not supported yet, write them with T.copy");
+  if (store && a[2]) {
+    fail(a[2]->value_at,
+         "T.tma_copy: a TMA store (shared to global) completes in the thread's bulk group, "
+         "not on an mbarrier; drop barrier= and wait with T.tma_store_wait()");
   }
-  const int rank = static_cast<int>(src.buffer->shape.size());
+  // The global side fixes the box: its region's extents (or, for an origin, the shared
+  // side's, right-aligned).
+  const BufferRegion& global = store ? dst : src;
+  const BufferRegion& shared = store ? src : dst;
+  const Arg& global_arg = *a[store ? 1 : 0];
+  const Arg& shared_arg = *a[store ? 0 : 1];
+  const int rank = static_cast<int>(global.buffer->shape.size());
   if (rank < 1 || rank > 5) {
-    fail(a[0]->value_at, "T.tma_copy: '" + src.buffer->name + "' has " + std::to_string(rank) +
-                             " dimensions; TMA copies boxes of 1 to 5");
+    fail(global_arg.value_at, "T.tma_copy: '" + global.buffer->name + "' has " +
+                                  std::to_string(rank) + " dimensions; TMA copies boxes of 1 to 5");
   }
-  // The box: the source region's extents (or, for an origin, the destination's, right-aligned).
   std::vector<int64_t> box(rank, 1);
-  std::vector<Expr> dst_ext = dst.squeezed_extents();
+  std::vector<Expr> shared_ext = shared.squeezed_extents();
   for (int d = 0; d < rank; ++d) {
-    Expr e = src.point_form ? Expr() : src.ranges[d].extent;
-    if (src.point_form) {
-      int k = static_cast<int>(dst_ext.size()) - (rank - d);
-      e = k >= 0 ? dst_ext[k] : make_int(1);
+    Expr e = global.point_form ? Expr() : global.ranges[d].extent;
+    if (global.point_form) {
+      int k = static_cast<int>(shared_ext.size()) - (rank - d);
+      e = k >= 0 ? shared_ext[k] : make_int(1);
     }
     std::optional<int64_t> n = as_const_int(e);
     if (!n) {
-      fail(a[0]->value_at, "T.tma_copy: the box extent in dimension " + std::to_string(d) +
-                               " is not a constant; a TMA tensor map fixes the box");
+      fail(global_arg.value_at, "T.tma_copy: the box extent in dimension " + std::to_string(d) +
+                                    " is not a constant; a TMA tensor map fixes the box");
     }
     box[d] = *n;
   }
-  std::vector<int64_t> squeezed_box, squeezed_dst;
+  std::vector<int64_t> squeezed_box, squeezed_shared;
   for (int64_t b : box) {
     if (b != 1) squeezed_box.push_back(b);
   }
-  for (const Expr& e : dst_ext) squeezed_dst.push_back(as_const_int(e).value_or(-1));
-  if (squeezed_box != squeezed_dst) {
-    fail(a[1]->value_at, "T.tma_copy: the destination region of '" + dst.buffer->name +
-                             "' does not have the box's shape; give it the source region's "
-                             "extents (unit dimensions aside)");
+  for (const Expr& e : shared_ext) squeezed_shared.push_back(as_const_int(e).value_or(-1));
+  if (squeezed_box != squeezed_shared) {
+    fail(shared_arg.value_at,
+         "T.tma_copy: the " + std::string(store ? "source" : "destination") + " region of '" +
+             shared.buffer->name + "' does not have the box's shape; give it the " +
+             (store ? "destination" : "source") + " region's extents (unit dimensions aside)");
+  }
+  if (store) {
+    parse_tma_store(call, shared, global, box, out);
+    return;
   }
   IntrinsicArg bar;
   const Value& bv = a[2]->value;
@@ -161,6 +201,7 @@ void Parser::parse_tma_copy(const CallArgs& call, std::vector<Stmt>& out) {
   std::vector<IntrinsicArg> copy = {IntrinsicArg{dst.buffer, dst_origin, Expr()},
                                     IntrinsicArg{src.buffer, src_origin, Expr()}, bar};
   for (int64_t b : box) copy.push_back(IntrinsicArg{Buffer(), {}, make_int(b)});
+  copy.push_back(IntrinsicArg{Buffer(), {}, make_int(0)});  // swizzle: flatten_buffers picks it
   static constexpr IntrinsicId kLoads[] = {IntrinsicId::kTmaLoad1D, IntrinsicId::kTmaLoad2D,
                                            IntrinsicId::kTmaLoad3D, IntrinsicId::kTmaLoad4D,
                                            IntrinsicId::kTmaLoad5D};
@@ -170,6 +211,39 @@ void Parser::parse_tma_copy(const CallArgs& call, std::vector<Stmt>& out) {
   }));
   body.push_back(located(
       call.at, [&] { return IntrinsicCallNode::make(kLoads[rank - 1], std::move(copy), loc); }));
+  thread_binding_of(call.at, 0);
+  Expr leader = Expr(node_.thread_var) == make_int(ws_first_thread_);
+  out.push_back(located(
+      call.at, [&] { return IfNode::make(leader, SeqNode::make(std::move(body)), Stmt(), loc); }));
+}
+
+void Parser::parse_tma_store(const CallArgs& call, const BufferRegion& src, const BufferRegion& dst,
+                             const std::vector<int64_t>& box, std::vector<Stmt>& out) {
+  // TileLang's split-phase store: the first thread of the group issues the store and closes its
+  // bulk group (tma_store + tma_store_arrive); the user waits with T.tma_store_wait(). Every
+  // thread of the group first fences its shared writes for the async proxy; insert_barriers
+  // puts the T.sync_threads() the store needs after the writes (outside T.ws branches, where
+  // the user's barriers order them).
+  const SourceLoc loc = loc_of(call.at);
+  std::vector<IntrinsicArg> args;
+  std::vector<Expr> dst_origin, src_origin;
+  for (const Range& r : dst.ranges) dst_origin.push_back(r.min);
+  for (const Range& r : src.ranges) src_origin.push_back(r.min);
+  args.push_back(IntrinsicArg{dst.buffer, dst_origin, Expr()});
+  args.push_back(IntrinsicArg{src.buffer, src_origin, Expr()});
+  for (int64_t b : box) args.push_back(IntrinsicArg{Buffer(), {}, make_int(b)});
+  args.push_back(IntrinsicArg{Buffer(), {}, make_int(0)});  // swizzle: flatten_buffers picks it
+  static constexpr IntrinsicId kStores[] = {IntrinsicId::kTmaStore1D, IntrinsicId::kTmaStore2D,
+                                            IntrinsicId::kTmaStore3D, IntrinsicId::kTmaStore4D,
+                                            IntrinsicId::kTmaStore5D};
+  const size_t rank = box.size();
+  out.push_back(located(
+      call.at, [&] { return IntrinsicCallNode::make(IntrinsicId::kFenceProxyAsync, {}, loc); }));
+  std::vector<Stmt> body;
+  body.push_back(located(
+      call.at, [&] { return IntrinsicCallNode::make(kStores[rank - 1], std::move(args), loc); }));
+  body.push_back(located(
+      call.at, [&] { return IntrinsicCallNode::make(IntrinsicId::kTmaStoreArrive, {}, loc); }));
   thread_binding_of(call.at, 0);
   Expr leader = Expr(node_.thread_var) == make_int(ws_first_thread_);
   out.push_back(located(

@@ -62,7 +62,9 @@ bool is_supported_hopper(const std::string& n) {
                                  "T.mbarrier_expect_tx",
                                  "T.mbarrier_arrive_expect_tx",
                                  "T.mbarrier_wait_parity",
-                                 "T.tma_copy"};
+                                 "T.tma_copy",
+                                 "T.tma_store_arrive",
+                                 "T.tma_store_wait"};
   for (const char* k : kNames) {
     if (n == k) return true;
   }

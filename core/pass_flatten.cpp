@@ -3,9 +3,12 @@
 // the element — lowering made sure of that). A shared buffer with an inferred layout (a swizzle,
 // padding) becomes one dimension: `A_shared[i, j]` -> `A_shared[layout(i, j)]`, the layout's
 // outputs linearised row-major. Row-major shared buffers keep their shape, so the simulator
-// still checks their accesses against the logical bounds.
+// still checks their accesses against the logical bounds. A TMA copy gets the tensor map's
+// swizzle mode that places its box as the tile is laid out (core/tma_placement.h).
 #include "core/access_rewriter.h"
+#include "core/intrinsics.h"
 #include "core/passes.h"
+#include "core/tma_placement.h"
 
 namespace tessel {
 
@@ -34,6 +37,16 @@ class Flattener : public AccessRewriter {
   }
 
  protected:
+  /// A TMA copy first gets the swizzle mode that places its box as the tile is laid out (its
+  /// logical origin is still there to check it against), then its operands' storage form.
+  Stmt visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt& s) override {
+    const IntrinsicInfo& info = intrinsic_info(op->intrinsic);
+    if (info.box_rank == 0) return AccessRewriter::visit_IntrinsicCall(op, s);
+    const Buffer& tile = op->args[info.tma_shared].buffer;
+    Stmt placed = with_tma_swizzle(*op, state_.layouts.shared_layout(tile), state_.kernel->name);
+    return AccessRewriter::visit_IntrinsicCall(placed.as<IntrinsicCallNode>(), placed);
+  }
+
   Stmt visit_Alloc(const AllocNode* op, const Stmt& s) override {
     std::vector<Expr> zero(op->buffer->ndim(), make_int(0));
     auto mapped = rewrite(op->buffer, zero);
@@ -47,7 +60,8 @@ class Flattener : public AccessRewriter {
     if (it != state_.registers.end()) return it->second;
     auto& made = made_[b.get()];
     if (!made.defined()) {
-      made = BufferNode::make(b->name, {make_int(f.local_extent())}, b->dtype, Scope::kLocal, b->loc);
+      made =
+          BufferNode::make(b->name, {make_int(f.local_extent())}, b->dtype, Scope::kLocal, b->loc);
     }
     return made;
   }

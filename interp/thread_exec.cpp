@@ -183,6 +183,13 @@ void BlockExec::run() {
     for (size_t j = 0; j < copy.cells.size(); ++j)
       cell(copy.buffer, 0, copy.flat + j) = copy.cells[j];
   }
+  // TMA stores nobody waited for complete when the block ends.
+  for (const sim::BulkStore& store : sim_.bulk_drain()) {
+    for (size_t j = 0; j < store.gflats.size(); ++j) {
+      if (store.gflats[j] >= 0)
+        set_global_cell(store.global_buffer, store.gflats[j], store.cells[j]);
+    }
+  }
   steps.flush([&] { return where(0); });
   sim_.commit_global();
   launch_.sim.absorb(sim_);

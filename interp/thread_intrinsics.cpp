@@ -158,6 +158,27 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
       w_.block_.cell(r.buffer, r.thread, r.flat) = r.bits;
     }
   }
+  void tma_store(int lane, int operand, const std::vector<int64_t>& flats, int global_operand,
+                 const std::vector<int64_t>& gflats) override {
+    const int buffer = s_->args[operand].buffer;
+    sim::BulkStore store;
+    store.global_buffer = s_->args[global_operand].buffer;
+    store.gflats = gflats;
+    store.cells.reserve(flats.size());
+    for (int64_t f : flats) store.cells.push_back(w_.block_.cell(buffer, 0, f));
+    w_.block_.sim().bulk_store(thread(lane), s_->args[operand].site, buffer, flats,
+                               std::move(store));
+  }
+  void bulk_commit(int lane) override { w_.block_.sim().bulk_commit(thread(lane)); }
+  void bulk_wait(int lane, int n) override {
+    for (const sim::BulkStore& store : w_.block_.sim().bulk_wait(thread(lane), n)) {
+      for (size_t j = 0; j < store.gflats.size(); ++j) {
+        if (store.gflats[j] >= 0) {
+          w_.block_.set_global_cell(store.global_buffer, store.gflats[j], store.cells[j]);
+        }
+      }
+    }
+  }
   bool blocked() const { return blocked_; }
   void async_wait(int lane, int n) override {
     for (const sim::AsyncCopy& copy : w_.block_.sim().async_wait(w_.warp_.first_thread + lane, n)) {
@@ -207,8 +228,9 @@ bool WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {
                default_target(info.nvidia).name);
   }
   const Target* target = block_.target();
-  if ((info.sync || info.box_rank > 0 || info.home == &wgmma_family()) && target &&
-      !target->has(*info.home)) {
+  if ((info.sync || info.box_rank > 0 || info.home == &wgmma_family() ||
+       info.home == &tma_family()) &&
+      target && !target->has(*info.home)) {
     user_error("kernel '" + block_.prog().kernel->name +
                "': " + block_.prog().sites[s->site].describe() + " (" + info.cuda +
                ") is a Hopper instruction that target " + target->name +

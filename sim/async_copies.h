@@ -20,6 +20,18 @@ struct AsyncCopy {
   int thread = 0;
 };
 
+/// A TMA store in flight (cp.async.bulk.tensor shared -> global): the shared elements its async
+/// proxy reads, and what it writes to global memory when it completes.
+struct BulkStore {
+  int shared_buffer = -1;
+  std::vector<int64_t> flats;  ///< shared elements read
+  int global_buffer = -1;
+  std::vector<int64_t> gflats;  ///< per element its global element (-1: past the edges)
+  std::vector<uint64_t> cells;  ///< the values, read at issue
+  int site = -1;
+  int thread = 0;
+};
+
 class AsyncCopyEngine {
  public:
   explicit AsyncCopyEngine(int threads = 0) : open_(threads), committed_(threads) {}

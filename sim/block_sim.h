@@ -16,6 +16,7 @@
 #include <optional>
 #include <tuple>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/async_copies.h"
@@ -136,6 +137,19 @@ class BlockSim {
   /// wgmma groups issued and not yet retired, over all warps (end of block: they are dropped).
   int64_t wgmma_in_flight() const;
 
+  /// TMA stores (block_sim_bulk.cpp). `thread` issues a store whose async proxy reads `flats`
+  /// of shared `buffer` until the thread's bulk wait retires its group: the reads count now as
+  /// loads by `thread` (races with writes the thread is not ordered after, uninitialised
+  /// cells), and a write to any of them before that wait is a TMA store race (async_race).
+  void bulk_store(int thread, int site, int buffer, const std::vector<int64_t>& flats,
+                  BulkStore store);
+  /// cp.async.bulk.commit_group: closes the thread's open group of stores.
+  void bulk_commit(int thread);
+  /// cp.async.bulk.wait_group.read n: retires all but the n newest committed groups; returns
+  /// their stores, whose global writes land now (the caller writes them).
+  std::vector<BulkStore> bulk_wait(int thread, int n);
+  /// Every store still in flight (end of the block): lands without detector checks.
+  std::vector<BulkStore> bulk_drain();
   /// The barrier's state in words: "'full[1]' is in phase 2 (parity 0) with 64 of 128
   /// arrivals (threads 0-63), 0 of 0 expected transaction bytes landed".
   std::string mbar_state(int buffer, int64_t flat) const;
@@ -280,6 +294,23 @@ class BlockSim {
   /// (buffer, thread, flat) -> the newest pending accumulator value, and how many pending
   /// operations write it.
   std::map<std::tuple<int, int, int64_t>, std::pair<uint64_t, int>> wgmma_regs_;
+  /// TMA stores in flight: per thread its open group and its committed groups (oldest first),
+  /// and per shared cell being read (buffer << 40 | flat) the store reading it.
+  struct BulkGroups {
+    std::vector<BulkStore> open;
+    std::vector<std::vector<BulkStore>> committed;
+  };
+  struct BulkRead {
+    int thread = 0, site = -1, count = 0;
+  };
+  std::map<int, BulkGroups> bulk_;
+  std::unordered_map<uint64_t, BulkRead> bulk_reads_;
+  static uint64_t bulk_key(int buffer, int64_t flat) {
+    return (static_cast<uint64_t>(buffer) << 40) | static_cast<uint64_t>(flat);
+  }
+  void bulk_release(const BulkStore& s);
+  /// A write by `t` at `site` to an element a TMA store still reads: a TMA store race.
+  void bulk_overwrite(const BlockBuffer& b, int buffer, int64_t e, int t, int site);
 };
 
 }  // namespace tessel::sim

@@ -192,6 +192,9 @@ void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool sam
   const BufferDesc& d = b.desc;
   Cell& c = b.cells[e];
   if (c.wgmma) wgmma_race(b, e, t, site, false);
+  if (!bulk_reads_.empty()) {
+    bulk_overwrite(b, static_cast<int>(&b - buffers_.data()) + num_globals_, e, t, site);
+  }
   if (c.pending) {
     findings_.add(FindingKind::kAsyncRace, false, d.name, c.async_site, site, [&] {
       Finding f;

@@ -67,6 +67,10 @@ class FakeWarp final : public WarpIntrinsicExec {
                    const std::vector<WgmmaWrite>&) override {}
   void wgmma_commit() override {}
   void wgmma_wait(int) override {}
+  void tma_store(int, int, const std::vector<int64_t>&, int, const std::vector<int64_t>&) override {
+  }
+  void bulk_commit(int) override {}
+  void bulk_wait(int, int) override {}
 };
 
 }  // namespace

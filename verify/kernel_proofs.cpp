@@ -17,6 +17,7 @@
 #include "verify/proof_parts.h"
 #include "verify/shared_accesses.h"
 #include "verify/wgmma_proofs.h"
+#include "verify/tma_proofs.h"
 
 namespace tessel {
 
@@ -324,6 +325,9 @@ KernelProofs verify_kernel(const Kernel& kernel, const Target& target,
         lower.warp_specialize = options.warp_specialize;
         LoweredKernel lowered = lower_kernel(launch, target, lower);
         one = prove_kernel(lowered, target, options, kernel->scratch);
+        for (KernelCheck& c : prove_tma_boxes(launch, lowered, options.timeout_ms)) {
+          one.checks.push_back(std::move(c));
+        }
       }
       for (KernelCheck& c : one.checks) {
         c.what = launch_label(kernel, i) + ": " + c.what;
@@ -338,7 +342,12 @@ KernelProofs verify_kernel(const Kernel& kernel, const Target& target,
   LowerOptions lower;
   lower.check_capacity = false;
   lower.warp_specialize = options.warp_specialize;
-  return prove_kernel(lower_kernel(kernel, target, lower), target, options);
+  LoweredKernel lowered = lower_kernel(kernel, target, lower);
+  KernelProofs proofs = prove_kernel(lowered, target, options);
+  for (KernelCheck& c : prove_tma_boxes(kernel, lowered, options.timeout_ms)) {
+    proofs.checks.push_back(std::move(c));
+  }
+  return proofs;
 }
 
 }  // namespace tessel

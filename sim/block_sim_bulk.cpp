@@ -1,0 +1,104 @@
+// TMA stores in one block (cp.async.bulk.tensor shared -> global with bulk_group completion):
+// per thread the open group and the committed groups of stores, and the shared elements their
+// async proxy still reads. A store reads its box when it is issued (the reads are checked as
+// loads by the issuing thread); the box stays read until the thread's
+// cp.async.bulk.wait_group.read retires the group, so a write to it before then — by any
+// thread, the issuing one included — is a TMA store race: the store may copy the new value.
+// The global writes land when the group is retired (or at the end of the block).
+#include "sim/block_sim.h"
+
+namespace tessel::sim {
+
+void BlockSim::bulk_store(int thread, int site, int buffer, const std::vector<int64_t>& flats,
+                          BulkStore store) {
+  if (run_.options().detectors) {
+    BlockBuffer& b = buffers_[buffer - num_globals_];
+    WarpRequest req;
+    req.buffer = buffer;
+    req.access = Access::kLoad;
+    req.site = site;
+    req.mask = 1;
+    req.warp = thread / warp_size_;
+    req.first_thread = thread;
+    Resolved r;
+    r.ok = 1;
+    for (int64_t e : flats) {
+      r.flat[0] = e;
+      check_shared(req, r, b, 0);
+      BulkRead& read = bulk_reads_[bulk_key(buffer, e)];
+      read.thread = thread;
+      read.site = site;
+      ++read.count;
+    }
+  }
+  store.shared_buffer = buffer;
+  store.flats = flats;
+  store.site = site;
+  store.thread = thread;
+  bulk_[thread].open.push_back(std::move(store));
+}
+
+void BlockSim::bulk_commit(int thread) {
+  BulkGroups& g = bulk_[thread];
+  g.committed.push_back(std::move(g.open));
+  g.open.clear();
+}
+
+std::vector<BulkStore> BlockSim::bulk_wait(int thread, int n) {
+  std::vector<BulkStore> out;
+  auto it = bulk_.find(thread);
+  if (it == bulk_.end()) return out;
+  auto& committed = it->second.committed;
+  const size_t keep = static_cast<size_t>(std::max(n, 0));
+  while (committed.size() > keep) {
+    for (BulkStore& s : committed.front()) {
+      bulk_release(s);
+      out.push_back(std::move(s));
+    }
+    committed.erase(committed.begin());
+  }
+  return out;
+}
+
+std::vector<BulkStore> BlockSim::bulk_drain() {
+  std::vector<BulkStore> out;
+  for (auto& [thread, g] : bulk_) {
+    for (auto& group : g.committed) {
+      for (BulkStore& s : group) out.push_back(std::move(s));
+    }
+    for (BulkStore& s : g.open) out.push_back(std::move(s));
+  }
+  bulk_.clear();
+  bulk_reads_.clear();
+  return out;
+}
+
+void BlockSim::bulk_release(const BulkStore& s) {
+  for (int64_t e : s.flats) {
+    auto it = bulk_reads_.find(bulk_key(s.shared_buffer, e));
+    if (it != bulk_reads_.end() && --it->second.count <= 0) bulk_reads_.erase(it);
+  }
+}
+
+void BlockSim::bulk_overwrite(const BlockBuffer& b, int buffer, int64_t e, int t, int site) {
+  auto it = bulk_reads_.find(bulk_key(buffer, e));
+  if (it == bulk_reads_.end()) return;
+  const BulkRead read = it->second;
+  const BufferDesc& d = b.desc;
+  findings_.add(FindingKind::kAsyncRace, false, d.name, read.site, site, [&] {
+    Finding f;
+    f.element = d.index_string(e);
+    f.threads = {read.thread, t};
+    f.blocks = {block_index_};
+    f.message = "TMA store race on shared " + d.name + f.element + " in block " +
+                block_string(block_index_) + ": " + thread_words(t) + " writes it by " +
+                site_words(site) + " while the TMA store that " + thread_words(read.thread) +
+                " issued (" + site_words(read.site) +
+                ") may still read it; the store may copy the new value to global memory. "
+                "Wait for the store (T.tma_store_wait(0) in the issuing thread, then "
+                "T.sync_threads() when other threads write) before writing its source";
+    return f;
+  });
+}
+
+}  // namespace tessel::sim
