@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <iterator>
 #include <mutex>
 
+#include "codegen/tensor_map_encoding.h"
 #include "codegen/toolchain.h"
 #include "core/target.h"
 
@@ -57,6 +59,10 @@ struct Driver {
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
   CUresult (*cuEventDestroy)(CUevent);
+  /// Optional (CUDA 12 drivers): null where the driver has no TMA.
+  CUresult (*cuTensorMapEncodeTiled)(void*, int, unsigned, void*, const uint64_t*, const uint64_t*,
+                                     const unsigned*, const unsigned*, int, int, int,
+                                     int) = nullptr;
 
   template <typename F>
   bool get(F& fn, const char* name) {
@@ -97,6 +103,8 @@ Driver& driver() {
                d.get(d.cuEventElapsedTime, "cuEventElapsedTime"));
     if (ok) d.error.clear();
     if (!ok) return;
+    d.cuTensorMapEncodeTiled = reinterpret_cast<decltype(d.cuTensorMapEncodeTiled)>(
+        dlsym(d.lib, "cuTensorMapEncodeTiled"));
     if (CUresult r = d.cuInit(0); r != 0) {
       d.error = "the CUDA driver does not start (cuInit error " + std::to_string(r) + ")";
       return;
@@ -289,11 +297,22 @@ double CudaSession::launch(void* kernel, const EmittedSource& source,
 GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
                          std::vector<LaunchArg>& args) {
   GpuRunResult out;
-  if (!source.tensor_maps.empty()) {
-    out.unavailable =
-        "the kernel copies with TMA, whose tensor maps (cuTensorMapEncodeTiled) the GPU runner "
-        "does not build yet; run it at thread level (--level thread --target sm90)";
-    return out;
+  // The tensor maps' encodings first: a map the driver would refuse is refused before any work.
+  std::vector<TensorMapEncoding> encodings;
+  std::vector<size_t> map_tensor;  // per map: its tensor's argument
+  for (const TensorMapArg& m : source.tensor_maps) {
+    auto it = std::find(source.arguments.begin(), source.arguments.end(), m.tensor);
+    const size_t i = static_cast<size_t>(it - source.arguments.begin());
+    if (it == source.arguments.end() || i >= args.size() || args[i].is_scalar) {
+      out.unavailable = "tensor map " + m.name + " names '" + m.tensor +
+                        "', which is not a tensor argument of the kernel";
+      return out;
+    }
+    std::optional<TensorMapEncoding> e =
+        encode_tensor_map(m.tensor, m.dtype, args[i].shape, m.box, m.swizzle, &out.unavailable);
+    if (!e) return out;
+    encodings.push_back(*e);
+    map_tensor.push_back(i);
   }
   std::unique_ptr<CudaSession> s = CudaSession::open(&out.unavailable);
   if (!s) return out;
@@ -321,6 +340,29 @@ GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
       return out;
     }
     params.push_back(&ptrs[i]);
+  }
+  // CUtensorMap: 128 opaque bytes, 64-byte aligned, passed by value (__grid_constant__).
+  struct alignas(64) TensorMap {
+    uint64_t opaque[16];
+  };
+  std::vector<TensorMap> maps(encodings.size());
+  if (!encodings.empty() && !driver().cuTensorMapEncodeTiled) {
+    out.unavailable = "the CUDA driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)";
+    release();
+    return out;
+  }
+  for (size_t j = 0; j < encodings.size(); ++j) {
+    const TensorMapEncoding& e = encodings[j];
+    CUresult r = driver().cuTensorMapEncodeTiled(
+        &maps[j], e.data_type, e.rank, reinterpret_cast<void*>(ptrs[map_tensor[j]]),
+        e.global_dim.data(), e.global_strides.data(), e.box_dim.data(), e.element_strides.data(),
+        e.interleave, e.swizzle, e.l2_promotion, e.oob_fill);
+    if (r) {
+      out.unavailable = "encoding tensor map " + source.tensor_maps[j].name + ": " + message(r);
+      release();
+      return out;
+    }
+    params.push_back(&maps[j]);
   }
   const size_t flush_bytes = size_t{256} << 20;  // larger than any L2 (H100: 50 MB)
   uint64_t flush = launch.flush_l2 ? s->alloc(flush_bytes) : 0;

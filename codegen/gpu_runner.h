@@ -20,6 +20,8 @@ struct LaunchArg {
   size_t bytes = 0;
   bool is_scalar = false;
   int scalar = 0;
+  /// A tensor's shape (outermost first): the runner encodes its TMA tensor maps from it.
+  std::vector<int64_t> shape = {};
 };
 
 struct GpuLaunch {
@@ -78,7 +80,9 @@ class CudaSession {
 };
 
 /// Compiles `source` (CUDA) for the first device, runs it `warmup + repeats` times with `args`,
-/// and copies every tensor argument back into its host bytes after the last run.
+/// and copies every tensor argument back into its host bytes after the last run. The kernel's
+/// TMA tensor maps (source.tensor_maps) are encoded with the driver's cuTensorMapEncodeTiled
+/// (codegen/tensor_map_encoding.h) over the device copies of their tensors.
 GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
                          std::vector<LaunchArg>& args);
 

@@ -43,7 +43,8 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
   std::vector<LaunchArg> args;
   for (const Buffer& p : kernel->params) {
     HostTensor& t = tensors.at(p->name);
-    args.push_back({t.data(), static_cast<size_t>(t.dtype().storage_bytes(t.size())), false, 0});
+    args.push_back(
+        {t.data(), static_cast<size_t>(t.dtype().storage_bytes(t.size())), false, 0, t.shape()});
   }
   for (const Var& v : kernel->dynamic_vars) {
     args.push_back(
