@@ -79,7 +79,8 @@ std::string check_on_device(const ResolvedKernel& k, const std::string& target) 
   std::vector<LaunchArg> args;
   for (const Buffer& p : kernel->params) {
     HostTensor& t = tensors.at(p->name);
-    args.push_back({t.data(), static_cast<size_t>(t.dtype().storage_bytes(t.size())), false, 0});
+    args.push_back(
+        {t.data(), static_cast<size_t>(t.dtype().storage_bytes(t.size())), false, 0, t.shape()});
   }
   for (const Var& v : kernel->dynamic_vars)
     args.push_back(
