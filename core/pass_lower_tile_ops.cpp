@@ -4,8 +4,13 @@
 // num_stages <= 1 it is a serial loop. On sm90 (defers_pipelines) the lowered statements stay in
 // a planned T.Pipelined loop for warp_specialize. Buffers the lowering needs (workspaces, register
 // temporaries) are allocated at the top of the body. Fragment accesses stay logical; the
-// flattening pass maps them to registers.
+// flattening pass maps them to registers. A tile operator (or T.Parallel) on block buffers
+// inside a branch on the thread index (`with T.ws(g)`) is refused: its work is partitioned
+// over the whole block.
 #include "core/buffer_accesses.h"
+#include "core/error.h"
+#include "core/expr_functor.h"
+#include "core/expr_printer.h"
 #include "core/parallel_loop.h"
 #include "core/passes.h"
 #include "core/pipeline_inject.h"
@@ -16,19 +21,41 @@ namespace tessel {
 
 namespace {
 
+/// True when a statement touches a buffer shared by threads (shared, global, fragment).
+bool touches_block_buffers(const Stmt& s) {
+  for (const BufferAccess& a : buffer_accesses(s)) {
+    if (a.buffer->scope != Scope::kLocal) return true;
+  }
+  return false;
+}
+
 class TileLowerer : public StmtMutator {
  public:
-  TileLowerer(LowerContext& ctx, Analyzer& analyzer, const LowerOptions& options, bool defer)
-      : ctx_(ctx), analyzer_(analyzer), options_(options), defer_(defer) {}
+  TileLowerer(const Kernel& kernel, LowerContext& ctx, Analyzer& analyzer,
+              const LowerOptions& options, bool defer)
+      : kernel_(kernel), ctx_(ctx), analyzer_(analyzer), options_(options), defer_(defer) {}
   PipelineVersions versions;
   std::map<const ExprNode*, std::vector<PipelineGroup>> deferred;  ///< see LoweringState
 
  protected:
-  Stmt visit_TileOpCall(const TileOpCallNode* op, const Stmt&) override {
+  Stmt visit_If(const IfNode* op, const Stmt& s) override {
+    if (!uses_var(op->cond, kernel_->thread_var)) return StmtMutator::visit_If(op, s);
+    branches_.push_back(op->cond);
+    Stmt out = StmtMutator::visit_If(op, s);
+    branches_.pop_back();
+    return out;
+  }
+  Stmt visit_TileOpCall(const TileOpCallNode* op, const Stmt& s) override {
+    if (!branches_.empty() && touches_block_buffers(s)) refuse_in_branch(op->op->describe());
     return op->op->lower(ctx_);
   }
   Stmt visit_For(const ForNode* op, const Stmt& s) override {
-    if (op->for_kind == ForKind::kParallel) return ParallelLoop::from_for(*op).lower(ctx_);
+    if (op->for_kind == ForKind::kParallel) {
+      if (!branches_.empty() && touches_block_buffers(s)) {
+        refuse_in_branch("T.Parallel" + (op->loc.file.empty() ? "" : " at " + op->loc.str()));
+      }
+      return ParallelLoop::from_for(*op).lower(ctx_);
+    }
     auto min = as_const_int(op->min);
     auto extent = as_const_int(op->extent);
     if (min && extent && *extent > 0) {
@@ -71,10 +98,26 @@ class TileLowerer : public StmtMutator {
     return inject_pipeline(loop, std::move(groups), versions, options_.drop_pipeline_wait);
   }
 
+  /// A tile operator's work is partitioned over every thread of the block; inside a branch
+  /// only some of them run, and the others' share of the work would be lost.
+  [[noreturn]] void refuse_in_branch(const std::string& what) const {
+    user_error("kernel '" + kernel_->name + "': " + what + " is inside `if " +
+               to_string(branches_.back()) +
+               "` (a T.ws branch or another condition on the thread index), but a tile operator "
+               "is lowered for all " +
+               std::to_string(kernel_->threads) +
+               " threads of the block, so the work of the threads outside the branch would be "
+               "lost. Tile operators inside T.ws are not supported yet: write the branch's work "
+               "as thread-level code (loops over the thread index; T.tma_copy for copies), as "
+               "examples/kernels/ws_gemm.py does, or move the operator out of the branch");
+  }
+
+  const Kernel& kernel_;
   LowerContext& ctx_;
   Analyzer& analyzer_;
   const LowerOptions& options_;
   bool defer_;  ///< pipelines left planned for warp_specialize
+  std::vector<Expr> branches_;  ///< enclosing conditions on the thread index, outermost first
 };
 
 /// The shared buffers that statements outside every planned T.Pipelined loop access.
@@ -112,7 +155,7 @@ LoweringState lower_tile_ops(const Kernel& kernel, const Target& target, LayoutM
   }
   for (const Var& v : kernel->dynamic_vars) analyzer.bind(v, IntBound{0, IntBound::kPosInf});
   LowerContext ctx(kernel, target, state.layouts, analyzer);
-  TileLowerer lowerer(ctx, analyzer, options, defers_pipelines(kernel, target, options));
+  TileLowerer lowerer(kernel, ctx, analyzer, options, defers_pipelines(kernel, target, options));
   lowerer.versions.used_outside = used_outside_pipelines(kernel->body);
   Stmt body = apply_versions(lowerer.mutate(kernel->body), lowerer.versions);
   add_versioned_layouts(state.layouts, lowerer.versions);

@@ -152,6 +152,34 @@ TEST_SUITE("tma") {
                          doctest::Contains("does not have the box's shape"), UserError);
   }
 
+  TEST_CASE("a tile operator inside T.ws is refused instead of losing the other threads' work") {
+    // T.copy partitions its 64 x 64 tile over all 256 threads; inside `with T.ws(1)` only
+    // threads 128-255 run, so half of the tile would never be copied (the lowering used to
+    // emit exactly that).
+    std::string src =
+        "import tilelang.language as T\n\n\ndef ws_tile():\n    @T.prim_func\n"
+        "    def main(A: T.Tensor((64, 64), \"float32\"), B: T.Tensor((64, 64), \"float32\")):\n"
+        "        with T.Kernel(1, threads=256) as bx:\n"
+        "            s = T.alloc_shared((64, 64), \"float32\")\n"
+        "            full = T.alloc_barrier([128])\n"
+        "            with T.ws(1):\n"
+        "                T.copy(A[0, 0], s)\n"
+        "                T.barrier_arrive(full[0])\n"
+        "            with T.ws(0):\n"
+        "                T.barrier_wait(full[0], 0)\n"
+        "                for i, j in T.Parallel(64, 64):\n"
+        "                    B[i, j] = s[i, j]\n"
+        "\n    return main\n";
+    Kernel k = parse_kernel(src, "ws_tile.py").kernel;
+    CHECK_THROWS_WITH_AS(lower_kernel(k, find_target("sm90")),
+                         doctest::Contains("kernel 'ws_tile': T.copy at ws_tile.py:11:17 is inside "
+                                           "`if tx >= 128 and tx < 256`"),
+                         UserError);
+    CHECK_THROWS_WITH_AS(lower_kernel(k, find_target("sm90")),
+                         doctest::Contains("Tile operators inside T.ws are not supported yet"),
+                         UserError);
+  }
+
   TEST_CASE("the sm90 CUDA copies with cp.async.bulk.tensor through a tensor map parameter") {
     const Target& sm90 = find_target("sm90");
     EmittedSource src =
