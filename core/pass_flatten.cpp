@@ -44,6 +44,7 @@ class Flattener : public AccessRewriter {
     if (info.box_rank == 0) return AccessRewriter::visit_IntrinsicCall(op, s);
     const Buffer& tile = op->args[info.tma_shared].buffer;
     Stmt placed = with_tma_swizzle(*op, state_.layouts.shared_layout(tile), state_.kernel->name);
+    if (!placed.as<IntrinsicCallNode>()) return mutate(placed);  // one copy per column panel
     return AccessRewriter::visit_IntrinsicCall(placed.as<IntrinsicCallNode>(), placed);
   }
 

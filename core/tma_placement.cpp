@@ -107,6 +107,33 @@ Stmt with_tma_swizzle(const IntrinsicCallNode& call, const Layout* layout,
     }
   }
   if (why) {
+    // A tile wider than a swizzle span (TileLang's swizzles store a wide tile as column panels
+    // of 128, 64 or 32 bytes): one copy per panel, as TileLang issues them.
+    const int64_t esize = shared.buffer->dtype.storage_bytes(1);
+    const IntrinsicArg& global = call.args[info.tma_global];
+    for (int s : {128, 64, 32}) {
+      const int64_t panel = s / esize;
+      if (panel < 1 || box.back() <= panel || box.back() % panel != 0) continue;
+      std::vector<int64_t> pbox = box;
+      pbox.back() = panel;
+      bool agrees = true;
+      for (int64_t p = 0; agrees && p < box.back() / panel; ++p) {
+        std::vector<int64_t> at = origin;
+        at.back() += p * panel;
+        agrees = !tma_box_mismatch(*shared.buffer, layout, at, pbox, s);
+      }
+      if (!agrees) continue;
+      std::vector<Stmt> panels;
+      for (int64_t p = 0; p < box.back() / panel; ++p) {
+        std::vector<IntrinsicArg> args = call.args;
+        args[info.tma_shared].indices.back() = shared.indices.back() + make_int(p * panel);
+        args[info.tma_global].indices.back() = global.indices.back() + make_int(p * panel);
+        args[info.box_first + info.box_rank - 1].value = make_int(panel);
+        args[swizzle_at].value = make_int(s);
+        panels.push_back(IntrinsicCallNode::make(call.intrinsic, std::move(args), call.loc));
+      }
+      return SeqNode::make(std::move(panels));
+    }
     std::string text = print_stmt(IntrinsicCallNode::make(call.intrinsic, call.args, call.loc));
     user_error("kernel '" + kernel + "': `" + text.substr(0, text.find('\n')) + "` at " +
                call.loc.str() + ": no TMA swizzle mode (none, 32B, 64B, 128B) places the box as '" +

@@ -29,8 +29,10 @@ std::optional<std::string> tma_box_mismatch(const BufferNode& buffer, const Layo
 /// `call` (a TMA load or store of the tile-level IR) with the swizzle mode whose placement agrees
 /// with `layout` (the shared operand's, or null: row-major) for the box at the origin's
 /// constant part (every variable 0): the call's own mode if it agrees, else 0, 32, 64, 128 in
-/// that order. User error naming the kernel, the call, the buffer, the box and the first element
-/// that lands elsewhere when no mode agrees.
+/// that order. When none does and the tile is stored in column panels of a swizzle's span
+/// (TileLang's swizzles of wide tiles), one call per panel (a SeqNode), each with that mode. User
+/// error naming the kernel, the call, the buffer, the box and the first element that lands
+/// elsewhere otherwise.
 Stmt with_tma_swizzle(const IntrinsicCallNode& call, const Layout* layout,
                       const std::string& kernel);
 

@@ -112,6 +112,42 @@ TEST_SUITE("tma swizzle") {
     }
   }
 
+  TEST_CASE("a tile wider than the 128B span is copied in column panels, as TileLang does") {
+    // (8, 128) f16 with the full-bank swizzle: rows of 256 bytes stored as two panels of 64
+    // columns (8 rows x 128 bytes each, panel 1 from element 512). One 8 x 128 box cannot be
+    // swizzled (rows over 128 bytes), so the lowering issues two 8 x 64 boxes with the 128B
+    // mode, from columns 0 and 64, through one tensor map; still 2048 bytes expected.
+    const Target& sm90 = find_target("sm90");
+    Kernel kernel =
+        parse_kernel(load_kernel(128, "make_full_bank_swizzled_layout"), "swz.py").kernel;
+    LoweredKernel lowered = lower_kernel(kernel, sm90);
+    std::string printed = print_kernel(lowered.kernel);
+    CAPTURE(printed);
+    CHECK(printed.find("T.mbarrier_expect_tx(bar[0], 2048)") != std::string::npos);
+    CHECK(printed.find("T.tma_load_2d(s[0], A[0, 0], bar[0], 8, 64, 128)") != std::string::npos);
+    CHECK(printed.find("T.tma_load_2d(s[512], A[0, 64], bar[0], 8, 64, 128)") != std::string::npos);
+    HostTensor a(DataType::f16(), {8, 128});
+    for (int64_t i = 0; i < a.size(); ++i) a.set(i, static_cast<double>(i % 241) - 120.0);
+    TensorMap t = {{"A", a}, {"B", HostTensor(DataType::f16(), {8, 128})}};
+    ThreadRunOptions o;
+    o.target = "sm90";
+    o.workers = 1;
+    ThreadRunResult r = run_thread_level(lowered.kernel, t, o);
+    CHECK(r.report.findings.empty());
+    for (int64_t i = 0; i < a.size(); ++i) CHECK(t["B"].at(i) == a.at(i));
+    EmittedSource src = emit_source(lowered.kernel, sm90);
+    REQUIRE(src.tensor_maps.size() == 1);
+    CHECK(src.tensor_maps[0].name == "tmap_A_8x64_sw128");
+    bool found = false;
+    for (const KernelCheck& c : verify_kernel(kernel, sm90).checks) {
+      if (c.what.find("TMA box of `T.tma_load_2d") == std::string::npos) continue;
+      found = true;
+      CHECK(c.what.find("in column panels of 64") != std::string::npos);
+      CHECK_MESSAGE(c.result == "proved", c.what << ": " << c.counterexample.value_or(""));
+    }
+    CHECK(found);
+  }
+
   TEST_CASE("a tile no tensor map can write is refused at lowering, naming the element") {
     // A (8, 128) f16 row-major tile has 256-byte rows; a box of 64 columns lands densely in
     // 128-byte rows, so box row 1 starts at element 64 where the tile keeps [0, 64].

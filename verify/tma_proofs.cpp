@@ -94,15 +94,18 @@ std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKern
   std::vector<TmaSite> sites;
   std::vector<Enclosing> frames;
   collect(kernel->body, frames, sites);
-  // The swizzle flatten_buffers gave each call, by its location and instruction.
-  std::map<std::pair<std::string, int>, int64_t> chosen;
+  // The swizzle flatten_buffers gave each call and its box's innermost extent (smaller than
+  // the call's when it was split into column panels), by its location and instruction.
+  std::map<std::pair<std::string, int>, std::pair<int64_t, int64_t>> chosen;
   for_each_stmt(lowered.kernel->body, [&](const Stmt& s) {
     const auto* c = s.as<IntrinsicCallNode>();
     if (!c) return;
     const IntrinsicInfo& info = intrinsic_info(c->intrinsic);
     if (info.box_rank == 0) return;
-    chosen.try_emplace({c->loc.str(), static_cast<int>(c->intrinsic)},
-                       *as_const_int(c->args[info.box_first + info.box_rank].value));
+    chosen.try_emplace(
+        {c->loc.str(), static_cast<int>(c->intrinsic)},
+        std::make_pair(*as_const_int(c->args[info.box_first + info.box_rank].value),
+                       *as_const_int(c->args[info.box_first + info.box_rank - 1].value)));
   });
   std::vector<KernelCheck> checks;
   for (const TmaSite& site : sites) {
@@ -114,7 +117,7 @@ std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKern
     const Layout* layout = lowered.layouts.shared_layout(b);
     auto it = chosen.find({call->loc.str(), static_cast<int>(call->intrinsic)});
     const int swizzle = static_cast<int>(
-        it != chosen.end() ? it->second
+        it != chosen.end() ? it->second.first
                            : *as_const_int(call->args[info.box_first + info.box_rank].value));
     KernelCheck check{
         "TMA box of `" + call_text(site.stmt) + "`" + at_text(site.stmt) +
@@ -125,9 +128,21 @@ std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKern
     std::vector<int64_t> box;
     for (int d = 0; d < info.box_rank; ++d)
       box.push_back(*as_const_int(call->args[info.box_first + d].value));
+    VarDomain domain = kernel_domain(kernel);
+    if (!add_enclosing(domain, site.frames)) continue;  // never runs
+    // Column panels: panel p is a box of `panel` columns from column p * panel of the call's.
+    std::vector<Expr> origin = tile.indices;
+    const int64_t panel = it != chosen.end() ? it->second.second : box.back();
+    if (panel < box.back()) {
+      Var p("panel");
+      domain.bound(p, 0, box.back() / panel - 1);
+      origin.back() = origin.back() + Expr(p) * make_int(panel);
+      box.back() = panel;
+      check.what += ", in column panels of " + std::to_string(panel);
+    }
     // Box element variables, and the tile element each one is.
     std::vector<Var> bvars;
-    std::vector<Expr> idx = tile.indices;
+    std::vector<Expr> idx = origin;
     Expr dense = make_int(0);
     const size_t rank = box.size();
     for (size_t d = 0; d < rank; ++d) {
@@ -137,7 +152,7 @@ std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKern
       dense = dense * make_int(box[d]) + Expr(v);
     }
     const int64_t esize = b->dtype.storage_bytes(1);
-    Expr base = flat_expr(b, layout, tile.indices);
+    Expr base = flat_expr(b, layout, origin);
     Expr want = flat_expr(b, layout, idx);
     Expr byte = (base + dense) * make_int(esize);
     const int64_t mask = (int64_t{1} << tma_swizzle_bits(swizzle)) - 1;
@@ -145,8 +160,6 @@ std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKern
     Expr got = floordiv(swizzled, make_int(esize));
     Expr misaligned = floormod(base * make_int(esize), make_int(128)) != make_int(0);
     Expr bad = (want != got) || misaligned;
-    VarDomain domain = kernel_domain(kernel);
-    if (!add_enclosing(domain, site.frames)) continue;  // never runs
     for (size_t d = 0; d < rank; ++d) domain.bound(bvars[d], 0, box[d] - 1);
     for (size_t d = 0; d < idx.size(); ++d) {
       domain.assume(idx[d] >= make_int(0) && idx[d] < b->shape[d]);
