@@ -28,6 +28,14 @@ class SourcePrinter {
  public:
   SourcePrinter(const Kernel& kernel, Language lang) : k_(kernel), lang_(lang) {
     bind_kernel_vars(analyzer_, kernel);
+    // The shared tiles TMA copies reach: a TMA shared address must be 128-byte aligned, and the
+    // swizzle modes are a function of the address bits up to 1024 (core/tma_map.h).
+    for_each_stmt(kernel->body, [&](const Stmt& s) {
+      const auto* c = s.as<IntrinsicCallNode>();
+      if (!c) return;
+      const IntrinsicInfo& info = intrinsic_info(c->intrinsic);
+      if (info.box_rank > 0) tma_tiles_.insert(c->args[info.tma_shared].buffer.get());
+    });
   }
 
   EmittedSource run() {
@@ -208,10 +216,10 @@ class SourcePrinter {
       TESSEL_CASE_(Mul, "*")
       TESSEL_CASE_(Div, "/")
       TESSEL_CASE_(BitAnd, "&")
-      TESSEL_CASE_(BitOr, "|") TESSEL_CASE_(BitXor, "^") TESSEL_CASE_(Shl, "<<")
-          TESSEL_CASE_(Shr, ">>")
+      TESSEL_CASE_(BitOr, "|")
+      TESSEL_CASE_(BitXor, "^") TESSEL_CASE_(Shl, "<<") TESSEL_CASE_(Shr, ">>")
 #undef TESSEL_CASE_
-              default : break;
+          default : break;
     }
     const auto* c = static_cast<const CompareNode*>(e.get());
     const char* sym = e.kind() == ExprKind::kEQ    ? "=="
@@ -436,7 +444,9 @@ class SourcePrinter {
     if (b->scope == Scope::kShared || b->scope == Scope::kSharedDyn) {
       if (lang_ == Language::kCuda) {
         int64_t bytes = b->dtype.storage_bytes(*size);
-        const int64_t align = shared_align(b);
+        const int64_t align = std::max<int64_t>(
+            shared_align(b), tma_tiles_.count(b.get()) ? kTmaTileAlign : int64_t{16});
+        max_shared_align_ = std::max(max_shared_align_, align);
         shared_offset_ = (shared_offset_ + align - 1) / align * align;
         line(o, type + "* " + name(b) + " = reinterpret_cast<" + type + "*>(tessel_shared + " +
                     std::to_string(shared_offset_) + ");  // " + std::to_string(*size) +
@@ -507,6 +517,8 @@ class SourcePrinter {
                                "register", "default", "case", "switch"};
   std::set<std::string> used_;
   std::set<std::string> tensor_maps_;
+  std::set<const BufferNode*> tma_tiles_;
+  static constexpr int64_t kTmaTileAlign = 1024;
   std::vector<TensorMapArg> tensor_map_args_;
   std::string header_, function_;
   int64_t shared_offset_ = 0;

@@ -70,6 +70,7 @@ LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
                  ? ""
                  : "# not split (" + state.warp_specialize_blocker + "): sm80 pipelining\n");
   }
+  out.before_flatten = state.kernel;
   k = flatten_buffers(state);
   snapshot("flatten_buffers", k);
   k = insert_barriers(k);

@@ -67,6 +67,9 @@ struct LoweredKernel {
   Kernel kernel;     ///< thread-level IR
   LayoutMap layouts; ///< what inference chose (for reports and `tessel verify`)
   std::vector<PassSnapshot> snapshots;
+  /// The IR flatten_buffers received (one-launch kernels): instructions still name their shared
+  /// tiles' logical elements, which the TMA box proofs check against `layouts`.
+  Kernel before_flatten;
 };
 
 /// Runs every pass for `target`. User errors name the kernel, the operator and the fix.

@@ -97,6 +97,9 @@ TEST_SUITE("tma swizzle") {
       EmittedSource src = emit_source(lowered.kernel, sm90);
       REQUIRE(src.tensor_maps.size() == 1);
       CHECK(src.tensor_maps[0].swizzle == k.mode);
+      // The swizzle is a function of the shared address: the tile starts at a multiple of 1024.
+      CHECK(src.code.find("extern __shared__ __align__(1024) unsigned char tessel_shared[];") !=
+            std::string::npos);
       CHECK(src.code.find("tmap_A_8x" + std::to_string(k.cols) +
                           (k.mode ? "_sw" + std::to_string(k.mode) : std::string())) !=
             std::string::npos);

@@ -91,9 +91,11 @@ std::string call_text(const Stmt& s) {
 
 std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKernel& lowered,
                                          unsigned timeout_ms) {
+  // The copies as flatten_buffers received them (those the lowering made too), else as written.
   std::vector<TmaSite> sites;
   std::vector<Enclosing> frames;
-  collect(kernel->body, frames, sites);
+  const Kernel& logical = lowered.before_flatten.defined() ? lowered.before_flatten : kernel;
+  collect(logical->body, frames, sites);
   // The swizzle flatten_buffers gave each call and its box's innermost extent (smaller than
   // the call's when it was split into column panels), by its location and instruction.
   std::map<std::pair<std::string, int>, std::pair<int64_t, int64_t>> chosen;
@@ -128,7 +130,7 @@ std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKern
     std::vector<int64_t> box;
     for (int d = 0; d < info.box_rank; ++d)
       box.push_back(*as_const_int(call->args[info.box_first + d].value));
-    VarDomain domain = kernel_domain(kernel);
+    VarDomain domain = kernel_domain(logical);
     if (!add_enclosing(domain, site.frames)) continue;  // never runs
     // Column panels: panel p is a box of `panel` columns from column p * panel of the call's.
     std::vector<Expr> origin = tile.indices;
