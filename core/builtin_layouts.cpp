@@ -257,10 +257,27 @@ Fragment mma_m16n8k16_b(DataType dtype) {
 }
 
 Fragment mma_m16n8k16_c(DataType dtype) {
-  require_dtype("mma_m16n8k16_c", dtype, {DataType::f32(), DataType::f16()});
+  require_dtype("mma_m16n8k16_c", dtype, {DataType::f32(), DataType::f16(), DataType::i32()});
   return Fragment::from_fn({16, 8}, [](const std::vector<Var>& v, const Var&) {
     Expr i = v[0], j = v[1];
     return std::pair(floormod(i, 8) * 4 + floordiv(j, 2), floormod(j, 2) + floordiv(i, 8) * 2);
+  });
+}
+
+Fragment mma_m16n8k32_a(DataType dtype) {
+  require_dtype("mma_m16n8k32_a", dtype, {DataType::i8()});
+  return Fragment::from_fn({16, 32}, [](const std::vector<Var>& v, const Var&) {
+    Expr i = v[0], j = v[1];
+    return std::pair(floormod(i, 8) * 4 + floordiv(floormod(j, 16), 4),
+                     floormod(j, 4) + floordiv(i, 8) * 4 + floordiv(j, 16) * 8);
+  });
+}
+
+Fragment mma_m16n8k32_b(DataType dtype) {
+  require_dtype("mma_m16n8k32_b", dtype, {DataType::i8()});
+  return Fragment::from_fn({32, 8}, [](const std::vector<Var>& v, const Var&) {
+    Expr k = v[0], n = v[1];
+    return std::pair(n * 4 + floordiv(floormod(k, 16), 4), floormod(k, 4) + floordiv(k, 16) * 4);
   });
 }
 

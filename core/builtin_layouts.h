@@ -89,7 +89,15 @@ Fragment mma_m16n8k16_a(DataType dtype);
 /// n = g.
 Fragment mma_m16n8k16_b(DataType dtype);
 /// C/D accumulator, 16x8, f32 (or f16): element e = 0..3 is row g + 8 * (e >> 1), col 2t + (e & 1).
+/// Also the int32 accumulator of mma.m16n8k32 (the same table).
 Fragment mma_m16n8k16_c(DataType dtype);
+/// mma.m16n8k32 A operand, 16x32 (m x k), int8 (PTX ISA "Matrix Fragments for mma.m16n8k32",
+/// .s8): element e = 0..15 of a lane is row g + 8 * ((e >> 2) & 1), col 4t + (e & 3) +
+/// 16 * (e >> 3). Each 32-bit register holds four consecutive k.
+Fragment mma_m16n8k32_a(DataType dtype);
+/// mma.m16n8k32 B operand, 32x8 (k x n), int8: element e = 0..7 is k = 4t + (e & 3) +
+/// 16 * (e >> 2), n = g.
+Fragment mma_m16n8k32_b(DataType dtype);
 
 /// `ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16` destination fragments: N 8x8 matrices of
 /// 16-bit elements (8 rows of 16 bytes) stacked along rows, shape [8N, 128 / bits]. Lane l

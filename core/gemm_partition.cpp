@@ -93,6 +93,10 @@ WgmmaOperand wgmma_operand(int64_t rows, int64_t cols, bool k_major, DataType dt
 std::string plan_wgmma(const GemmOp& op, GemmPlan& p, int threads) {
   const GemmOptions& o = op.options();
   const bool rs = op.variant() == "rs";
+  const DataType in = op.A()->dtype;
+  if (in != DataType::f16() && in != DataType::bf16()) {
+    return in.name() + " inputs (Tessel's wgmma takes float16 or bfloat16; int8 uses mma.sync)";
+  }
   if (!rs && op.variant() != "ss") {
     return "B is a fragment (wgmma reads B from shared memory only)";
   }
@@ -203,7 +207,8 @@ GemmPlan plan_gemm(const GemmOp& op, const std::string& kernel, const Target& ta
   bool half = in == DataType::f16() || in == DataType::bf16();
   if (target.nvidia && target.has(mma_sync_family()) && target.has(ldmatrix_family())) {
     p.path = GemmPath::kMma;
-    p.inst_m = 16, p.inst_n = 8, p.inst_k = 16;
+    // int8 operands: mma.m16n8k32 (32 int8 along k per instruction).
+    p.inst_m = 16, p.inst_n = 8, p.inst_k = in == DataType::i8() ? 32 : 16;
   } else if (!target.nvidia && target.has(mfma_family())) {
     p.path = GemmPath::kMfma;
     p.inst_m = 16, p.inst_n = 16, p.inst_k = 16;
@@ -219,7 +224,19 @@ GemmPlan plan_gemm(const GemmOp& op, const std::string& kernel, const Target& ta
     return std::string(what) + " = " + std::to_string(v) + " is not a multiple of " +
            std::to_string(of);
   };
-  if (p.why_simt.empty()) {
+  const bool int8_mma = p.path == GemmPath::kMma && in == DataType::i8();
+  if (p.why_simt.empty() && int8_mma) {
+    if (B->dtype != in || C->dtype != DataType::i32()) {
+      p.why_simt = "int8 A with " + B->dtype.name() + " B and a " + C->dtype.name() +
+                   " accumulator (mma.m16n8k32 multiplies int8 by int8 into int32)";
+    } else if (p.M % p.inst_m != 0) {
+      p.why_simt = not_multiple("M", p.M, p.inst_m);
+    } else if (p.N % p.inst_n != 0) {
+      p.why_simt = not_multiple("N", p.N, p.inst_n);
+    } else if (p.K % p.inst_k != 0) {
+      p.why_simt = not_multiple("K", p.K, p.inst_k);
+    }
+  } else if (p.why_simt.empty()) {
     if (!half) {
       p.why_simt = in.name() + " inputs (the matrix instructions take float16 or bfloat16)";
     } else if (C->dtype != DataType::f32()) {
@@ -303,8 +320,8 @@ Fragment gemm_c_fragment(const GemmPlan& p) {
       return std::pair(floormod(e, make_int(threads)), floordiv(e, make_int(threads)));
     });
   }
-  Fragment base =
-      p.path == GemmPath::kMma ? mma_m16n8k16_c(DataType::f32()) : mfma_16x16x16_d(DataType::f32());
+  Fragment base = p.path == GemmPath::kMma ? intrinsic_info(p.instruction).operands[0].layout
+                                           : mfma_16x16x16_d(DataType::f32());
   return base.repeat({p.tiles_m(), p.tiles_n()}, /*on_thread=*/false)
       .repeat_on_thread({p.partition.m_warps, p.partition.n_warps});
 }
@@ -321,7 +338,8 @@ Fragment gemm_a_fragment(const GemmPlan& p, bool transposed, DataType dtype) {
         .repeat({p.tiles_m(), p.k_steps()}, /*on_thread=*/false)
         .repeat_on_thread({p.warpgroups, 1});
   }
-  Fragment base = p.path == GemmPath::kMma ? mma_m16n8k16_a(dtype) : mfma_16x16x16_a(dtype);
+  Fragment base = p.path == GemmPath::kMma ? intrinsic_info(p.instruction).operands[1].layout
+                                           : mfma_16x16x16_a(dtype);
   const WarpPartition& w = p.partition;
   if (!transposed) {
     return base.repeat({p.tiles_m(), p.k_steps()}, false)
@@ -336,7 +354,8 @@ Fragment gemm_a_fragment(const GemmPlan& p, bool transposed, DataType dtype) {
 
 Fragment gemm_b_fragment(const GemmPlan& p, bool transposed, DataType dtype) {
   internal_check(p.path != GemmPath::kSimt, "operand fragments exist on the matrix paths only");
-  Fragment base = p.path == GemmPath::kMma ? mma_m16n8k16_b(dtype) : mfma_16x16x16_b(dtype);
+  Fragment base = p.path == GemmPath::kMma ? intrinsic_info(p.instruction).operands[2].layout
+                                           : mfma_16x16x16_b(dtype);
   const WarpPartition& w = p.partition;
   if (!transposed) {
     return base.repeat({p.k_steps(), p.tiles_n()}, false)

@@ -7,12 +7,13 @@
 // never disagree about where an element lives.
 //
 // Register-operand layouts come from core/builtin_layouts (the PTX ISA "Matrix Fragments for
-// mma.m16n8k16" tables and the AMD Matrix Instruction Calculator for CDNA3, see REFERENCE.md):
-// a Fragment maps a matrix element (row, col) to (lane, register element).
+// mma.m16n8k16" and "mma.m16n8k32" tables and the AMD Matrix Instruction Calculator for CDNA3, see
+// REFERENCE.md): a Fragment maps a matrix element (row, col) to (lane, register element).
 //
 //   instruction              | operands (PTX / builtin order)                    | lanes
 //   -------------------------+---------------------------------------------------+------
 //   mma_m16n8k16_f16|bf16    | D f32 x4, A x8, B x4, C f32 x4   (D = A B + C)     | 32
+//   mma_m16n8k32_s8          | D i32 x4, A i8 x16, B i8 x8, C i32 x4             | 32
 //   ldmatrix_x1|x2|x4[_trans]| dst x2N (registers), src (shared row address)       | 32
 //   cp_async_4|8|16          | dst (shared), src (global), src_size (bytes read)  | per thread
 //   cp_async_commit_group    | -                                                 | per thread
@@ -59,6 +60,7 @@ enum class AtomicKind : uint8_t;  // core/op_atomic.h
 #define TESSEL_INTRINSICS(X)                     \
   X(MmaM16N8K16F16, "mma_m16n8k16_f16")          \
   X(MmaM16N8K16BF16, "mma_m16n8k16_bf16")        \
+  X(MmaM16N8K32S8, "mma_m16n8k32_s8")            \
   X(LdmatrixX1, "ldmatrix_x1")                   \
   X(LdmatrixX2, "ldmatrix_x2")                   \
   X(LdmatrixX4, "ldmatrix_x4")                   \

@@ -3,7 +3,8 @@
 // B by ldmatrix.x4 per pair of n8 tiles (x2 for a lone one); `.trans` when the stored tile's
 // contiguous dimension is M (A stored (K, M)) or N (B stored (K, N)). MFMA path (CDNA3
 // 16x16x16): lane l holds row/column l % 16 and k = 4 (l / 16) + [0, 4), loaded with plain loads
-// (a vectorised loop where the 4 elements are contiguous).
+// (a vectorised loop where the 4 elements are contiguous). int8 mma path (mma.m16n8k32): plain
+// 4-byte loads of each register's four k.
 #include "core/op_gemm.h"
 #include "core/op_gemm_lower.h"
 
@@ -124,10 +125,48 @@ StepOperand mfma_operand(GemmLowering& g, bool is_a, const Expr& ko) {
   return {load, [regs](const Expr& t) { return register_arg(regs, t * 4); }};
 }
 
+/// mma.m16n8k32 int8 operands of one k step (PTX ISA fragments, g = lane / 4, t = lane % 4):
+/// 32-bit register r of a lane holds four consecutive k, 32 ko + 4t + 16 h + [0, 4), of one row
+/// (A: row g + 8 (r % 2), h = r / 2, four registers per 16x32 tile; B: column n = g, h = r, two
+/// per 32x8 tile), read as one 4-byte load where k is the contiguous dimension. ldmatrix moves
+/// 16-bit elements only here (the ldmatrix family).
+StepOperand int8_operand(GemmLowering& g, bool is_a, const Expr& ko) {
+  const GemmPlan& p = g.plan;
+  const GemmOp& op = g.op;
+  const Buffer& src = is_a ? op.A() : op.B();
+  const int64_t tiles = is_a ? p.tiles_m() : p.tiles_n();
+  const int64_t per_tile = intrinsic_info(p.instruction).operands[is_a ? 1 : 2].elements;
+  const int64_t tile_rows = is_a ? p.inst_m : p.inst_n;
+  Expr origin = is_a ? g.wm * make_int(p.partition.warp_m) : g.wn * make_int(p.partition.warp_n);
+  // The k index is contiguous when A is stored (M, K) or B is stored (N, K).
+  bool k_inner = is_a ? !op.options().transpose_A : op.options().transpose_B;
+  Buffer regs =
+      g.ctx.temporary(src->name + "_frag", {make_int(tiles * per_tile)}, src->dtype, Scope::kLocal);
+  Expr group = floordiv(g.lane, 4), in_group = floormod(g.lane, 4);
+  Stmt load = g.loop(is_a ? "i" : "j", tiles, ForKind::kUnrolled, [&](const Expr& t) {
+    std::vector<Stmt> words;
+    for (int64_t r = 0; r < per_tile / 4; ++r) {
+      Expr mn = origin + t * make_int(tile_rows) + group + make_int(is_a ? (r % 2) * 8 : 0);
+      Var v = g.ctx.fresh_var("v");
+      Expr k = ko * make_int(p.inst_k) + in_group * 4 + make_int((is_a ? r / 2 : r) * 16) + v;
+      std::vector<Expr> at = k_inner ? std::vector<Expr>{mn, k} : std::vector<Expr>{k, mn};
+      Stmt store = StoreNode::make(regs, {t * make_int(per_tile) + make_int(r * 4) + v},
+                                   BufferLoadNode::make(src, at), op.loc());
+      words.push_back(ForNode::make(v, 0, 4, k_inner ? ForKind::kVectorized : ForKind::kUnrolled,
+                                    store, op.loc()));
+    }
+    return SeqNode::make(std::move(words));
+  });
+  return {load,
+          [regs, per_tile](const Expr& t) { return register_arg(regs, t * make_int(per_tile)); }};
+}
+
 }  // namespace
 
 StepOperand load_shared_operand(GemmLowering& g, bool is_a, const Expr& ko) {
-  return g.plan.path == GemmPath::kMma ? ldmatrix_operand(g, is_a, ko) : mfma_operand(g, is_a, ko);
+  if (g.plan.path != GemmPath::kMma) return mfma_operand(g, is_a, ko);
+  return g.op.A()->dtype == DataType::i8() ? int8_operand(g, is_a, ko)
+                                           : ldmatrix_operand(g, is_a, ko);
 }
 
 }  // namespace tessel

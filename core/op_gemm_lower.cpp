@@ -1,4 +1,5 @@
-// T.gemm at thread level. The matrix paths loop over k steps of 16; in each, every warp brings
+// T.gemm at thread level. The matrix paths loop over k steps of the instruction's k (16; 32 for
+// int8); in each, every warp brings
 // its A and B instruction tiles into registers (core/op_gemm_loads.cpp; operands already in
 // fragments are used in place) and issues one mma.sync / MFMA per tile of its part of C. The
 // scalar path lets every thread accumulate its own C elements over K from shared memory.
@@ -62,7 +63,7 @@ StepOperand fragment_operand(GemmLowering& g, bool is_a, const Expr& ko) {
       is_a ? gemm_a_fragment(p, transposed, b->dtype) : gemm_b_fragment(p, transposed, b->dtype);
   require_fragment(g, b, expected);
   Buffer regs = g.ctx.registers(b);
-  int64_t per_tile = is_a && p.path == GemmPath::kMma ? 8 : 4;
+  int64_t per_tile = intrinsic_info(p.instruction).operands[is_a ? 1 : 2].elements;
   int64_t tiles = is_a ? p.tiles_m() : p.tiles_n(), steps = p.k_steps();
   // A (M, K): tile (ti, tk) is copy ti * k_steps + tk; (K, M): tk * tiles_m + ti. B (K, N):
   // tk * tiles_n + tj; (N, K): tj * k_steps + tk.

@@ -92,17 +92,12 @@ Kernel build_gemm(LowBit f, const Params& p) {
   auto A_shared = T.alloc_shared("A_shared", {bM, bK}, in);
   auto B_shared = T.alloc_shared("B_shared", {bN, bK / per}, DataType::u8());
   auto B_local = T.alloc_fragment("B_local", {bN, bK / per}, DataType::u8());
-  // int8 x int8 multiplies as scalar multiply-adds, which read both operands from shared memory.
+  // int8 x int8: both operands in shared memory, so that the gemm lowers to mma.m16n8k32 (sm80)
+  // and, on a target without an int8 matrix instruction, to scalar multiply-adds, which read
+  // both from shared memory.
   auto B_dequant = int8 ? T.alloc_shared("B_dequantize_shared", {bN, bK}, in)
                         : T.alloc_fragment("B_dequantize_local", {bN, bK}, in);
   auto Ct_local = T.alloc_fragment("Ct_local", {bN, bM}, acc);
-  if (int8) {
-    // The scalar multiply-adds read one column of A_shared across a warp's 32 rows. Rows padded
-    // to an odd number of 4-byte words (block_K + 4 bytes) put those 32 bytes in 32 different
-    // banks; a swizzle permutes 16-byte chunks within a row, so rows r, r + 4, ... of 32-byte
-    // rows share banks (4-way). The copy into it then moves 4-byte cp.async pieces.
-    T.annotate_layout({{A_shared, padded(bM, bK, 4)}});
-  }
   BufferRef lut;
   if (f == LowBit::kNF4) lut = nf4_table(T);
   T.clear(Ct_local);
@@ -185,7 +180,7 @@ MatrixD dequantized(LowBit f, TensorMap& t, int64_t K, DataType type) {
 void gemm_reference(LowBit f, TensorMap& t) {
   MatrixD A = to_matrix(t.at("A"));
   const DataType operand = f == LowBit::kInt2 ? DataType::i8() : DataType::f16();
-  from_matrix(t.at("Ct"), dequantized(f, t, A.cols(), operand) * A.transpose());
+  from_matrix(t.at("Ct"), parallel_product(dequantized(f, t, A.cols(), operand), A.transpose()));
 }
 
 void gemv_reference(LowBit f, TensorMap& t) {

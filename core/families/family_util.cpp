@@ -61,10 +61,11 @@ std::string helper_call(const IntrinsicInfo& info, const std::vector<std::string
 namespace {
 
 /// D (m x n, holding C) += A (m x k) * B (k x n), row-major: each element of D gets its k
-/// products added one after another in order of k, then is rounded to f32. N > 0: n is N.
+/// products added one after another in order of k, then is rounded to f32 when `to_f32` (an
+/// int32 D stays the exact sum). N > 0: n is N.
 template <int N>
 void multiply_add(double* __restrict d, const double* __restrict a, const double* __restrict b,
-                  int m, int k, int n) {
+                  int m, int k, int n, bool to_f32) {
   const int cols = N > 0 ? N : n;
   for (int i = 0; i < m; ++i) {
     double* __restrict di = d + i * cols;
@@ -73,7 +74,9 @@ void multiply_add(double* __restrict d, const double* __restrict a, const double
       const double* __restrict bk = b + kk * cols;
       for (int j = 0; j < cols; ++j) di[j] += aik * bk[j];
     }
-    for (int j = 0; j < cols; ++j) di[j] = static_cast<double>(static_cast<float>(di[j]));
+    if (to_f32) {
+      for (int j = 0; j < cols; ++j) di[j] = static_cast<double>(static_cast<float>(di[j]));
+    }
   }
 }
 
@@ -106,6 +109,9 @@ void execute_matrix(const IntrinsicInfo& info, WarpIntrinsicExec& exec) {
   }
   // A (m x k), B (k x n) and C (m x n) gathered into dense arrays; an element of a lane outside
   // its operand reads 0.
+  // Cells hold floats as their double bits and integers as int64 (the interpreter's cells).
+  std::array<bool, 4> integer{};
+  for (int o = 0; o < 4; ++o) integer[o] = !info.operands[o].dtypes[0].is_float();
   thread_local std::vector<double> scratch;
   scratch.resize(static_cast<size_t>(m * k + k * n + m * n));
   double* a = scratch.data();
@@ -116,7 +122,12 @@ void execute_matrix(const IntrinsicInfo& info, WarpIntrinsicExec& exec) {
     for (int64_t e = 0; e < t.rows * t.cols; ++e) {
       auto [lane, reg] = t.cells[e];
       uint64_t* r = run[o][lane];
-      out[e] = r ? std::bit_cast<double>(r[reg]) : 0.0;
+      if (!r) {
+        out[e] = 0.0;
+      } else {
+        out[e] = integer[o] ? static_cast<double>(static_cast<int64_t>(r[reg]))
+                            : std::bit_cast<double>(r[reg]);
+      }
     }
   };
   gather(1, a);
@@ -124,23 +135,31 @@ void execute_matrix(const IntrinsicInfo& info, WarpIntrinsicExec& exec) {
   gather(3, d);
   switch (n) {  // the instructions' widths get a loop the compiler unrolls and vectorises
     case 8:
-      multiply_add<8>(d, a, b, m, k, n);
+      multiply_add<8>(d, a, b, m, k, n, !integer[0]);
       break;
     case 16:
-      multiply_add<16>(d, a, b, m, k, n);
+      multiply_add<16>(d, a, b, m, k, n, !integer[0]);
       break;
     case 32:
-      multiply_add<32>(d, a, b, m, k, n);
+      multiply_add<32>(d, a, b, m, k, n, !integer[0]);
       break;
     default:
-      multiply_add<0>(d, a, b, m, k, n);
+      multiply_add<0>(d, a, b, m, k, n, !integer[0]);
       break;
   }
   for (int o = 1; o < 4; ++o) exec.observe(req[o], res[o]);
   const FragmentTable& td = *tables[0];
   for (int64_t e = 0; e < td.rows * td.cols; ++e) {
     auto [lane, reg] = td.cells[e];
-    if (uint64_t* r = run[0][lane]) r[reg] = std::bit_cast<uint64_t>(d[e]);
+    uint64_t* r = run[0][lane];
+    if (!r) continue;
+    if (integer[0]) {
+      // int32 two's complement: the exact sum (|sum| < 2^53) wraps past the int32 range.
+      auto wrapped = static_cast<int32_t>(static_cast<uint32_t>(static_cast<int64_t>(d[e])));
+      r[reg] = static_cast<uint64_t>(static_cast<int64_t>(wrapped));
+    } else {
+      r[reg] = std::bit_cast<uint64_t>(d[e]);
+    }
   }
   exec.observe(req[0], res[0]);
   exec.count_lane_ops(static_cast<int64_t>(m) * n * k);

@@ -41,8 +41,9 @@ std::string helper_call(const IntrinsicInfo& info, const std::vector<std::string
 
 /// Executes D = A * B + C of a matrix instruction (mma.sync, MFMA) whose operands D, A, B, C are
 /// register fragments: inputs are exact, every product is exact in double, the k products and C
-/// are summed in double and D is rounded to f32 once. Hardware sums with at least f32 precision
-/// in an unspecified order, so it may differ in the last bits of D.
+/// are summed in double and D is rounded to f32 once (an int32 D: the exact sum, wrapped to 32
+/// bits). Hardware sums with at least f32 precision in an unspecified order, so a float D may
+/// differ in its last bits.
 void execute_matrix(const IntrinsicInfo& info, WarpIntrinsicExec& exec);
 
 /// One shared-memory operand of wgmma.mma_async as its 64-bit matrix descriptor describes it

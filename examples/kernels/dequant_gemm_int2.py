@@ -28,14 +28,10 @@ def dequant_gemm_int2(M=256, N=256, K=512, block_M=64, block_N=64, block_K=32, n
             A_shared = T.alloc_shared((block_M, block_K), in_dtype)
             B_shared = T.alloc_shared((block_N, block_K // num_elems_per_byte), "uint8")
             B_local = T.alloc_fragment((block_N, block_K // num_elems_per_byte), "uint8")
-            # int8 x int8 runs as scalar multiply-adds, which read both operands from shared memory
+            # Both int8 operands in shared memory: mma.m16n8k32 on sm80 reads them as 4-byte words,
+            # a target without an int8 matrix instruction with scalar multiply-adds.
             B_dequantize = T.alloc_shared((block_N, block_K), in_dtype)
             Ct_local = T.alloc_fragment((block_N, block_M), accum_dtype)
-            # The multiply-adds read a column of A_shared across 32 rows: rows padded to an odd
-            # number of 4-byte words put it in 32 different banks (a swizzle shares them 4-way).
-            T.annotate_layout({
-                A_shared: T.Layout([block_M, block_K], lambda i, j: i * (block_K + 4) + j)
-            })
 
             T.clear(Ct_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
