@@ -108,35 +108,33 @@ void chunk_scan_reference(const Params& p, TensorMap& t) {
   const HostTensor &cb = t.at("cb"), &prev = t.at("prev_states"), &D = t.at("D");
   HostTensor& out = t.at("Output");
   const int64_t Q = s.chunk;
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t c = 0; c < s.nchunks; ++c) {
-      for (int64_t h = 0; h < s.nheads; ++h) {
-        const int64_t g = h / s.heads_per_group();
-        MatrixD X = in.x_chunk(b, c, h), Cm = in.C_chunk(b, c, g);
-        Eigen::VectorXd dA = in.dA_chunk(b, c, h);
-        MatrixD S(s.headdim, s.dstate), W = MatrixD::Zero(Q, Q);
-        for (int64_t i = 0; i < s.headdim; ++i) {
-          for (int64_t n = 0; n < s.dstate; ++n) {
-            S(i, n) =
-                prev.at((((b * s.nchunks + c) * s.nheads + h) * s.headdim + i) * s.dstate + n);
-          }
-        }
-        for (int64_t l = 0; l < Q; ++l) {
-          for (int64_t j = 0; j <= l; ++j) {
-            W(l, j) = cb.at((((b * s.nchunks + c) * s.ngroups + g) * Q + l) * Q + j) *
-                      std::exp(dA[l] - dA[j]) * in.dt_at(b, c, h, j);
-          }
-        }
-        Eigen::VectorXd decay = dA.array().exp();
-        MatrixD Y = decay.asDiagonal() * (Cm * S.transpose()) + W * X + D.at(h) * X;
-        for (int64_t l = 0; l < Q && c * Q + l < s.seq_len; ++l) {
-          for (int64_t i = 0; i < s.headdim; ++i) {
-            out.set(((b * s.seq_len + c * Q + l) * s.nheads + h) * s.headdim + i, Y(l, i));
-          }
-        }
+  // Each (batch, chunk, head) writes its own rows of Output: spread over the cores.
+  parallel_for(s.batch * s.nchunks * s.nheads, [&](int64_t bch) {
+    const int64_t b = bch / (s.nchunks * s.nheads), c = bch / s.nheads % s.nchunks,
+                  h = bch % s.nheads;
+    const int64_t g = h / s.heads_per_group();
+    MatrixD X = in.x_chunk(b, c, h), Cm = in.C_chunk(b, c, g);
+    Eigen::VectorXd dA = in.dA_chunk(b, c, h);
+    MatrixD S(s.headdim, s.dstate), W = MatrixD::Zero(Q, Q);
+    for (int64_t i = 0; i < s.headdim; ++i) {
+      for (int64_t n = 0; n < s.dstate; ++n) {
+        S(i, n) = prev.at((((b * s.nchunks + c) * s.nheads + h) * s.headdim + i) * s.dstate + n);
       }
     }
-  }
+    for (int64_t l = 0; l < Q; ++l) {
+      for (int64_t j = 0; j <= l; ++j) {
+        W(l, j) = cb.at((((b * s.nchunks + c) * s.ngroups + g) * Q + l) * Q + j) *
+                  std::exp(dA[l] - dA[j]) * in.dt_at(b, c, h, j);
+      }
+    }
+    Eigen::VectorXd decay = dA.array().exp();
+    MatrixD Y = decay.asDiagonal() * (Cm * S.transpose()) + W * X + D.at(h) * X;
+    for (int64_t l = 0; l < Q && c * Q + l < s.seq_len; ++l) {
+      for (int64_t i = 0; i < s.headdim; ++i) {
+        out.set(((b * s.seq_len + c * Q + l) * s.nheads + h) * s.headdim + i, Y(l, i));
+      }
+    }
+  });
 }
 
 }  // namespace

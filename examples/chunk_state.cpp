@@ -83,24 +83,22 @@ void chunk_state_reference(const Params& p, TensorMap& t) {
   const SsdShape s = SsdShape::from(p, "chunk_state");
   const SsdTensors in(s, t);
   HostTensor& states = t.at("states");
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t c = 0; c < s.nchunks; ++c) {
-      for (int64_t h = 0; h < s.nheads; ++h) {
-        MatrixD X = in.x_chunk(b, c, h), Bm = in.B_chunk(b, c, h / s.heads_per_group());
-        Eigen::VectorXd dA = in.dA_chunk(b, c, h), w(s.chunk);
-        for (int64_t l = 0; l < s.chunk; ++l) {
-          w[l] = std::exp(dA[s.chunk - 1] - dA[l]) * in.dt_at(b, c, h, l);
-        }
-        MatrixD S = X.transpose() * w.asDiagonal() * Bm;
-        for (int64_t i = 0; i < s.headdim; ++i) {
-          for (int64_t n = 0; n < s.dstate; ++n) {
-            states.set((((b * s.nchunks + c) * s.nheads + h) * s.headdim + i) * s.dstate + n,
-                       S(i, n));
-          }
-        }
+  // Each (batch, chunk, head) writes its own state: spread over the cores.
+  parallel_for(s.batch * s.nchunks * s.nheads, [&](int64_t bch) {
+    const int64_t b = bch / (s.nchunks * s.nheads), c = bch / s.nheads % s.nchunks,
+                  h = bch % s.nheads;
+    MatrixD X = in.x_chunk(b, c, h), Bm = in.B_chunk(b, c, h / s.heads_per_group());
+    Eigen::VectorXd dA = in.dA_chunk(b, c, h), w(s.chunk);
+    for (int64_t l = 0; l < s.chunk; ++l) {
+      w[l] = std::exp(dA[s.chunk - 1] - dA[l]) * in.dt_at(b, c, h, l);
+    }
+    MatrixD S = X.transpose() * w.asDiagonal() * Bm;
+    for (int64_t i = 0; i < s.headdim; ++i) {
+      for (int64_t n = 0; n < s.dstate; ++n) {
+        states.set((((b * s.nchunks + c) * s.nheads + h) * s.headdim + i) * s.dstate + n, S(i, n));
       }
     }
-  }
+  });
 }
 
 }  // namespace

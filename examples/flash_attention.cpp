@@ -90,7 +90,7 @@ void attention_reference(const Params& p, TensorMap& t) {
       for (int64_t d = 0; d < D; ++d) m(i, d) = x.at((h * S + i) * D + d);
     return m;
   };
-  for (int64_t h = 0; h < H; ++h) {
+  parallel_for(H, [&](int64_t h) {  // heads write disjoint rows of O
     MatrixD q = head(Q, h), k = head(K, h), v = head(V, h);
     MatrixD w = (q * k.transpose()) * scale;
     for (int64_t i = 0; i < S; ++i) {
@@ -102,7 +102,7 @@ void attention_reference(const Params& p, TensorMap& t) {
     MatrixD o = w * v;
     for (int64_t i = 0; i < S; ++i)
       for (int64_t d = 0; d < D; ++d) O.set((h * S + i) * D + d, o(i, d));
-  }
+  });
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ Kernel build_gemm(const Params& p, Variant variant) {
 
 void gemm_reference(TensorMap& t, bool transpose_b) {
   MatrixD A = to_matrix(t.at("A")), B = to_matrix(t.at("B"));
-  from_matrix(t.at("C"), transpose_b ? MatrixD(A * B.transpose()) : MatrixD(A * B));
+  from_matrix(t.at("C"), parallel_product(A, transpose_b ? MatrixD(B.transpose()) : B));
 }
 
 Example make(Variant v, std::string name, std::string description) {

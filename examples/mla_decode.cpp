@@ -191,7 +191,7 @@ void mla_reference(const Params& p, TensorMap& t) {
       for (int64_t j = 0; j < d; ++j) m(i, j) = x.at((b * n + i) * d + j);
     return m;
   };
-  for (int64_t b = 0; b < B; ++b) {
+  parallel_for(B, [&](int64_t b) {   // sequences write disjoint rows of Output
     MatrixD kv = rows(KV, b, S, D);  // KV and K_pe have one head: [batch, seqlen, 1, dim]
     MatrixD scores = (rows(Q, b, H, D) * kv.transpose() +
                       rows(Q_pe, b, H, P) * rows(K_pe, b, S, P).transpose()) *
@@ -204,7 +204,7 @@ void mla_reference(const Params& p, TensorMap& t) {
     MatrixD out = scores * kv;
     for (int64_t h = 0; h < H; ++h)
       for (int64_t d = 0; d < D; ++d) O.set((b * H + h) * D + d, out(h, d));
-  }
+  });
 }
 
 std::vector<ParamSpec> mla_params(bool split) {

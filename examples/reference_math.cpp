@@ -1,6 +1,11 @@
 // Host tensor <-> Eigen conversions.
 #include "examples/reference_math.h"
 
+#include <algorithm>
+#include <exception>
+#include <thread>
+#include <vector>
+
 #include "core/error.h"
 
 namespace tessel {
@@ -16,6 +21,41 @@ void from_matrix(HostTensor& t, const MatrixD& m) {
   internal_check(t.shape().size() == 2 && t.shape()[0] == m.rows() && t.shape()[1] == m.cols(),
                  "from_matrix shape mismatch");
   for (int64_t i = 0; i < t.size(); ++i) t.set(i, m.data()[i]);
+}
+
+void parallel_for(int64_t n, const std::function<void(int64_t)>& body) {
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t slices = std::min(cores, n);
+  if (slices <= 1) {
+    for (int64_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(slices));
+  for (int64_t s = 0; s < slices; ++s) {
+    threads.emplace_back([&, s] {
+      try {
+        for (int64_t i = n * s / slices; i < n * (s + 1) / slices; ++i) body(i);
+      } catch (...) {
+        errors[static_cast<size_t>(s)] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+MatrixD parallel_product(const MatrixD& a, const MatrixD& b) {
+  MatrixD c(a.rows(), b.cols());
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t slices = std::min<int64_t>(cores, a.rows());
+  parallel_for(slices, [&](int64_t s) {
+    const int64_t r0 = a.rows() * s / slices, r1 = a.rows() * (s + 1) / slices;
+    c.middleRows(r0, r1 - r0).noalias() = a.middleRows(r0, r1 - r0) * b;
+  });
+  return c;
 }
 
 }  // namespace tessel

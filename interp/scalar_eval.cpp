@@ -71,6 +71,31 @@ class Evaluator : public ExprFunctor<Value> {
     return Value::of_int(wrap_int(to, v.i));
   }
   Value visit_BufferLoad(const BufferLoadNode* op, const Expr&) override {
+    // The indices on the stack (a load is the evaluator's most frequent node: no allocation).
+    constexpr size_t kMaxRank = 8;
+    const size_t rank = op->indices.size();
+    if (rank > kMaxRank) return load_any_rank(op);
+    int64_t idx[kMaxRank];
+    IndexOf outer = index_of_;
+    index_of_ = IndexOf{"load of", op->buffer.get(), &op->indices};
+    for (size_t d = 0; d < rank; ++d) idx[d] = visit(op->indices[d]).i;
+    index_of_ = outer;
+    HostTensor& t = block_.storage(op->buffer, thread_);
+    const std::vector<int64_t>& shape = t.shape();
+    int64_t flat = 0;
+    bool inside = rank == shape.size();
+    for (size_t d = 0; inside && d < rank; ++d) {
+      inside = idx[d] >= 0 && idx[d] < shape[d];
+      flat = flat * shape[d] + idx[d];
+    }
+    if (!inside) {  // the checked path names the access
+      flat = checked_flat_index(block_, thread_, op->buffer, t,
+                                std::vector<int64_t>(idx, idx + rank), "load of");
+    }
+    double v = t.at(flat);
+    return op->dtype.is_float() ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
+  }
+  Value load_any_rank(const BufferLoadNode* op) {
     std::vector<int64_t> idx;
     idx.reserve(op->indices.size());
     IndexOf outer = index_of_;
@@ -127,7 +152,8 @@ class Evaluator : public ExprFunctor<Value> {
   }
   TESSEL_CMP_(EQ, ==)
   TESSEL_CMP_(NE, !=)
-  TESSEL_CMP_(LT, <) TESSEL_CMP_(LE, <=) TESSEL_CMP_(GT, >) TESSEL_CMP_(GE, >=)
+  TESSEL_CMP_(LT, <)
+  TESSEL_CMP_(LE, <=) TESSEL_CMP_(GT, >) TESSEL_CMP_(GE, >=)
 #undef TESSEL_CMP_
       Value visit_And(const AndNode* op, const Expr&) override {
     return Value::of_int(visit(op->a).i && visit(op->b).i);

@@ -169,6 +169,15 @@ class BlockRunner {
   /// Runs the loop for `lanes` in lock-step: iteration n runs for the lanes whose trip count
   /// exceeds n.
   void exec_for_uniform(const ForNode* op, const VarNode* var, const Lanes& lanes) {
+    if (lanes.size() == 1) {  // one lane (every T.Parallel iteration): no per-iteration lists
+      const int64_t lo = eval_scalar(op->min, block_, lanes[0]).i;
+      const int64_t n = eval_scalar(op->extent, block_, lanes[0]).i;
+      for (int64_t it = 0; it < n; ++it) {
+        block_.thread(lanes[0]).vars[var] = Value::of_int(lo + it);
+        exec(op->body, lanes);
+      }
+      return;
+    }
     std::vector<int64_t> lo(lanes.size()), n(lanes.size());
     int64_t most = 0;
     for (size_t k = 0; k < lanes.size(); ++k) {
@@ -197,9 +206,20 @@ class BlockRunner {
       int64_t flat;
       double value;
     };
+    std::vector<int64_t>& idx = store_index_;  // reused: a store does not nest
+    idx.resize(op->indices.size());
+    if (lanes.size() == 1) {  // one lane: nothing to hold back
+      const int t = lanes[0];
+      for (size_t d = 0; d < idx.size(); ++d)
+        idx[d] = eval_store_index(op->indices[d], op, block_, t);
+      Value v = eval_scalar(op->value, block_, t);
+      HostTensor& storage = block_.storage(op->buffer, t);
+      storage.set(checked_flat_index(block_, t, op->buffer, storage, idx, "store to"),
+                  v.as_double(op->value.dtype()));
+      return;
+    }
     std::vector<Pending> pending;
     pending.reserve(lanes.size());
-    std::vector<int64_t> idx(op->indices.size());
     for (int t : lanes) {
       for (size_t d = 0; d < idx.size(); ++d)
         idx[d] = eval_store_index(op->indices[d], op, block_, t);
@@ -219,6 +239,7 @@ class BlockRunner {
   BlockState& block_;
   StepCounter steps_;
   bool in_parallel_ = false;
+  std::vector<int64_t> store_index_;
 };
 
 }  // namespace
