@@ -68,6 +68,18 @@ class MmaWarp final : public WarpIntrinsicExec {
   std::vector<int64_t> shape(int) const override { return {}; }
   void tma_write(int, int, const std::vector<int64_t>&, const std::vector<uint64_t>&, int,
                  int64_t) override {}
+  int warp_index() const override { return 0; }
+  uint64_t wgmma_accumulator(int operand, int lane, int64_t flat) override {
+    return regs[operand][lane][flat];
+  }
+  void wgmma_issue(const std::vector<std::pair<int, int64_t>>&,
+                   const std::vector<WgmmaWrite>&) override {}
+  void wgmma_commit() override {}
+  void wgmma_wait(int) override {}
+  void tma_store(int, int, const std::vector<int64_t>&, int, const std::vector<int64_t>&) override {
+  }
+  void bulk_commit(int) override {}
+  void bulk_wait(int, int) override {}
 };
 
 // The PTX ISA's tables, written out independently of core/builtin_layouts.
