@@ -3,7 +3,9 @@ compares the cubins: main-loop SASS instructions by class, registers, spills, sh
 nvcc time. Run through bench/bench_codegen_vs_tilelang.sh, which sets up the virtual environment.
 
 The main loop is the backward branch's range (a loop in the SASS) holding the most HMMA
-instructions; nested loops inside it are counted once, as written. NOPs are not counted.
+instructions; nested loops inside it are counted once, as written. Ranges with an EXIT inside are
+not loops (out-of-line fix-up blocks of shuffles placed after the kernel's end branch back into
+it). NOPs are not counted.
 """
 import argparse
 import csv
@@ -93,6 +95,8 @@ def main_loop(sass):
         if target > addr:
             continue
         body = [x for a, x in sass if target <= a <= addr]
+        if any(x.split()[0] == "EXIT" or x.startswith("@") and " EXIT" in x for x in body):
+            continue  # an out-of-line block (a shuffle's divergence fix-up) jumping back
         counts = {"HMMA": 0, "LDSM": 0, "LDGSTS": 0, "BAR": 0, "other": 0}
         for x in body:
             c = classify(x)

@@ -9,6 +9,8 @@
 // thread of the block arrives: not inside a branch or loop whose condition depends on the thread.
 // The user's own T.sync_threads() are kept and reset the state. A branch that depends on the
 // thread and waits on an mbarrier (warp specialisation) is synchronised by its own barriers.
+// cp.async writes land at a cp_async_wait_group, not where they are issued: after each wait,
+// every buffer a cp.async of the kernel writes counts as written again.
 #include <map>
 #include <set>
 
@@ -111,7 +113,24 @@ class BarrierInserter {
     bool barrier = conflicts(a, h, s);
     if (barrier) h.clear();
     Stmt m = visit_inside(s, a, h);
+    if (const auto* call = s.as<IntrinsicCallNode>();
+        call && intrinsic_info(call->intrinsic).family == IntrinsicFamily::kWaitGroup) {
+      // The copies this wait lands were issued before earlier barriers (the peeled epilogue's
+      // tiles were issued in the main loop): their writes count from here, so a reader in
+      // another thread gets a barrier after the wait.
+      for (const auto* b : async_destinations_) h.written[b] = s.get();
+    }
     return barrier ? SeqNode::make({BarrierNode::make(s->loc), m}) : m;
+  }
+
+  /// Records the shared buffers that `body`'s cp.async instructions write.
+  void find_async_destinations(const Stmt& body) {
+    for_each_stmt(body, [&](const Stmt& c) {
+      const auto* call = c.as<IntrinsicCallNode>();
+      if (!call || intrinsic_info(call->intrinsic).family != IntrinsicFamily::kCpAsync) return;
+      Accesses a = accesses_of(c);
+      async_destinations_.insert(a.writes.begin(), a.writes.end());
+    });
   }
 
  private:
@@ -164,6 +183,7 @@ class BarrierInserter {
     into.read.insert(other.read.begin(), other.read.end());
   }
   Var thread_;
+  std::set<const BufferNode*> async_destinations_;  ///< written by some cp.async of the kernel
   std::set<const ExprNode*> varying_;  ///< Let variables whose value differs between threads
 };
 
@@ -171,7 +191,9 @@ class BarrierInserter {
 
 Kernel insert_barriers(const Kernel& kernel) {
   Hazards h;
-  return with_body(kernel, BarrierInserter(kernel->thread_var).visit(kernel->body, h));
+  BarrierInserter inserter(kernel->thread_var);
+  inserter.find_async_destinations(kernel->body);
+  return with_body(kernel, inserter.visit(kernel->body, h));
 }
 
 }  // namespace tessel

@@ -95,7 +95,12 @@ class TileLowerer : public StmtMutator {
                            SeqNode::make(std::move(lowered)), loop.loc,
                            PipelineInfo{loop.pipeline.num_stages, {}, {}});
     }
-    return inject_pipeline(loop, std::move(groups), versions, options_.drop_pipeline_wait);
+    // Peeling needs extent > S: every prologue iteration has a source iteration and the main
+    // loop runs at least once.
+    int last_stage = 0;
+    for (const PipelineGroup& g : groups) last_stage = std::max(last_stage, g.stage);
+    bool peel = options_.peel_pipelines && analyzer_.can_prove(loop.extent > last_stage);
+    return inject_pipeline(loop, std::move(groups), versions, options_.drop_pipeline_wait, peel);
   }
 
   /// A tile operator's work is partitioned over every thread of the block; inside a branch

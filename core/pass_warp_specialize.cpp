@@ -299,7 +299,14 @@ class Injector : public StmtMutator {
  protected:
   Stmt visit_For(const ForNode* op, const Stmt& s) override {
     if (!is_deferred_pipeline(s)) return StmtMutator::visit_For(op, s);
-    return inject_pipeline(*op, groups_of(deferred_, *op), versions_, options_.drop_pipeline_wait);
+    std::vector<PipelineGroup> groups = groups_of(deferred_, *op);
+    // Peeled as lower_tile_ops peels (core/pipeline_inject.h) when the trip count is a constant
+    // above num_stages - 1.
+    int last_stage = 0;
+    for (const PipelineGroup& g : groups) last_stage = std::max(last_stage, g.stage);
+    auto n = as_const_int(op->extent);
+    bool peel = options_.peel_pipelines && n && *n > last_stage;
+    return inject_pipeline(*op, std::move(groups), versions_, options_.drop_pipeline_wait, peel);
   }
 
  private:

@@ -48,6 +48,9 @@ struct LowerOptions {
   /// Test-only: software pipelines without their cp.async wait, so that tests can show the
   /// simulator catching the reads that race with the copies.
   bool drop_pipeline_wait = false;
+  /// Peel the prologue and epilogue of software pipelines whose trip count is provably at least
+  /// num_stages - 1 (core/pipeline_inject.h); false keeps one guarded loop (tests compare both).
+  bool peel_pipelines = true;
   /// Refuse a kernel over the target's shared memory, registers or threads (core/capacity.h),
   /// before lowering and after. `tessel verify` turns it off and reports the limits as checks.
   bool check_capacity = true;

@@ -1,8 +1,10 @@
 // Software pipelining of a lowered T.Pipelined loop (the paper's §4.4). With statements of stage
-// s in [0, S] (S = num_stages - 1), body iteration k runs stage-s statements for source iteration
-// k - s, so the loop runs n + S times and each statement is guarded by 0 <= k - s < n: the first
-// S iterations are the prologue, the last S the epilogue, and trip counts below the stage count
-// or symbolic ones need nothing special.
+// s in [0, S] (S = num_stages - 1), iteration k of the schedule runs stage-s statements for
+// source iteration k - s, for k in [min, min + extent + S). When the caller proved extent > S,
+// the first S iterations (the prologue) and the last S (the epilogue) are peeled off, each with
+// only the stages that have a source iteration, and the main loop over [min + S, min + extent)
+// runs every stage without a guard. Otherwise (a trip count that may be S or below) one
+// loop of extent + S iterations guards each statement by 0 <= k - s < extent.
 //
 // Shared tiles written in one stage and read in a later one get S + 1 versions: a leading
 // dimension indexed by (source iteration) % (S + 1). Producer copies issued as cp.async are
@@ -115,7 +117,7 @@ Stmt version_accesses(const Stmt& s, const PipelineVersions& versions, const Exp
 }
 
 Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
-                     PipelineVersions& versions, bool drop_wait) {
+                     PipelineVersions& versions, bool drop_wait, bool peel) {
   int last_stage = 0;
   for (const PipelineGroup& g : groups) last_stage = std::max(last_stage, g.stage);
   const int depth = last_stage + 1;
@@ -130,36 +132,79 @@ Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
   for (size_t i = 0; i < groups.size(); ++i) {
     if (issues_async(groups[i].stmt)) any_async = true, last_async = i;
   }
-  std::vector<Stmt> body;
-  bool waited = false;
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const PipelineGroup& g = groups[i];
-    if (any_async && !waited && g.stage > 0 && !drop_wait) {
-      body.push_back(intrinsic(IntrinsicId::kCpAsyncWaitGroup,
-                               {IntrinsicArg{Buffer(), {}, make_int(g.stage)}}, loc));
-      waited = true;
+  // One iteration of the schedule with the loop variable at `at`: the groups `include` admits,
+  // each under `guard(stage)` when that is defined. The wait stays where the single loop has it
+  // whenever a later group of this iteration reads (a wait only delays, so leaving it out where
+  // nothing follows changes no value); the commit stays in every iteration, so that group counts
+  // are those of the single loop.
+  auto iteration = [&](const Expr& at, const std::function<bool(int)>& include,
+                       const std::function<Expr(int)>& guard) {
+    std::vector<Stmt> body;
+    bool waited = false;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const PipelineGroup& g = groups[i];
+      if (any_async && !waited && g.stage > 0 && !drop_wait) {
+        bool reader_follows = false;
+        for (size_t j = i; j < groups.size(); ++j) {
+          reader_follows = reader_follows || (groups[j].stage > 0 && include(groups[j].stage));
+        }
+        if (reader_follows) {
+          body.push_back(intrinsic(IntrinsicId::kCpAsyncWaitGroup,
+                                   {IntrinsicArg{Buffer(), {}, make_int(g.stage)}}, loc));
+        }
+        waited = true;
+      }
+      if (include(g.stage)) {
+        Expr source = g.stage == 0 ? at : at - g.stage;
+        // Version of source iteration `source`; a buffer also used outside the loop is rotated
+        // so that the last iteration (min + extent - 1) writes version 0, which those accesses
+        // read.
+        Expr plain = floormod(source - loop.min, make_int(depth));
+        Expr rotated = floormod(source - loop.min - (loop.extent - 1), make_int(depth));
+        auto version = [&](const BufferNode* b) {
+          return versions.used_outside.count(b) ? rotated : plain;
+        };
+        Stmt s = Versioner(versions, version, k, source).mutate(g.stmt);
+        if (Expr cond = guard(g.stage); cond.defined()) s = IfNode::make(cond, s, Stmt(), loc);
+        body.push_back(s);
+      }
+      if (any_async && i == last_async) {
+        body.push_back(intrinsic(IntrinsicId::kCpAsyncCommitGroup, {}, loc));
+      }
     }
-    Expr source = g.stage == 0 ? Expr(k) : k - g.stage;
-    // Version of source iteration `source`; a buffer also used outside the loop is rotated so
-    // that the last iteration (min + extent - 1) writes version 0, which those accesses read.
-    Expr plain = floormod(source - loop.min, make_int(depth));
-    Expr rotated = floormod(source - loop.min - (loop.extent - 1), make_int(depth));
-    auto version = [&](const BufferNode* b) {
-      return versions.used_outside.count(b) ? rotated : plain;
-    };
-    Stmt s = Versioner(versions, version, k, source).mutate(g.stmt);
-    if (last_stage > 0) {
-      Expr guard = source < loop.min + loop.extent;
-      if (g.stage > 0) guard = source >= loop.min && guard;
-      s = IfNode::make(guard, s, Stmt(), loc);
-    }
-    body.push_back(s);
-    if (any_async && i == last_async) {
-      body.push_back(intrinsic(IntrinsicId::kCpAsyncCommitGroup, {}, loc));
-    }
+    return SeqNode::make(std::move(body));
+  };
+  auto all = [](int) { return true; };
+  auto unguarded = [](int) { return Expr(); };
+  if (last_stage == 0) {
+    return ForNode::make(k, loop.min, loop.extent, ForKind::kSerial, iteration(k, all, unguarded),
+                         loc);
   }
-  return ForNode::make(k, loop.min, loop.extent + last_stage, ForKind::kSerial,
-                       SeqNode::make(std::move(body)), loc);
+  if (!peel) {
+    // Iteration k runs stage s for source iteration k - s when 0 <= k - s < extent.
+    auto guard = [&](int stage) {
+      Expr source = stage == 0 ? Expr(k) : k - stage;
+      Expr cond = source < loop.min + loop.extent;
+      return stage > 0 ? (source >= loop.min && cond) : cond;
+    };
+    return ForNode::make(k, loop.min, loop.extent + last_stage, ForKind::kSerial,
+                         iteration(k, all, guard), loc);
+  }
+  // extent > S (the caller proved it): the S prologue iterations run the stages that have a
+  // source iteration (s <= i), the main loop every stage unguarded, and the S epilogue
+  // iterations the stages whose source iteration is still below the extent (s > j).
+  std::vector<Stmt> out;
+  for (int i = 0; i < last_stage; ++i) {
+    out.push_back(iteration(
+        loop.min + i, [i](int s) { return s <= i; }, unguarded));
+  }
+  out.push_back(ForNode::make(k, loop.min + last_stage, loop.extent - last_stage, ForKind::kSerial,
+                              iteration(k, all, unguarded), loc));
+  for (int j = 0; j < last_stage; ++j) {
+    out.push_back(iteration(
+        loop.min + loop.extent + j, [j](int s) { return s > j; }, unguarded));
+  }
+  return SeqNode::make(std::move(out));
 }
 
 Stmt apply_versions(const Stmt& body, const PipelineVersions& versions) {

@@ -36,9 +36,11 @@ struct PipelineVersions {
 
 /// The pipelined loop for `loop` (the original T.Pipelined node) from its lowered statements.
 /// Records the buffers it versions in `versions`. `drop_wait` leaves out the cp.async wait (a
-/// test-only switch: the simulator must then report the reads as async races).
+/// test-only switch: the simulator must then report the reads as async races). `peel`: the
+/// caller proved extent > num_stages - 1, so the prologue and epilogue iterations are peeled
+/// off and the main loop runs unguarded; otherwise one guarded loop of extent + S iterations.
 Stmt inject_pipeline(const ForNode& loop, std::vector<PipelineGroup> groups,
-                     PipelineVersions& versions, bool drop_wait);
+                     PipelineVersions& versions, bool drop_wait, bool peel);
 
 /// Records in `versions` the shared buffers a statement of `groups` writes and a statement of a
 /// later stage reads, each given `depth` versions (a user error when another pipeline gave the
