@@ -63,7 +63,7 @@ class SourcePrinter {
     std::ostringstream sig;
     sig << "extern \"C\" ";
     if (lang_ == Language::kCuda) {
-      sig << "__global__ void __launch_bounds__(" << k_->threads << ") ";
+      sig << "__global__ void __launch_bounds__(" << k_->threads << ", 1) ";
     } else {
       sig << "__attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, " << k_->threads
           << "))) void ";

@@ -93,7 +93,7 @@ TEST_CASE("a thread-level kernel prints as one CUDA kernel line for line") {
   CHECK(src.threads == 64);
   CHECK(src.arguments == std::vector<std::string>{"A", "B"});
   CHECK(kernel_text(src.code) ==
-        "extern \"C\" __global__ void __launch_bounds__(64) axpy(float* __restrict__ A, half* "
+        "extern \"C\" __global__ void __launch_bounds__(64, 1) axpy(float* __restrict__ A, half* "
         "__restrict__ B) {\n"
         "  const int tx = static_cast<int>(threadIdx.x);\n"
         "  const int bx = static_cast<int>(blockIdx.x);\n"

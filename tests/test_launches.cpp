@@ -260,8 +260,8 @@ def two_step(A, N=128, dtype=T.float32):
     CHECK(src.launches[1].threads == 64);
     CHECK(src.scratch == std::vector<std::string>{"D"});
     CHECK(src.arguments == std::vector<std::string>{"A", "C", "D"});
-    size_t one = src.code.find("void __launch_bounds__(32) two_step_launch1(");
-    size_t two = src.code.find("void __launch_bounds__(64) two_step_launch2(");
+    size_t one = src.code.find("void __launch_bounds__(32, 1) two_step_launch1(");
+    size_t two = src.code.find("void __launch_bounds__(64, 1) two_step_launch2(");
     CHECK(one != std::string::npos);
     CHECK(two != std::string::npos);
     CHECK(one < two);
