@@ -201,6 +201,18 @@ class SourcePrinter {
       case ExprKind::kMax: {
         const auto* b = static_cast<const BinaryNode*>(e.get());
         std::string x = expr_text(b->a), y = expr_text(b->b);
+        if (e.dtype().is_float()) {
+          // fmin/fmax, as both interpreter levels evaluate them (a NaN operand yields the other
+          // operand; a compare-and-select would yield the NaN): one FMNMX on NVIDIA.
+          DataType t = e.dtype();
+          bool dbl = t.code == TypeCode::kFloat && t.bits == 64;
+          auto operand = [&](const Expr& a, const std::string& text) {
+            return is_half_like(a.dtype()) ? "static_cast<float>(" + text + ")" : text;
+          };
+          std::string out = codegen::math_call(lang_, e.kind() == ExprKind::kMin ? "fmin" : "fmax",
+                                               {operand(b->a, x), operand(b->b, y)}, dbl);
+          return is_half_like(t) ? "static_cast<" + c_type(lang_, t) + ">(" + out + ")" : out;
+        }
         return e.kind() == ExprKind::kMin ? "(" + y + " < " + x + " ? " + y + " : " + x + ")"
                                           : "(" + x + " < " + y + " ? " + y + " : " + x + ")";
       }

@@ -139,6 +139,28 @@ TEST_CASE("the same kernel in HIP uses amdgcn builtins and no runtime header") {
         "}\n");
 }
 
+TEST_CASE("float max and min are fmaxf/fminf, as the interpreters evaluate them") {
+  // Both interpreter levels compute float max/min with std::fmax/std::fmin: a NaN operand yields
+  // the other operand. `x < y ? y : x` would yield the NaN when x is one, so the GPU would
+  // disagree with the simulator; fmaxf/fminf agree (and are one FMNMX instruction).
+  KernelBuilder T("clamp");
+  auto A = T.tensor("A", {64}, DataType::f32());
+  auto B = T.tensor("B", {64}, DataType::f16());
+  T.kernel1(1, 64);
+  Var tx = T.get_thread_binding();
+  A(tx) = max(min(A(tx), make_const(DataType::f32(), 6.0)), make_const(DataType::f32(), 0.0));
+  B(tx) = max(B(tx), make_const(DataType::f16(), 1.0));
+  Kernel k = T.finish();
+  std::string cuda = kernel_text(emit_source(k, find_target("sm80")).code);
+  CHECK(cuda.find("A[tx] = fmaxf(fminf(A[tx], 6.0f), 0.0f);") != std::string::npos);
+  // f16 goes through float and back, as every f16 operation does.
+  CHECK(cuda.find("B[tx] = static_cast<half>(fmaxf(static_cast<float>(B[tx]),") != std::string::npos);
+  CHECK(cuda.find(" ? ") == std::string::npos);
+  std::string hip = kernel_text(emit_source(k, find_target("gfx942")).code);
+  CHECK(hip.find("A[tx] = __builtin_fmaxf(__builtin_fminf(A[tx], 6.0f), 0.0f);") !=
+        std::string::npos);
+}
+
 TEST_CASE("the sm80 gemm is spelled with the intrinsic table's PTX") {
   const Target& sm80 = find_target("sm80");
   std::string code = emit_source(lowered_example("gemm", sm80), sm80).code;
