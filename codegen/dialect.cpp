@@ -68,6 +68,7 @@ std::string math_call(Language lang, const std::string& fn, const std::vector<st
   std::string name = fn;
   if (fn == "abs") name = "fabs";
   if (lang == Language::kCuda) {
+    if (fn == "exp2" && !is_double) return "tessel_exp2f(" + args[0] + ")";
     if (fn == "rsqrt") name = "rsqrt";
     if (!is_double) name += "f";
   } else {

@@ -29,6 +29,14 @@ __device__ __forceinline__ long long tessel_floormod(long long a, long long b) {
   long long r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+
+// T.exp2 on f32: the MUFU.EX2 approximation exp2f itself is built on, without exp2f's rescaling
+// for results below 2^-126 (those flush to 0, as in TileLang's fast-math build).
+__device__ __forceinline__ float tessel_exp2f(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 )";
 
 const char* kCudaAtomics = R"(

@@ -161,6 +161,26 @@ TEST_CASE("float max and min are fmaxf/fminf, as the interpreters evaluate them"
         std::string::npos);
 }
 
+TEST_CASE("T.exp2 on f32 is the GPU's ex2.approx on CUDA and the builtin on HIP") {
+  // FlashAttention's softmax: every f32 exp2 goes through tessel_exp2f (ex2.approx.ftz.f32, the
+  // MUFU.EX2 that exp2f is for x >= -126, without exp2f's rescaling of results below 2^-126);
+  // HIP keeps __builtin_exp2f.
+  const Target& sm80 = find_target("sm80");
+  std::string cuda = emit_source(lowered_example("flash_attention", sm80), sm80).code;
+  auto occurrences = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(cuda.find("asm(\"ex2.approx.ftz.f32 %0, %1;\"") != std::string::npos);
+  CHECK(occurrences(cuda, "tessel_exp2f(") >= 3);  // the helper and the two exp2 of the body
+  CHECK(occurrences(cuda, "exp2f(") == occurrences(cuda, "tessel_exp2f("));
+  const Target& gfx = find_target("gfx942");
+  std::string hip = emit_source(lowered_example("flash_attention", gfx), gfx).code;
+  CHECK(hip.find("__builtin_exp2f(") != std::string::npos);
+  CHECK(hip.find("tessel_exp2f") == std::string::npos);
+}
+
 TEST_CASE("the sm80 gemm is spelled with the intrinsic table's PTX") {
   const Target& sm80 = find_target("sm80");
   std::string code = emit_source(lowered_example("gemm", sm80), sm80).code;
