@@ -7,7 +7,9 @@
 //     wait empty[s] parity (r + 1) % 2      (phase r - 1 done: the consumers have read stage s;
 //                                            round 0 passes at once, the barrier being fresh)
 //     the copies into version s (cp.async, each thread its part of the copy's partition)
-//     cp_async_commit_group; cp_async_wait_group(0); arrive full[s]     (full counts 128)
+//     cp_async_commit_group; cp_async_wait_group(S - 1)  (iteration k - S + 1's copies landed)
+//     arrive full[stage of k - S + 1]                       (full counts 128)
+//   and after the loop: cp_async_wait_group(0), arrive full for the last S - 1 iterations
 //   consumer (tx < T):
 //     wait full[s] parity r % 2             (phase r done: the producer filled stage s)
 //     the loop's other statements on version s; arrive empty[s]           (empty counts T)
@@ -249,9 +251,24 @@ class Specializer : public StmtMutator {
         produce.push_back(mine);
       }
     }
+    // Up to `lag` iterations' copies stay in flight: after committing iteration i's group, the
+    // wait for all but `lag` groups lands iteration i - lag's, whose stage is then full.
+    const int lag = stages - 1;
+    auto arrive_full = [&](const Expr& i) {  // i: iteration counted from 0
+      return intrinsic(IntrinsicId::kMbarrierArrive, {element(full, floormod(i, make_int(stages)))},
+                       loc);
+    };
     produce.push_back(intrinsic(IntrinsicId::kCpAsyncCommitGroup, {}, loc));
-    produce.push_back(intrinsic(IntrinsicId::kCpAsyncWaitGroup, {value(make_int(0))}, loc));
-    produce.push_back(intrinsic(IntrinsicId::kMbarrierArrive, {element(full, stage)}, loc));
+    produce.push_back(intrinsic(IntrinsicId::kCpAsyncWaitGroup, {value(make_int(lag))}, loc));
+    produce.push_back(
+        IfNode::make(iter >= make_int(lag), arrive_full(iter - make_int(lag)), Stmt(), loc));
+    // After the loop, the last `lag` iterations (those of them that ran) land and arrive.
+    Var d(loop.var.name() + "_drain", loop.var.dtype());
+    Expr last = loop.extent - make_int(lag) + d;
+    std::vector<Stmt> drain{
+        intrinsic(IntrinsicId::kCpAsyncWaitGroup, {value(make_int(0))}, loc),
+        ForNode::make(d, make_int(0), make_int(lag), ForKind::kSerial,
+                      IfNode::make(last >= make_int(0), arrive_full(last), Stmt(), loc), loc)};
 
     std::vector<Stmt> consume;
     Expr parity = floormod(round + (options_.ws_wrong_parity ? 1 : 0), make_int(2));
@@ -277,6 +294,7 @@ class Specializer : public StmtMutator {
                                    {value(make_int(per_thread)), value(make_int(1))}, loc));
     }
     producer.push_back(loop_of(std::move(produce)));
+    producer.insert(producer.end(), drain.begin(), drain.end());
     consumer.push_back(loop_of(std::move(consume)));
     return IfNode::make(tx >= make_int(consumers_), SeqNode::make(std::move(producer)),
                         SeqNode::make(std::move(consumer)), loc);

@@ -152,10 +152,11 @@ TEST_SUITE("warp specialisation") {
 
   TEST_CASE("a wrong parity in the generated protocol is caught") {
     // The consumers wait for parity (r + 1) % 2 of ws_full: round 0 passes at once on the fresh
-    // barriers, so they read stages 0-2 before anything landed there (uninitialised reads);
-    // and the producer, let through by the consumers' early arrivals on ws_empty, runs two
-    // phases ahead, so at k = 3 they wait for parity 0 while ws_full[0] is in phase 2 (parity
-    // 0, incomplete): the phase they meant is gone and nobody can move (a deadlock).
+    // barriers, so they read stages 0-2 before anything landed there (uninitialised reads) and
+    // arrive on ws_empty. Run first (warps in order), they put ws_empty[0] in phase 1 before the
+    // producer's first wait for parity 1 (meant: the fresh barrier's phase "-1"), which now
+    // means phase 1 and needs the consumers' next arrival; they wait for ws_full[0]'s phase 0,
+    // which the producer never fills: a deadlock.
     LowerOptions parity;
     parity.ws_wrong_parity = true;
     ThreadRunResult r = run_gemm_sm90(parity);
