@@ -17,6 +17,7 @@
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
 #include "tests/cli_runner.h"
+#include "verify/kernel_proofs.h"
 
 using namespace tessel;
 
@@ -193,6 +194,53 @@ TEST_SUITE("warp specialisation") {
       INFO(j.dump(1));
       CHECK(j["failed"] == 0);
       CHECK(j["proved"].get<int>() > 0);
+    }
+  }
+
+  TEST_CASE("verify proves the stage barriers' arrival counts and refuses a wrong one") {
+    Kernel k = example("gemm");
+    const Target& sm90 = find_target("sm90");
+    auto arrivals = [](const KernelProofs& p) {
+      std::vector<KernelCheck> out;
+      for (const KernelCheck& c : p.checks) {
+        if (c.what.starts_with("mbarrier arrivals on")) out.push_back(c);
+      }
+      return out;
+    };
+    // ws_full (128 producer threads arrive, in the loop and in the drain) and ws_empty (the
+    // 128 consumer threads).
+    std::vector<KernelCheck> ok = arrivals(prove_kernel(lower_kernel(k, sm90), sm90));
+    REQUIRE(ok.size() == 2);
+    for (const KernelCheck& c : ok) CHECK(c.result == "proved");
+    LowerOptions wrong;
+    wrong.ws_wrong_arrival_count = true;  // ws_empty initialised for 129
+    std::vector<KernelCheck> bad = arrivals(prove_kernel(lower_kernel(k, sm90, wrong), sm90));
+    REQUIRE(bad.size() == 2);
+    int failed = 0;
+    for (const KernelCheck& c : bad) {
+      if (c.result != "failed") continue;
+      ++failed;
+      REQUIRE(c.counterexample);
+      CHECK(contains(*c.counterexample, "'ws_empty' is initialised for 129 arrivals per phase"));
+      CHECK(contains(*c.counterexample, "reached by 128 threads (0-127)"));
+      CHECK(contains(*c.counterexample, "never complete"));
+    }
+    CHECK(failed == 1);
+  }
+
+  TEST_CASE("verify proves the arrival counts of the hand-written warp-specialised GEMMs") {
+    for (const char* name : {"ws_gemm.py", "ws_gemm_tma.py"}) {
+      CAPTURE(name);
+      nlohmann::json j = run_json({"verify", kernel_file(name), "--target", "sm90"});
+      int arrivals = 0;
+      for (const auto& c : j["checks"]) {
+        if (c["what"].get<std::string>().starts_with("mbarrier arrivals on")) {
+          ++arrivals;
+          CHECK(c["result"] == "proved");
+        }
+      }
+      CHECK(arrivals == 2);  // full and empty
+      CHECK(j["failed"] == 0);
     }
   }
 

@@ -10,6 +10,7 @@
 #include "core/stmt_functor.h"
 #include "verify/alignment_proofs.h"
 #include "verify/bank_proofs.h"
+#include "verify/barrier_arrivals.h"
 #include "verify/completeness.h"
 #include "verify/definition_proofs.h"
 #include "verify/global_bounds.h"
@@ -304,6 +305,9 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
   }
   for (KernelCheck& c :
        prove_global_bounds(lowered.kernel, scratch, target.warp_size, options.timeout_ms)) {
+    proofs.checks.push_back(std::move(c));
+  }
+  for (KernelCheck& c : prove_barrier_arrivals(lowered.kernel)) {
     proofs.checks.push_back(std::move(c));
   }
   return proofs;

@@ -12,7 +12,9 @@
 //   - alignment: every cp.async, ldmatrix row and vector copy at a multiple of its size
 //     (verify/alignment_proofs.h);
 //   - each warp-wide shared-memory access of the thread-level IR (verify/shared_accesses.h):
-//     free of bank conflicts for every value of its loop variables and warp index.
+//     free of bank conflicts for every value of its loop variables and warp index;
+//   - mbarriers: every arrive site reached by as many threads as the barrier's phases wait for
+//     (verify/barrier_arrivals.h).
 #pragma once
 
 #include <optional>
