@@ -73,6 +73,35 @@ Stmt intrinsic(IntrinsicId id, std::vector<IntrinsicArg> args, const SourceLoc& 
 IntrinsicArg value(Expr e) { return IntrinsicArg{Buffer(), {}, std::move(e)}; }
 IntrinsicArg element(const Buffer& b, Expr i) { return IntrinsicArg{b, {std::move(i)}, Expr()}; }
 
+/// `s` without the block barrier that publishes generic-proxy shared writes to a wgmma (the
+/// T.sync_threads() right before a wgmma_fence): in the consumer branch the stage data are
+/// published by the producer (its fence.proxy.async or TMA) and ordered by the full barrier,
+/// and a block-wide barrier there would wait for the producer warps.
+Stmt without_wgmma_publish_barriers(const Stmt& s) {
+  class Drop : public StmtMutator {
+   protected:
+    Stmt visit_Seq(const SeqNode* op, const Stmt& self) override {
+      Stmt m = StmtMutator::visit_Seq(op, self);
+      const auto* seq = m.as<SeqNode>();
+      if (!seq) return m;
+      std::vector<Stmt> out;
+      bool dropped = false;
+      for (size_t i = 0; i < seq->stmts.size(); ++i) {
+        const auto* next =
+            i + 1 < seq->stmts.size() ? seq->stmts[i + 1].as<IntrinsicCallNode>() : nullptr;
+        if (seq->stmts[i].as<BarrierNode>() && next &&
+            intrinsic_info(next->intrinsic).name == "wgmma_fence") {
+          dropped = true;
+          continue;
+        }
+        out.push_back(seq->stmts[i]);
+      }
+      return dropped ? SeqNode::make(std::move(out)) : m;
+    }
+  };
+  return Drop().mutate(s);
+}
+
 /// The deferred pipelines reachable from the body through sequences and lets only (the ones
 /// every thread of the block reaches), and whether any other exists.
 struct PipelineCensus {
@@ -108,7 +137,8 @@ std::string split_blocker(const Kernel& kernel, const PipelineCensus& c, const D
   if (c.nested > 0) return "a T.Pipelined loop inside another loop or a branch";
   for (const ForNode* loop : c.top) {
     for (const PipelineGroup& g : groups_of(deferred, *loop)) {
-      if (has_barrier(g.stmt)) return "a statement of the loop needs a block barrier";
+      if (has_barrier(without_wgmma_publish_barriers(g.stmt)))
+        return "a statement of the loop needs a block barrier";
       for (const BufferAccess& a : buffer_accesses(g.stmt)) {
         if (g.stage == 0) {
           if (a.write ? !is_shared(a.buffer) : a.buffer->scope != Scope::kGlobal)
@@ -171,7 +201,15 @@ class Specializer : public StmtMutator {
     if (s.as<SeqNode>() || s.as<LetNode>()) return mutate(s);
     if (s.as<AllocNode>() || s.as<BarrierNode>()) return s;
     if (is_deferred_pipeline(s)) return split(*s.as<ForNode>());
-    return IfNode::make(Expr(kernel_->thread_var) < make_int(consumers_), s, Stmt(), s->loc);
+    // A shared tile written here may be read by a consumer's wgmma (the async proxy) after the
+    // block barrier before the loop: the writing threads fence before that barrier.
+    bool writes_shared = false;
+    for (const BufferAccess& a : buffer_accesses(s))
+      writes_shared |= a.write && is_shared(a.buffer);
+    Stmt body = writes_shared
+                    ? SeqNode::make({s, intrinsic(IntrinsicId::kFenceProxyAsync, {}, s->loc)})
+                    : s;
+    return IfNode::make(Expr(kernel_->thread_var) < make_int(consumers_), body, Stmt(), s->loc);
   }
 
  protected:
@@ -209,8 +247,10 @@ class Specializer : public StmtMutator {
     std::stable_sort(
         groups.begin(), groups.end(),
         [](const PipelineGroup& a, const PipelineGroup& b) { return a.order < b.order; });
+    groups_ = groups;
 
     Buffer full = barriers("ws_full", stages, loc), empty = barriers("ws_empty", stages, loc);
+    full_ = full;
     const int full_count = kWarpGroup;
     const int empty_count = consumers_ + (options_.ws_wrong_arrival_count ? 1 : 0);
     barrier_setup.push_back(AllocNode::make(full, Expr(), false, loc));
@@ -260,6 +300,9 @@ class Specializer : public StmtMutator {
     };
     produce.push_back(intrinsic(IntrinsicId::kCpAsyncCommitGroup, {}, loc));
     produce.push_back(intrinsic(IntrinsicId::kCpAsyncWaitGroup, {value(make_int(lag))}, loc));
+    // The landed copies are generic-proxy writes and a consumer's wgmma reads through the
+    // async proxy: the writing thread fences before it signals.
+    produce.push_back(intrinsic(IntrinsicId::kFenceProxyAsync, {}, loc));
     produce.push_back(
         IfNode::make(iter >= make_int(lag), arrive_full(iter - make_int(lag)), Stmt(), loc));
     // After the loop, the last `lag` iterations (those of them that ran) land and arrive.
@@ -267,35 +310,47 @@ class Specializer : public StmtMutator {
     Expr last = loop.extent - make_int(lag) + d;
     std::vector<Stmt> drain{
         intrinsic(IntrinsicId::kCpAsyncWaitGroup, {value(make_int(0))}, loc),
+        intrinsic(IntrinsicId::kFenceProxyAsync, {}, loc),
         ForNode::make(d, make_int(0), make_int(lag), ForKind::kSerial,
                       IfNode::make(last >= make_int(0), arrive_full(last), Stmt(), loc), loc)};
 
+    std::vector<Stmt> producer{loop_of(loop, std::move(produce))};
+    producer.insert(producer.end(), drain.begin(), drain.end());
+    return finish(loop, tx, empty, stage, round, std::move(producer), kProducerRegisters);
+  }
+
+  static Stmt loop_of(const ForNode& loop, std::vector<Stmt> body) {
+    return ForNode::make(loop.var, loop.min, loop.extent, ForKind::kSerial,
+                         SeqNode::make(std::move(body)), loop.loc);
+  }
+
+  /// The consumers' loop, setmaxnreg on both sides, and the branch on the thread index.
+  Stmt finish(const ForNode& loop, const Expr& tx, const Buffer& empty, const Expr& stage,
+              const Expr& round, std::vector<Stmt> produce, int producer_registers) {
+    const SourceLoc& loc = loop.loc;
+    const Buffer& full = full_;
     std::vector<Stmt> consume;
     Expr parity = floormod(round + (options_.ws_wrong_parity ? 1 : 0), make_int(2));
     consume.push_back(
         intrinsic(IntrinsicId::kMbarrierWaitParity, {element(full, stage), value(parity)}, loc));
-    for (const PipelineGroup& g : groups) {
-      if (g.stage != 0) consume.push_back(version_accesses(g.stmt, versions_, stage));
+    for (const PipelineGroup& g : groups_) {
+      if (g.stage == 0) continue;
+      Stmt mine = without_wgmma_publish_barriers(g.stmt);
+      consume.push_back(version_accesses(mine, versions_, stage));
     }
     consume.push_back(intrinsic(IntrinsicId::kMbarrierArrive, {element(empty, stage)}, loc));
-
-    auto loop_of = [&](std::vector<Stmt> body) {
-      return ForNode::make(loop.var, loop.min, loop.extent, ForKind::kSerial,
-                           SeqNode::make(std::move(body)), loc);
-    };
     std::vector<Stmt> producer, consumer;
-    if (whole_groups && options_.set_max_nreg) {
+    if (consumers_ % kWarpGroup == 0 && options_.set_max_nreg) {
       const int groups_of_consumers = consumers_ / kWarpGroup;
-      int per_thread = (kBlockRegisters / kWarpGroup - kProducerRegisters) / groups_of_consumers;
+      int per_thread = (kBlockRegisters / kWarpGroup - producer_registers) / groups_of_consumers;
       per_thread = std::min(kConsumerRegistersMax, per_thread / 8 * 8);
       producer.push_back(intrinsic(IntrinsicId::kSetMaxNreg,
-                                   {value(make_int(kProducerRegisters)), value(make_int(0))}, loc));
+                                   {value(make_int(producer_registers)), value(make_int(0))}, loc));
       consumer.push_back(intrinsic(IntrinsicId::kSetMaxNreg,
                                    {value(make_int(per_thread)), value(make_int(1))}, loc));
     }
-    producer.push_back(loop_of(std::move(produce)));
-    producer.insert(producer.end(), drain.begin(), drain.end());
-    consumer.push_back(loop_of(std::move(consume)));
+    producer.insert(producer.end(), produce.begin(), produce.end());
+    consumer.push_back(loop_of(loop, std::move(consume)));
     return IfNode::make(tx >= make_int(consumers_), SeqNode::make(std::move(producer)),
                         SeqNode::make(std::move(consumer)), loc);
   }
@@ -305,6 +360,8 @@ class Specializer : public StmtMutator {
   const Deferred& deferred_;
   PipelineVersions& versions_;
   int consumers_;
+  std::vector<PipelineGroup> groups_;  ///< the loop being split, in order
+  Buffer full_;                        ///< its full barriers
   std::vector<std::string> names_;
 };
 
