@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/instruction_family.h"
+#include "tests/null_warp.h"
 
 using namespace tessel;
 
@@ -16,7 +17,7 @@ namespace {
 
 /// One warp of 32 lanes: operand 0 is a register array of `regs` cells per lane, operand 1 a
 /// shared array; each lane's element index is given directly (no IR).
-class FakeWarp final : public WarpIntrinsicExec {
+class FakeWarp final : public testing::NullWarp {
  public:
   std::vector<std::vector<uint64_t>> registers;  ///< [lane][reg]
   std::vector<uint64_t> shared;
@@ -26,13 +27,6 @@ class FakeWarp final : public WarpIntrinsicExec {
   FakeWarp(int regs, int shared_elements)
       : registers(32, std::vector<uint64_t>(regs, 0)), shared(shared_elements, 0) {}
 
-  int warp_size() const override { return 32; }
-  uint64_t mask() const override { return 0xffffffffu; }
-  void require_full_warp() override {}
-  DataType dtype(int) const override { return DataType::f16(); }
-  bool is_global(int) const override { return false; }
-  std::array<int64_t, 64> values(int, uint64_t) override { return {}; }
-  int64_t immediate(int) const override { return 0; }
   OperandLanes resolve(const OperandRequest& r) override {
     OperandLanes out;
     out.ok = r.lanes;
@@ -43,34 +37,6 @@ class FakeWarp final : public WarpIntrinsicExec {
   uint64_t& cell(int operand, int lane, int64_t flat) override {
     return operand == 0 ? registers[lane][flat] : shared[flat];
   }
-  uint64_t global_cell(int, int64_t) override { return 0; }
-  void set_global_cell(int, int64_t, uint64_t) override {}
-  std::unique_lock<std::mutex> lock_atomics() override { return {}; }
-  void count_lane_ops(int64_t) override {}
-  void async_issue(int, int, int64_t, std::vector<uint64_t>) override {}
-  void async_commit(int) override {}
-  void async_wait(int, int) override {}
-  void mbarrier_init(int, int, int64_t, int64_t) override {}
-  void mbarrier_arrive(int, int, int64_t, int64_t, bool) override {}
-  bool mbarrier_try_wait(int, int, int64_t, int64_t) override { return true; }
-  void block(int, int, int64_t, int64_t) override {}
-  void fence_proxy_async(int) override {}
-  std::vector<int64_t> lane_indices(int, int) override { return {}; }
-  std::vector<int64_t> shape(int) const override { return {}; }
-  void tma_write(int, int, const std::vector<int64_t>&, const std::vector<uint64_t>&, int,
-                 int64_t) override {}
-  int warp_index() const override { return 0; }
-  uint64_t wgmma_accumulator(int, int lane, int64_t flat) override {
-    return registers[lane][flat];
-  }
-  void wgmma_issue(const std::vector<std::pair<int, int64_t>>&,
-                   const std::vector<WgmmaWrite>&) override {}
-  void wgmma_commit() override {}
-  void wgmma_wait(int) override {}
-  void tma_store(int, int, const std::vector<int64_t>&, int, const std::vector<int64_t>&) override {
-  }
-  void bulk_commit(int) override {}
-  void bulk_wait(int, int) override {}
 };
 
 }  // namespace

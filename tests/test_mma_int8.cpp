@@ -18,13 +18,14 @@
 #include "core/target.h"
 #include "examples/registry.h"
 #include "tests/cli_runner.h"
+#include "tests/null_warp.h"
 
 using namespace tessel;
 
 namespace {
 
 /// One warp whose four register operands (D, A, B, C) are arrays of cells per lane.
-class MmaWarp final : public WarpIntrinsicExec {
+class MmaWarp final : public testing::NullWarp {
  public:
   std::array<std::vector<std::vector<uint64_t>>, 4> regs;  ///< [operand][lane][element]
 
@@ -36,50 +37,10 @@ class MmaWarp final : public WarpIntrinsicExec {
   void set(int o, int lane, int e, int64_t v) { regs[o][lane][e] = static_cast<uint64_t>(v); }
   int64_t get(int o, int lane, int e) const { return static_cast<int64_t>(regs[o][lane][e]); }
 
-  int warp_size() const override { return 32; }
-  uint64_t mask() const override { return 0xffffffffu; }
-  void require_full_warp() override {}
   DataType dtype(int o) const override {
     return o == 1 || o == 2 ? DataType::i8() : DataType::i32();
   }
-  bool is_global(int) const override { return false; }
-  std::array<int64_t, 64> values(int, uint64_t) override { return {}; }
-  int64_t immediate(int) const override { return 0; }
-  OperandLanes resolve(const OperandRequest& r) override {
-    OperandLanes out;
-    out.ok = r.lanes;
-    return out;  // every lane's run starts at element 0
-  }
-  void observe(const OperandRequest&, const OperandLanes&) override {}
   uint64_t& cell(int operand, int lane, int64_t flat) override { return regs[operand][lane][flat]; }
-  uint64_t global_cell(int, int64_t) override { return 0; }
-  void set_global_cell(int, int64_t, uint64_t) override {}
-  std::unique_lock<std::mutex> lock_atomics() override { return {}; }
-  void count_lane_ops(int64_t) override {}
-  void async_issue(int, int, int64_t, std::vector<uint64_t>) override {}
-  void async_commit(int) override {}
-  void async_wait(int, int) override {}
-  void mbarrier_init(int, int, int64_t, int64_t) override {}
-  void mbarrier_arrive(int, int, int64_t, int64_t, bool) override {}
-  bool mbarrier_try_wait(int, int, int64_t, int64_t) override { return true; }
-  void block(int, int, int64_t, int64_t) override {}
-  void fence_proxy_async(int) override {}
-  std::vector<int64_t> lane_indices(int, int) override { return {}; }
-  std::vector<int64_t> shape(int) const override { return {}; }
-  void tma_write(int, int, const std::vector<int64_t>&, const std::vector<uint64_t>&, int,
-                 int64_t) override {}
-  int warp_index() const override { return 0; }
-  uint64_t wgmma_accumulator(int operand, int lane, int64_t flat) override {
-    return regs[operand][lane][flat];
-  }
-  void wgmma_issue(const std::vector<std::pair<int, int64_t>>&,
-                   const std::vector<WgmmaWrite>&) override {}
-  void wgmma_commit() override {}
-  void wgmma_wait(int) override {}
-  void tma_store(int, int, const std::vector<int64_t>&, int, const std::vector<int64_t>&) override {
-  }
-  void bulk_commit(int) override {}
-  void bulk_wait(int, int) override {}
 };
 
 // The PTX ISA's tables, written out independently of core/builtin_layouts.
