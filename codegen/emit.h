@@ -29,8 +29,8 @@ struct TensorMapArg {
 
 /// One kernel function of a kernel with several launches, as the host launches it.
 struct EmittedLaunch {
-  std::string entry;               ///< its symbol (extern "C")
-  std::vector<std::string> grid;   ///< blocks along x, y, z (expressions of the sizes)
+  std::string entry;              ///< its symbol (extern "C")
+  std::vector<std::string> grid;  ///< blocks along x, y, z (expressions of the sizes)
   int threads = 0;
   std::vector<int> thread_dims;
   int64_t dynamic_shared_bytes = 0;
@@ -38,11 +38,11 @@ struct EmittedLaunch {
 
 struct EmittedSource {
   Language language = Language::kCuda;
-  std::string code;                 ///< the whole translation unit
-  std::string entry;                ///< the kernel's symbol (extern "C")
-  int threads = 0;                  ///< threads per block to launch with
-  std::vector<int> thread_dims;     ///< the block's shape (x, y, z; 1 to 3 extents)
-  int64_t dynamic_shared_bytes = 0; ///< CUDA: dynamic shared memory to launch with
+  std::string code;                  ///< the whole translation unit
+  std::string entry;                 ///< the kernel's symbol (extern "C")
+  int threads = 0;                   ///< threads per block to launch with
+  std::vector<int> thread_dims;      ///< the block's shape (x, y, z; 1 to 3 extents)
+  int64_t dynamic_shared_bytes = 0;  ///< CUDA: dynamic shared memory to launch with
   /// The kernel's arguments in order: tensors (device pointers), then symbolic dimensions (int).
   std::vector<std::string> arguments;
   /// TMA tensor maps, passed after `arguments`.

@@ -34,9 +34,9 @@ struct GpuLaunch {
 
 struct GpuRunResult {
   bool ran = false;
-  std::string unavailable;    ///< why it did not run (no driver, no device, compile error)
-  std::string device;         ///< "NVIDIA H100 80GB HBM3 (sm_90)"
-  std::string arch;           ///< "sm_90a"
+  std::string unavailable;  ///< why it did not run (no driver, no device, compile error)
+  std::string device;       ///< "NVIDIA H100 80GB HBM3 (sm_90)"
+  std::string arch;         ///< "sm_90a"
   double compile_seconds = 0;
   std::vector<double> kernel_ms;  ///< one per timed run
 };

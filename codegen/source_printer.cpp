@@ -229,7 +229,8 @@ class SourcePrinter {
       TESSEL_CASE_(Div, "/")
       TESSEL_CASE_(BitAnd, "&")
       TESSEL_CASE_(BitOr, "|")
-      TESSEL_CASE_(BitXor, "^") TESSEL_CASE_(Shl, "<<") TESSEL_CASE_(Shr, ">>")
+      TESSEL_CASE_(BitXor, "^")
+      TESSEL_CASE_(Shl, "<<") TESSEL_CASE_(Shr, ">>")
 #undef TESSEL_CASE_
           default : break;
     }

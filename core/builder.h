@@ -85,12 +85,15 @@ class ElementRef {
 class BufferRef {
  public:
   BufferRef() = default;
-  BufferRef(KernelBuilder* builder, Buffer buffer) : builder_(builder), buffer_(std::move(buffer)) {}
+  BufferRef(KernelBuilder* builder, Buffer buffer)
+      : builder_(builder), buffer_(std::move(buffer)) {}
   template <typename... I>
   ElementRef operator()(I... idx) const {
     return ElementRef(builder_, buffer_, std::vector<Index>{Index(idx)...});
   }
-  ElementRef at(std::vector<Index> idx) const { return ElementRef(builder_, buffer_, std::move(idx)); }
+  ElementRef at(std::vector<Index> idx) const {
+    return ElementRef(builder_, buffer_, std::move(idx));
+  }
   const Buffer& buffer() const { return buffer_; }
   operator const Buffer&() const { return buffer_; }  // NOLINT(google-explicit-constructor)
   const BufferNode* operator->() const { return buffer_.get(); }
@@ -105,7 +108,7 @@ struct TileArg {
   BufferRegion region;
   TileArg(const BufferRef& b) : region(BufferRegion::full(b.buffer())) {}  // NOLINT
   TileArg(const ElementRef& e) : region(e.region()) {}                     // NOLINT
-  TileArg(const Buffer& b) : region(BufferRegion::full(b)) {}             // NOLINT
+  TileArg(const Buffer& b) : region(BufferRegion::full(b)) {}              // NOLINT
 };
 
 class KernelBuilder {
@@ -159,11 +162,16 @@ class KernelBuilder {
             SourceLoc loc = SourceLoc::here());
   void reduce(ReduceKind kind, const Buffer& src, const Buffer& dst, int dim, bool clear = true,
               SourceLoc loc = SourceLoc::here());
-  void reduce_sum(const Buffer& s, const Buffer& d, int dim, bool clear = true, SourceLoc loc = SourceLoc::here());
-  void reduce_max(const Buffer& s, const Buffer& d, int dim, bool clear = true, SourceLoc loc = SourceLoc::here());
-  void reduce_min(const Buffer& s, const Buffer& d, int dim, bool clear = true, SourceLoc loc = SourceLoc::here());
-  void reduce_abssum(const Buffer& s, const Buffer& d, int dim, bool clear = true, SourceLoc loc = SourceLoc::here());
-  void reduce_absmax(const Buffer& s, const Buffer& d, int dim, bool clear = true, SourceLoc loc = SourceLoc::here());
+  void reduce_sum(const Buffer& s, const Buffer& d, int dim, bool clear = true,
+                  SourceLoc loc = SourceLoc::here());
+  void reduce_max(const Buffer& s, const Buffer& d, int dim, bool clear = true,
+                  SourceLoc loc = SourceLoc::here());
+  void reduce_min(const Buffer& s, const Buffer& d, int dim, bool clear = true,
+                  SourceLoc loc = SourceLoc::here());
+  void reduce_abssum(const Buffer& s, const Buffer& d, int dim, bool clear = true,
+                     SourceLoc loc = SourceLoc::here());
+  void reduce_absmax(const Buffer& s, const Buffer& d, int dim, bool clear = true,
+                     SourceLoc loc = SourceLoc::here());
   /// Tile form (`T.atomic_add(C[...], C_local)`) or scalar form (`T.atomic_add(C[i, j], x)`).
   void atomic(AtomicKind kind, TileArg dst, TileArg src, SourceLoc loc = SourceLoc::here());
   void atomic(AtomicKind kind, TileArg dst, Expr value, SourceLoc loc = SourceLoc::here());
@@ -239,8 +247,8 @@ class KernelBuilder {
   void open_frame();
   /// Pops the innermost frame as one statement, each let binding the rest of the frame.
   Stmt close_frame();
-  BufferRef alloc(std::string name, std::vector<Expr> shape, DataType dtype, Scope scope,
-                  Expr init, bool is_var, SourceLoc loc);
+  BufferRef alloc(std::string name, std::vector<Expr> shape, DataType dtype, Scope scope, Expr init,
+                  bool is_var, SourceLoc loc);
 
   /// Ends the open launch: its body joins `launches_` and the next launch starts empty.
   void close_launch();
@@ -249,8 +257,8 @@ class KernelBuilder {
   SourceLoc loc_;
   KernelNode node_;
   bool launched_ = false;
-  std::vector<Buffer> scratch_;         ///< alloc_global tensors
-  std::vector<KernelNode> launches_;    ///< closed launches, in order
+  std::vector<Buffer> scratch_;       ///< alloc_global tensors
+  std::vector<KernelNode> launches_;  ///< closed launches, in order
   std::vector<std::vector<Stmt>> frames_;
   std::vector<std::vector<size_t>> frame_lets_;  ///< positions of the lets in each frame
 };

@@ -17,10 +17,10 @@ namespace tessel {
 
 /// How the warps compute their part of C.
 enum class GemmPath : uint8_t {
-  kMma,   ///< sm80/sm90: ldmatrix + mma.sync.m16n8k16 (f16/bf16 in, f32 accumulate)
-  kMfma,  ///< gfx90a/gfx942: plain shared loads + v_mfma_f32_16x16x16 (wave64)
-  kSimt,  ///< anything else: every thread computes its C elements with scalar multiply-adds
-  kWgmma, ///< sm90: wgmma.mma_async m64nNk16 per warpgroup, both operands in shared memory
+  kMma,    ///< sm80/sm90: ldmatrix + mma.sync.m16n8k16 (f16/bf16 in, f32 accumulate)
+  kMfma,   ///< gfx90a/gfx942: plain shared loads + v_mfma_f32_16x16x16 (wave64)
+  kSimt,   ///< anything else: every thread computes its C elements with scalar multiply-adds
+  kWgmma,  ///< sm90: wgmma.mma_async m64nNk16 per warpgroup, both operands in shared memory
 };
 const char* gemm_path_name(GemmPath path);  ///< "mma", "mfma", "simt", "wgmma"
 

@@ -57,53 +57,53 @@ class InstructionFamily;          // core/instruction_family.h
 enum class AtomicKind : uint8_t;  // core/op_atomic.h
 
 /// Every instruction of the table, as X(Id, name).
-#define TESSEL_INTRINSICS(X)                     \
-  X(MmaM16N8K16F16, "mma_m16n8k16_f16")          \
-  X(MmaM16N8K16BF16, "mma_m16n8k16_bf16")        \
-  X(MmaM16N8K32S8, "mma_m16n8k32_s8")            \
-  X(LdmatrixX1, "ldmatrix_x1")                   \
-  X(LdmatrixX2, "ldmatrix_x2")                   \
-  X(LdmatrixX4, "ldmatrix_x4")                   \
-  X(LdmatrixX1Trans, "ldmatrix_x1_trans")        \
-  X(LdmatrixX2Trans, "ldmatrix_x2_trans")        \
-  X(LdmatrixX4Trans, "ldmatrix_x4_trans")        \
-  X(CpAsync4, "cp_async_4")                      \
-  X(CpAsync8, "cp_async_8")                      \
-  X(CpAsync16, "cp_async_16")                    \
-  X(CpAsyncCommitGroup, "cp_async_commit_group") \
-  X(CpAsyncWaitGroup, "cp_async_wait_group")     \
-  X(Mfma16x16x16F16, "mfma_16x16x16_f16")        \
-  X(Mfma16x16x16BF16, "mfma_16x16x16_bf16")      \
-  X(Mfma32x32x8F16, "mfma_32x32x8_f16")          \
-  X(Mfma32x32x8BF16, "mfma_32x32x8_bf16")        \
-  X(AtomAdd, "atom_add")                         \
-  X(AtomMax, "atom_max")                         \
-  X(AtomMin, "atom_min")                         \
-  X(MbarrierInit, "mbarrier_init")               \
-  X(MbarrierArrive, "mbarrier_arrive")           \
-  X(MbarrierExpectTx, "mbarrier_expect_tx")      \
+#define TESSEL_INTRINSICS(X)                             \
+  X(MmaM16N8K16F16, "mma_m16n8k16_f16")                  \
+  X(MmaM16N8K16BF16, "mma_m16n8k16_bf16")                \
+  X(MmaM16N8K32S8, "mma_m16n8k32_s8")                    \
+  X(LdmatrixX1, "ldmatrix_x1")                           \
+  X(LdmatrixX2, "ldmatrix_x2")                           \
+  X(LdmatrixX4, "ldmatrix_x4")                           \
+  X(LdmatrixX1Trans, "ldmatrix_x1_trans")                \
+  X(LdmatrixX2Trans, "ldmatrix_x2_trans")                \
+  X(LdmatrixX4Trans, "ldmatrix_x4_trans")                \
+  X(CpAsync4, "cp_async_4")                              \
+  X(CpAsync8, "cp_async_8")                              \
+  X(CpAsync16, "cp_async_16")                            \
+  X(CpAsyncCommitGroup, "cp_async_commit_group")         \
+  X(CpAsyncWaitGroup, "cp_async_wait_group")             \
+  X(Mfma16x16x16F16, "mfma_16x16x16_f16")                \
+  X(Mfma16x16x16BF16, "mfma_16x16x16_bf16")              \
+  X(Mfma32x32x8F16, "mfma_32x32x8_f16")                  \
+  X(Mfma32x32x8BF16, "mfma_32x32x8_bf16")                \
+  X(AtomAdd, "atom_add")                                 \
+  X(AtomMax, "atom_max")                                 \
+  X(AtomMin, "atom_min")                                 \
+  X(MbarrierInit, "mbarrier_init")                       \
+  X(MbarrierArrive, "mbarrier_arrive")                   \
+  X(MbarrierExpectTx, "mbarrier_expect_tx")              \
   X(MbarrierArriveExpectTx, "mbarrier_arrive_expect_tx") \
-  X(MbarrierWaitParity, "mbarrier_wait_parity")  \
-  X(FenceProxyAsync, "fence_proxy_async")        \
-  X(SetMaxNreg, "set_max_nreg")                 \
-  X(TmaLoad1D, "tma_load_1d")                    \
-  X(TmaLoad2D, "tma_load_2d")                    \
-  X(TmaLoad3D, "tma_load_3d")                    \
-  X(TmaLoad4D, "tma_load_4d")                    \
-  X(TmaLoad5D, "tma_load_5d")                    \
-  X(WgmmaSsF16, "wgmma_ss_f16")                  \
-  X(WgmmaSsBF16, "wgmma_ss_bf16")                \
-  X(WgmmaRsF16, "wgmma_rs_f16")                  \
-  X(WgmmaRsBF16, "wgmma_rs_bf16")                \
-  X(WgmmaFence, "wgmma_fence")                   \
-  X(WgmmaCommitGroup, "wgmma_commit_group")      \
-  X(WgmmaWaitGroup, "wgmma_wait_group")          \
-  X(TmaStore1D, "tma_store_1d")                  \
-  X(TmaStore2D, "tma_store_2d")                  \
-  X(TmaStore3D, "tma_store_3d")                  \
-  X(TmaStore4D, "tma_store_4d")                  \
-  X(TmaStore5D, "tma_store_5d")                  \
-  X(TmaStoreArrive, "tma_store_arrive")          \
+  X(MbarrierWaitParity, "mbarrier_wait_parity")          \
+  X(FenceProxyAsync, "fence_proxy_async")                \
+  X(SetMaxNreg, "set_max_nreg")                          \
+  X(TmaLoad1D, "tma_load_1d")                            \
+  X(TmaLoad2D, "tma_load_2d")                            \
+  X(TmaLoad3D, "tma_load_3d")                            \
+  X(TmaLoad4D, "tma_load_4d")                            \
+  X(TmaLoad5D, "tma_load_5d")                            \
+  X(WgmmaSsF16, "wgmma_ss_f16")                          \
+  X(WgmmaSsBF16, "wgmma_ss_bf16")                        \
+  X(WgmmaRsF16, "wgmma_rs_f16")                          \
+  X(WgmmaRsBF16, "wgmma_rs_bf16")                        \
+  X(WgmmaFence, "wgmma_fence")                           \
+  X(WgmmaCommitGroup, "wgmma_commit_group")              \
+  X(WgmmaWaitGroup, "wgmma_wait_group")                  \
+  X(TmaStore1D, "tma_store_1d")                          \
+  X(TmaStore2D, "tma_store_2d")                          \
+  X(TmaStore3D, "tma_store_3d")                          \
+  X(TmaStore4D, "tma_store_4d")                          \
+  X(TmaStore5D, "tma_store_5d")                          \
+  X(TmaStoreArrive, "tma_store_arrive")                  \
   X(TmaStoreWait, "tma_store_wait")
 
 enum class IntrinsicId : uint8_t {
@@ -116,22 +116,22 @@ enum class IntrinsicId : uint8_t {
 /// commit and its wait). The lowering and tests use it to find calls; execution, checks,
 /// memory accesses and text belong to the entry's home (core/instruction_family.h).
 enum class IntrinsicFamily : uint8_t {
-  kMma,          ///< warp-wide D = A * B + C on register fragments (mma.sync, MFMA)
-  kLdmatrix,     ///< warp-wide shared -> registers, one 16-byte row address per lane
-  kCpAsync,      ///< per-thread asynchronous global -> shared copy
-  kCommitGroup,  ///< closes this thread's current group of cp.async copies
-  kWaitGroup,    ///< waits until at most n of this thread's committed groups are pending
-  kAtomic,       ///< per-thread dst = dst (op) value, atomic: lanes update one after another
-  kMbarrier,     ///< per-thread mbarrier operation (init, arrive, expect_tx) on a shared barrier
-  kMbarrierWait, ///< per-thread wait for a barrier phase; the warp blocks until it completes
-  kFence,        ///< a memory-ordering fence (fence.proxy.async)
-  kRegAlloc,     ///< warpgroup-wide register reallocation (setmaxnreg)
-  kTmaLoad,      ///< per-thread bulk tensor copy of a box, global -> shared, onto an mbarrier
-  kWgmma,        ///< warpgroup-wide asynchronous D = A * B + D, B (and A) read from shared memory
-  kWgmmaGroup,   ///< wgmma.fence, commit_group, wait_group: the warpgroup's wgmma ordering
-  kTmaStore,     ///< per-thread bulk tensor copy of a box, shared -> global, in a bulk group
-  kBulkCommit,   ///< closes this thread's current bulk group (cp.async.bulk.commit_group)
-  kBulkWait,     ///< waits until at most n of this thread's bulk groups still read shared memory
+  kMma,           ///< warp-wide D = A * B + C on register fragments (mma.sync, MFMA)
+  kLdmatrix,      ///< warp-wide shared -> registers, one 16-byte row address per lane
+  kCpAsync,       ///< per-thread asynchronous global -> shared copy
+  kCommitGroup,   ///< closes this thread's current group of cp.async copies
+  kWaitGroup,     ///< waits until at most n of this thread's committed groups are pending
+  kAtomic,        ///< per-thread dst = dst (op) value, atomic: lanes update one after another
+  kMbarrier,      ///< per-thread mbarrier operation (init, arrive, expect_tx) on a shared barrier
+  kMbarrierWait,  ///< per-thread wait for a barrier phase; the warp blocks until it completes
+  kFence,         ///< a memory-ordering fence (fence.proxy.async)
+  kRegAlloc,      ///< warpgroup-wide register reallocation (setmaxnreg)
+  kTmaLoad,       ///< per-thread bulk tensor copy of a box, global -> shared, onto an mbarrier
+  kWgmma,         ///< warpgroup-wide asynchronous D = A * B + D, B (and A) read from shared memory
+  kWgmmaGroup,    ///< wgmma.fence, commit_group, wait_group: the warpgroup's wgmma ordering
+  kTmaStore,      ///< per-thread bulk tensor copy of a box, shared -> global, in a bulk group
+  kBulkCommit,    ///< closes this thread's current bulk group (cp.async.bulk.commit_group)
+  kBulkWait,      ///< waits until at most n of this thread's bulk groups still read shared memory
 };
 
 /// How one operand is passed.

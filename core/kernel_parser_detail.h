@@ -482,8 +482,7 @@ class Parser {
   // ---- kernel_parser_hopper.cpp: mbarriers and warp specialisation (sm90) -----------------
   /// `name = T.alloc_barrier(arrive_count)`: a shared buffer of barriers, each initialised by
   /// thread 0 with its count, then T.sync_threads() (as TileLang does at the kernel's start).
-  Buffer parse_alloc_barrier(const CallArgs& call, const std::string& name,
-                             std::vector<Stmt>& out);
+  Buffer parse_alloc_barrier(const CallArgs& call, const std::string& name, std::vector<Stmt>& out);
   /// TileLang's aliases of the mbarrier and register calls (T.barrier_wait, T.barrier_arrive,
   /// T.inc_max_nreg, T.dec_max_nreg) and T.tma_copy; false for other names.
   bool parse_hopper_alias(const CallArgs& call, std::vector<Stmt>& out);
@@ -533,9 +532,9 @@ class Parser {
   std::vector<std::string> returned_;              ///< the tensors the kernel function returns
   std::map<std::string, size_t> pending_tensors_;  ///< parameters declared in the body, by slot
   std::vector<Buffer>* declared_ = nullptr;        ///< the kernel function's tensor slots
-  std::map<const BufferNode*, Buffer> views_;  ///< view buffers -> the tensors they view
-  std::vector<Stmt> hoisted_allocs_;  ///< buffers the front end adds, allocated first
-  std::vector<Buffer> scratch_;       ///< T.alloc_global tensors of the kernel, in order
+  std::map<const BufferNode*, Buffer> views_;      ///< view buffers -> the tensors they view
+  std::vector<Stmt> hoisted_allocs_;               ///< buffers the front end adds, allocated first
+  std::vector<Buffer> scratch_;           ///< T.alloc_global tensors of the kernel, in order
   std::vector<KernelNode> launch_nodes_;  ///< the kernel's finished T.Kernel launches, in order
 
   int block_depth_ = 0;

@@ -64,12 +64,11 @@ class ParallelLoop {
 
 /// The calling thread's iterations of `body` over the box `extents` (variables `vars`)
 /// partitioned by `layout`: the closed form of the free partition when `layout` is
-/// default_loop_layout(extents, threads, vec) for some vec (vectorised inner loop), else a loop over the
-/// registers through the layout's inverse, else a scan of the box guarded by ownership. With a
-/// replicated layout, statements that write shared or global memory run in replica 0 only.
+/// default_loop_layout(extents, threads, vec) for some vec (vectorised inner loop), else a loop
+/// over the registers through the layout's inverse, else a scan of the box guarded by ownership.
+/// With a replicated layout, statements that write shared or global memory run in replica 0 only.
 Stmt lower_over_layout(LowerContext& ctx, const Fragment& layout, const std::vector<Var>& vars,
-                       const std::vector<int64_t>& extents, const Stmt& body,
-                       const SourceLoc& loc);
+                       const std::vector<int64_t>& extents, const Stmt& body, const SourceLoc& loc);
 
 /// When `layout` is the free partition of `extents` with a vector width above 1: the calling
 /// thread's chunks, each one statement built by `chunk` from the loop variables' values at the

@@ -121,7 +121,7 @@ class TileLowerer : public StmtMutator {
   LowerContext& ctx_;
   Analyzer& analyzer_;
   const LowerOptions& options_;
-  bool defer_;  ///< pipelines left planned for warp_specialize
+  bool defer_;                  ///< pipelines left planned for warp_specialize
   std::vector<Expr> branches_;  ///< enclosing conditions on the thread index, outermost first
 };
 

@@ -67,8 +67,8 @@ struct LowerOptions {
 };
 
 struct LoweredKernel {
-  Kernel kernel;     ///< thread-level IR
-  LayoutMap layouts; ///< what inference chose (for reports and `tessel verify`)
+  Kernel kernel;      ///< thread-level IR
+  LayoutMap layouts;  ///< what inference chose (for reports and `tessel verify`)
   std::vector<PassSnapshot> snapshots;
   /// The IR flatten_buffers received (one-launch kernels): instructions still name their shared
   /// tiles' logical elements, which the TMA box proofs check against `layouts`.

@@ -89,8 +89,8 @@ class Task {
 struct WarpState {
   int id = 0;
   int first_thread = 0;
-  uint64_t live = 0;               ///< lanes that exist (a last partial warp has fewer)
-  std::vector<LaneValues> regs;    ///< one per variable slot
+  uint64_t live = 0;             ///< lanes that exist (a last partial warp has fewer)
+  std::vector<LaneValues> regs;  ///< one per variable slot
   /// Values of the thread-invariant trees (CExpr::cache), and the lanes each holds.
   std::vector<LaneValues> cached;
   std::vector<uint64_t> cached_lanes;
@@ -134,7 +134,7 @@ struct LaunchContext {
   /// Held by a warp-wide atomic on global memory: blocks run on several CPU threads, and each
   /// lane's read-modify-write must see the previous one.
   std::mutex global_atomics{};
-  RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
+  RunControl* control = nullptr;   ///< step and time limits, progress counters (optional)
   const Target* target = nullptr;  ///< the limits each allocation is checked against; the
                                    ///< instruction families the kernel may call
 };

@@ -75,7 +75,7 @@ struct CExpr {
   /// same every time the block's warp evaluates it; the executor keeps it per warp in slot
   /// `cache` of ThreadProgram::num_cached. Only the outermost such node of a tree has a slot.
   int cache = -1;
-  int64_t nodes = 1;  ///< nodes in the tree, this one included (its lane-operations per lane)
+  int64_t nodes = 1;       ///< nodes in the tree, this one included (its lane-operations per lane)
   DataType operand_dtype;  ///< the dtype of operand `a` (casts, comparisons)
   bool operand_float = false;
   Builtin builtin = Builtin::kExp;
@@ -91,7 +91,16 @@ struct CExpr {
 };
 
 enum class SOp : uint8_t {
-  kSeq, kFor, kIf, kStore, kAlloc, kLet, kBarrier, kIntrinsic, kPrint, kNop
+  kSeq,
+  kFor,
+  kIf,
+  kStore,
+  kAlloc,
+  kLet,
+  kBarrier,
+  kIntrinsic,
+  kPrint,
+  kNop
 };
 
 /// An operand of an intrinsic call.

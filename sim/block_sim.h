@@ -10,12 +10,12 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -124,7 +124,8 @@ class BlockSim {
   /// meanwhile, by any thread, is a wgmma race (kWgmmaRace). Its accumulator results `writes`
   /// land in the registers at that wait. The reads are no per-lane requests: they count no bank
   /// wavefronts (the async proxy reads whole lines), but an element nobody wrote is uninit.
-  void wgmma_issue(int warp, int thread, int site, const std::vector<std::pair<int, int64_t>>& reads,
+  void wgmma_issue(int warp, int thread, int site,
+                   const std::vector<std::pair<int, int64_t>>& reads,
                    std::vector<RegisterWrite> writes);
   /// The newest accumulator value of (buffer, thread, flat) that a pending wgmma of the thread's
   /// warp will write, or nullopt (the register holds the current value).
@@ -237,15 +238,15 @@ class BlockSim {
   struct Mbarrier {
     bool init = false;
     int init_site = -1, init_thread = -1;
-    int64_t count = 0;        ///< arrivals each phase expects
-    int64_t pending = 0;      ///< arrivals the current phase still needs
-    int64_t tx = 0;           ///< transaction bytes the current phase still needs
-    int64_t tx_expected = 0;  ///< bytes expected in the current phase (messages)
-    uint32_t phase = 0;       ///< phases completed
-    int index = 0;            ///< its async proxy's clock: column threads_ + index
-    std::vector<int> arrived;         ///< threads arrived in the current phase
-    std::vector<uint32_t> clock;      ///< join of their clocks
-    std::vector<uint32_t> done_clock; ///< the last completed phase's
+    int64_t count = 0;                 ///< arrivals each phase expects
+    int64_t pending = 0;               ///< arrivals the current phase still needs
+    int64_t tx = 0;                    ///< transaction bytes the current phase still needs
+    int64_t tx_expected = 0;           ///< bytes expected in the current phase (messages)
+    uint32_t phase = 0;                ///< phases completed
+    int index = 0;                     ///< its async proxy's clock: column threads_ + index
+    std::vector<int> arrived;          ///< threads arrived in the current phase
+    std::vector<uint32_t> clock;       ///< join of their clocks
+    std::vector<uint32_t> done_clock;  ///< the last completed phase's
   };
   Mbarrier* find_mbar(int buffer, int64_t flat, int thread, int site, const char* what);
   void mbar_maybe_complete(Mbarrier& m);
@@ -285,8 +286,8 @@ class BlockSim {
   std::vector<int64_t> peak_;         ///< per thread: the most of in_flight_ in this interval
   int64_t max_in_flight_closed_ = 0;  ///< the maximum over finished intervals
   std::map<std::pair<int, int64_t>, Mbarrier> mbars_;
-  bool hb_ = false;                         ///< some mbarrier was initialised
-  std::vector<std::vector<uint32_t>> vc_;   ///< per thread: its vector clock (hb_ only)
+  bool hb_ = false;                        ///< some mbarrier was initialised
+  std::vector<std::vector<uint32_t>> vc_;  ///< per thread: its vector clock (hb_ only)
   uint64_t mbar_changes_ = 0;
   int mbar_count_ = 0;  ///< barriers initialised (their async-proxy clock columns)
   std::vector<std::string> proxy_names_;  ///< per column past threads_: the barrier's name

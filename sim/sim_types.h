@@ -115,12 +115,12 @@ struct BankSample {
   int access_bytes = 0;
   bool ldmatrix = false;
   bool write = false;
-  uint64_t mask = 0;                ///< active lanes
-  int warp = 0;                     ///< warp index in its block
-  int first_thread = 0;             ///< thread index of lane 0
-  uint32_t block = 0;               ///< linear block id
-  int64_t buffer_base = 0;          ///< byte address of the buffer's element 0
-  std::vector<int64_t> byte_addr;   ///< per lane of the warp
+  uint64_t mask = 0;               ///< active lanes
+  int warp = 0;                    ///< warp index in its block
+  int first_thread = 0;            ///< thread index of lane 0
+  uint32_t block = 0;              ///< linear block id
+  int64_t buffer_base = 0;         ///< byte address of the buffer's element 0
+  std::vector<int64_t> byte_addr;  ///< per lane of the warp
 };
 
 enum class FindingKind : uint8_t {

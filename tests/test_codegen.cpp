@@ -65,7 +65,8 @@ Kernel atomics() {
 
 void compile_every_example(const char* target_name) {
   const Target& target = find_target(target_name);
-  std::string dir = (std::filesystem::temp_directory_path() / ("tessel_codegen_" + target.name)).string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("tessel_codegen_" + target.name)).string();
   for (const char* name : {"gemm", "gemm_transpose_b", "gemm_rs", "softmax", "elementwise",
                            "dequant_gemm", "flash_attention"}) {
     EmittedSource src = emit_source(lowered_example(name, target), target);
@@ -77,8 +78,8 @@ void compile_every_example(const char* target_name) {
     INFO(name << " for " << target.name << ": " << r.command << "\n" << r.log.substr(0, 2000));
     CHECK(r.compiled);
   }
-  CompileResult r = compile_device_code(
-      emit_source(lower_kernel(atomics(), target).kernel, target), target, dir);
+  CompileResult r =
+      compile_device_code(emit_source(lower_kernel(atomics(), target).kernel, target), target, dir);
   INFO("atomics for " << target.name << ": " << r.log.substr(0, 2000));
   CHECK(r.compiled);
 }
@@ -86,162 +87,166 @@ void compile_every_example(const char* target_name) {
 }  // namespace
 
 TEST_SUITE("codegen") {
+  TEST_CASE("a thread-level kernel prints as one CUDA kernel line for line") {
+    EmittedSource src = emit_source(axpy(), find_target("sm80"));
+    CHECK(src.entry == "axpy");
+    CHECK(src.threads == 64);
+    CHECK(src.arguments == std::vector<std::string>{"A", "B"});
+    CHECK(kernel_text(src.code) ==
+          "extern \"C\" __global__ void __launch_bounds__(64, 1) axpy(float* __restrict__ A, half* "
+          "__restrict__ B) {\n"
+          "  const int tx = static_cast<int>(threadIdx.x);\n"
+          "  const int bx = static_cast<int>(blockIdx.x);\n"
+          "  B[tx] = static_cast<half>(((A[tx] * 2.0f) + 1.0f));\n"
+          "}\n");
+  }
 
-TEST_CASE("a thread-level kernel prints as one CUDA kernel line for line") {
-  EmittedSource src = emit_source(axpy(), find_target("sm80"));
-  CHECK(src.entry == "axpy");
-  CHECK(src.threads == 64);
-  CHECK(src.arguments == std::vector<std::string>{"A", "B"});
-  CHECK(kernel_text(src.code) ==
-        "extern \"C\" __global__ void __launch_bounds__(64, 1) axpy(float* __restrict__ A, half* "
-        "__restrict__ B) {\n"
-        "  const int tx = static_cast<int>(threadIdx.x);\n"
-        "  const int bx = static_cast<int>(blockIdx.x);\n"
-        "  B[tx] = static_cast<half>(((A[tx] * 2.0f) + 1.0f));\n"
-        "}\n");
-}
+  TEST_CASE("a loop past 2^31 iterations counts in long long with an LL bound") {
+    KernelBuilder T("long_loop");
+    auto A = T.tensor("A", {64}, DataType::f32());
+    T.kernel1(1, 64);
+    Var tx = T.get_thread_binding();
+    T.serial(
+        Expr(1) << 40, [&](Var k) { A(tx) = A(tx) + 1.0; }, "k");
+    std::string code = kernel_text(emit_source(T.finish(), find_target("sm80")).code);
+    // 1 << 40 = 1099511627776: folded exactly (32-bit folding made it 0, a loop that never ran).
+    CHECK(code.find("for (long long k = 0; k < 1099511627776LL; ++k) {") != std::string::npos);
+  }
 
-TEST_CASE("a loop past 2^31 iterations counts in long long with an LL bound") {
-  KernelBuilder T("long_loop");
-  auto A = T.tensor("A", {64}, DataType::f32());
-  T.kernel1(1, 64);
-  Var tx = T.get_thread_binding();
-  T.serial(Expr(1) << 40, [&](Var k) { A(tx) = A(tx) + 1.0; }, "k");
-  std::string code = kernel_text(emit_source(T.finish(), find_target("sm80")).code);
-  // 1 << 40 = 1099511627776: folded exactly (32-bit folding made it 0, a loop that never ran).
-  CHECK(code.find("for (long long k = 0; k < 1099511627776LL; ++k) {") != std::string::npos);
-}
+  TEST_CASE("the offset into a symbolic-size tensor is computed in 64 bits") {
+    KernelBuilder T("big_rows");
+    Var n = T.dynamic("n");
+    auto A = T.tensor("A", {n, 65536}, DataType::f32());
+    auto B = T.tensor("B", {64, 64}, DataType::f32());
+    Var bx = T.kernel1(n, 64);
+    Var tx = T.get_thread_binding();
+    A(bx, tx) = B(0, tx);
+    std::string code = kernel_text(emit_source(T.finish(), find_target("sm80")).code);
+    // A may hold n * 65536 >= 2^31 elements: bx * 65536 must not wrap in int; B is 4096 elements.
+    CHECK(code.find("A[((static_cast<long long>(bx) * 65536LL) + static_cast<long long>(tx))]") !=
+          std::string::npos);
+    CHECK(code.find("= B[tx];") != std::string::npos);
+  }
 
-TEST_CASE("the offset into a symbolic-size tensor is computed in 64 bits") {
-  KernelBuilder T("big_rows");
-  Var n = T.dynamic("n");
-  auto A = T.tensor("A", {n, 65536}, DataType::f32());
-  auto B = T.tensor("B", {64, 64}, DataType::f32());
-  Var bx = T.kernel1(n, 64);
-  Var tx = T.get_thread_binding();
-  A(bx, tx) = B(0, tx);
-  std::string code = kernel_text(emit_source(T.finish(), find_target("sm80")).code);
-  // A may hold n * 65536 >= 2^31 elements: bx * 65536 must not wrap in int; B is 4096 elements.
-  CHECK(code.find("A[((static_cast<long long>(bx) * 65536LL) + static_cast<long long>(tx))]") !=
-        std::string::npos);
-  CHECK(code.find("= B[tx];") != std::string::npos);
-}
-
-TEST_CASE("the same kernel in HIP uses amdgcn builtins and no runtime header") {
-  EmittedSource src = emit_source(axpy(), find_target("gfx942"));
-  CHECK(src.code.find("#include") == std::string::npos);
-  CHECK(kernel_text(src.code) ==
+  TEST_CASE("the same kernel in HIP uses amdgcn builtins and no runtime header") {
+    EmittedSource src = emit_source(axpy(), find_target("gfx942"));
+    CHECK(src.code.find("#include") == std::string::npos);
+    CHECK(
+        kernel_text(src.code) ==
         "extern \"C\" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, 64))) "
         "void axpy(float* __restrict__ A, _Float16* __restrict__ B) {\n"
         "  const int tx = static_cast<int>(__builtin_amdgcn_workitem_id_x());\n"
         "  const int bx = static_cast<int>(__builtin_amdgcn_workgroup_id_x());\n"
         "  B[tx] = static_cast<_Float16>(((A[tx] * 2.0f) + 1.0f));\n"
         "}\n");
-}
-
-TEST_CASE("float max and min are fmaxf/fminf, as the interpreters evaluate them") {
-  // Both interpreter levels compute float max/min with std::fmax/std::fmin: a NaN operand yields
-  // the other operand. `x < y ? y : x` would yield the NaN when x is one, so the GPU would
-  // disagree with the simulator; fmaxf/fminf agree (and are one FMNMX instruction).
-  KernelBuilder T("clamp");
-  auto A = T.tensor("A", {64}, DataType::f32());
-  auto B = T.tensor("B", {64}, DataType::f16());
-  T.kernel1(1, 64);
-  Var tx = T.get_thread_binding();
-  A(tx) = max(min(A(tx), make_const(DataType::f32(), 6.0)), make_const(DataType::f32(), 0.0));
-  B(tx) = max(B(tx), make_const(DataType::f16(), 1.0));
-  Kernel k = T.finish();
-  std::string cuda = kernel_text(emit_source(k, find_target("sm80")).code);
-  CHECK(cuda.find("A[tx] = fmaxf(fminf(A[tx], 6.0f), 0.0f);") != std::string::npos);
-  // f16 goes through float and back, as every f16 operation does.
-  CHECK(cuda.find("B[tx] = static_cast<half>(fmaxf(static_cast<float>(B[tx]),") != std::string::npos);
-  CHECK(cuda.find(" ? ") == std::string::npos);
-  std::string hip = kernel_text(emit_source(k, find_target("gfx942")).code);
-  CHECK(hip.find("A[tx] = __builtin_fmaxf(__builtin_fminf(A[tx], 6.0f), 0.0f);") !=
-        std::string::npos);
-}
-
-TEST_CASE("T.exp2 on f32 is the GPU's ex2.approx on CUDA and the builtin on HIP") {
-  // FlashAttention's softmax: every f32 exp2 goes through tessel_exp2f (ex2.approx.ftz.f32, the
-  // MUFU.EX2 that exp2f is for x >= -126, without exp2f's rescaling of results below 2^-126);
-  // HIP keeps __builtin_exp2f.
-  const Target& sm80 = find_target("sm80");
-  std::string cuda = emit_source(lowered_example("flash_attention", sm80), sm80).code;
-  auto occurrences = [](const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
-  CHECK(cuda.find("asm(\"ex2.approx.ftz.f32 %0, %1;\"") != std::string::npos);
-  CHECK(occurrences(cuda, "tessel_exp2f(") >= 3);  // the helper and the two exp2 of the body
-  CHECK(occurrences(cuda, "exp2f(") == occurrences(cuda, "tessel_exp2f("));
-  const Target& gfx = find_target("gfx942");
-  std::string hip = emit_source(lowered_example("flash_attention", gfx), gfx).code;
-  CHECK(hip.find("__builtin_exp2f(") != std::string::npos);
-  CHECK(hip.find("tessel_exp2f") == std::string::npos);
-}
-
-TEST_CASE("the sm80 gemm is spelled with the intrinsic table's PTX") {
-  const Target& sm80 = find_target("sm80");
-  std::string code = emit_source(lowered_example("gemm", sm80), sm80).code;
-  for (IntrinsicId id : {IntrinsicId::kMmaM16N8K16F16, IntrinsicId::kLdmatrixX4,
-                         IntrinsicId::kCpAsync16, IntrinsicId::kCpAsyncWaitGroup}) {
-    CHECK_MESSAGE(code.find(intrinsic_info(id).cuda) != std::string::npos, intrinsic_info(id).cuda);
   }
-  // Only the instructions the kernel uses get a helper.
-  CHECK(code.find(intrinsic_info(IntrinsicId::kLdmatrixX1).cuda) == std::string::npos);
-  // The shared tiles come from one dynamic pool: 3 stages x (128x32 + 32x128) f16 = 48 KiB.
-  CHECK(emit_source(lowered_example("gemm", sm80), sm80).dynamic_shared_bytes == 3 * 2 * 128 * 32 * 2);
-}
 
-TEST_CASE("the gfx942 gemm calls the MFMA builtin of the table") {
-  const Target& gfx = find_target("gfx942");
-  std::string code = emit_source(lowered_example("gemm", gfx), gfx).code;
-  CHECK(code.find(intrinsic_info(IntrinsicId::kMfma16x16x16F16).hip + "(") != std::string::npos);
-  CHECK(code.find("cp.async") == std::string::npos);
-}
-
-TEST_CASE("every example compiles with nvcc for sm80") { compile_every_example("sm80"); }
-TEST_CASE("every example compiles with nvcc for sm90a") { compile_every_example("sm90"); }
-TEST_CASE("every example compiles with clang for gfx90a") { compile_every_example("gfx90a"); }
-TEST_CASE("every example compiles with clang for gfx942") { compile_every_example("gfx942"); }
-
-TEST_CASE("an unlowered tile operator is an error that names it") {
-  const Example* e = find_example("softmax");
-  Kernel tile = e->build(make_params(*e, {}));
-  try {
-    emit_source(tile, find_target("sm80"));
-    FAIL("expected a user error");
-  } catch (const UserError& err) {
-    std::string m = err.what();
-    CHECK(m.find("kernel 'softmax': T.copy at softmax.cpp:") != std::string::npos);
-    CHECK(m.find("was not lowered") != std::string::npos);
+  TEST_CASE("float max and min are fmaxf/fminf, as the interpreters evaluate them") {
+    // Both interpreter levels compute float max/min with std::fmax/std::fmin: a NaN operand yields
+    // the other operand. `x < y ? y : x` would yield the NaN when x is one, so the GPU would
+    // disagree with the simulator; fmaxf/fminf agree (and are one FMNMX instruction).
+    KernelBuilder T("clamp");
+    auto A = T.tensor("A", {64}, DataType::f32());
+    auto B = T.tensor("B", {64}, DataType::f16());
+    T.kernel1(1, 64);
+    Var tx = T.get_thread_binding();
+    A(tx) = max(min(A(tx), make_const(DataType::f32(), 6.0)), make_const(DataType::f32(), 0.0));
+    B(tx) = max(B(tx), make_const(DataType::f16(), 1.0));
+    Kernel k = T.finish();
+    std::string cuda = kernel_text(emit_source(k, find_target("sm80")).code);
+    CHECK(cuda.find("A[tx] = fmaxf(fminf(A[tx], 6.0f), 0.0f);") != std::string::npos);
+    // f16 goes through float and back, as every f16 operation does.
+    CHECK(cuda.find("B[tx] = static_cast<half>(fmaxf(static_cast<float>(B[tx]),") !=
+          std::string::npos);
+    CHECK(cuda.find(" ? ") == std::string::npos);
+    std::string hip = kernel_text(emit_source(k, find_target("gfx942")).code);
+    CHECK(hip.find("A[tx] = __builtin_fmaxf(__builtin_fminf(A[tx], 6.0f), 0.0f);") !=
+          std::string::npos);
   }
-}
 
-TEST_CASE("tessel emit writes the source and rejects unknown targets") {
-  CliResult cuda = run_tessel({"emit", "softmax", "--target", "cuda"});
-  CHECK(cuda.status == 0);
-  CHECK(cuda.out.find("extern \"C\" __global__") != std::string::npos);
-  CHECK(cuda.out.find("__shfl_xor_sync") != std::string::npos);
-  CliResult hip = run_tessel({"emit", "softmax", "--target", "hip"});
-  CHECK(hip.status == 0);
-  CHECK(hip.out.find("tessel_shfl_xor<float>") != std::string::npos);
-  CHECK(run_tessel({"emit", "softmax", "--target", "metal"}).status == 2);
-}
-
-TEST_CASE("run --device cuda runs on the GPU, or says why it cannot") {
-  std::string why;
-  bool gpu = !cuda_device_target(&why).empty();
-  CliResult r = run_tessel({"run", "softmax", "--device", "cuda", "--json"});
-  if (!gpu) {
-    MESSAGE("no GPU here: " << why);
-    CHECK(r.status == 2);
-    CHECK(r.err.find("cannot run on a GPU here: " + why) != std::string::npos);
-  } else {
-    CHECK(r.status == 0);
-    CHECK(nlohmann::json::parse(r.out)["passed"] == true);
+  TEST_CASE("T.exp2 on f32 is the GPU's ex2.approx on CUDA and the builtin on HIP") {
+    // FlashAttention's softmax: every f32 exp2 goes through tessel_exp2f (ex2.approx.ftz.f32, the
+    // MUFU.EX2 that exp2f is for x >= -126, without exp2f's rescaling of results below 2^-126);
+    // HIP keeps __builtin_exp2f.
+    const Target& sm80 = find_target("sm80");
+    std::string cuda = emit_source(lowered_example("flash_attention", sm80), sm80).code;
+    auto occurrences = [](const std::string& text, const std::string& what) {
+      int n = 0;
+      for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+      return n;
+    };
+    CHECK(cuda.find("asm(\"ex2.approx.ftz.f32 %0, %1;\"") != std::string::npos);
+    CHECK(occurrences(cuda, "tessel_exp2f(") >= 3);  // the helper and the two exp2 of the body
+    CHECK(occurrences(cuda, "exp2f(") == occurrences(cuda, "tessel_exp2f("));
+    const Target& gfx = find_target("gfx942");
+    std::string hip = emit_source(lowered_example("flash_attention", gfx), gfx).code;
+    CHECK(hip.find("__builtin_exp2f(") != std::string::npos);
+    CHECK(hip.find("tessel_exp2f") == std::string::npos);
   }
-}
+
+  TEST_CASE("the sm80 gemm is spelled with the intrinsic table's PTX") {
+    const Target& sm80 = find_target("sm80");
+    std::string code = emit_source(lowered_example("gemm", sm80), sm80).code;
+    for (IntrinsicId id : {IntrinsicId::kMmaM16N8K16F16, IntrinsicId::kLdmatrixX4,
+                           IntrinsicId::kCpAsync16, IntrinsicId::kCpAsyncWaitGroup}) {
+      CHECK_MESSAGE(code.find(intrinsic_info(id).cuda) != std::string::npos,
+                    intrinsic_info(id).cuda);
+    }
+    // Only the instructions the kernel uses get a helper.
+    CHECK(code.find(intrinsic_info(IntrinsicId::kLdmatrixX1).cuda) == std::string::npos);
+    // The shared tiles come from one dynamic pool: 3 stages x (128x32 + 32x128) f16 = 48 KiB.
+    CHECK(emit_source(lowered_example("gemm", sm80), sm80).dynamic_shared_bytes ==
+          3 * 2 * 128 * 32 * 2);
+  }
+
+  TEST_CASE("the gfx942 gemm calls the MFMA builtin of the table") {
+    const Target& gfx = find_target("gfx942");
+    std::string code = emit_source(lowered_example("gemm", gfx), gfx).code;
+    CHECK(code.find(intrinsic_info(IntrinsicId::kMfma16x16x16F16).hip + "(") != std::string::npos);
+    CHECK(code.find("cp.async") == std::string::npos);
+  }
+
+  TEST_CASE("every example compiles with nvcc for sm80") { compile_every_example("sm80"); }
+  TEST_CASE("every example compiles with nvcc for sm90a") { compile_every_example("sm90"); }
+  TEST_CASE("every example compiles with clang for gfx90a") { compile_every_example("gfx90a"); }
+  TEST_CASE("every example compiles with clang for gfx942") { compile_every_example("gfx942"); }
+
+  TEST_CASE("an unlowered tile operator is an error that names it") {
+    const Example* e = find_example("softmax");
+    Kernel tile = e->build(make_params(*e, {}));
+    try {
+      emit_source(tile, find_target("sm80"));
+      FAIL("expected a user error");
+    } catch (const UserError& err) {
+      std::string m = err.what();
+      CHECK(m.find("kernel 'softmax': T.copy at softmax.cpp:") != std::string::npos);
+      CHECK(m.find("was not lowered") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("tessel emit writes the source and rejects unknown targets") {
+    CliResult cuda = run_tessel({"emit", "softmax", "--target", "cuda"});
+    CHECK(cuda.status == 0);
+    CHECK(cuda.out.find("extern \"C\" __global__") != std::string::npos);
+    CHECK(cuda.out.find("__shfl_xor_sync") != std::string::npos);
+    CliResult hip = run_tessel({"emit", "softmax", "--target", "hip"});
+    CHECK(hip.status == 0);
+    CHECK(hip.out.find("tessel_shfl_xor<float>") != std::string::npos);
+    CHECK(run_tessel({"emit", "softmax", "--target", "metal"}).status == 2);
+  }
+
+  TEST_CASE("run --device cuda runs on the GPU, or says why it cannot") {
+    std::string why;
+    bool gpu = !cuda_device_target(&why).empty();
+    CliResult r = run_tessel({"run", "softmax", "--device", "cuda", "--json"});
+    if (!gpu) {
+      MESSAGE("no GPU here: " << why);
+      CHECK(r.status == 2);
+      CHECK(r.err.find("cannot run on a GPU here: " + why) != std::string::npos);
+    } else {
+      CHECK(r.status == 0);
+      CHECK(nlohmann::json::parse(r.out)["passed"] == true);
+    }
+  }
 
 }  // TEST_SUITE

@@ -17,8 +17,8 @@
 #include "verify/layout_proofs.h"
 #include "verify/proof_parts.h"
 #include "verify/shared_accesses.h"
-#include "verify/wgmma_proofs.h"
 #include "verify/tma_proofs.h"
+#include "verify/wgmma_proofs.h"
 
 namespace tessel {
 
