@@ -180,4 +180,27 @@ TEST_SUITE("block sample") {
     CHECK_NOTHROW((void)nlohmann::json::parse(r.out));
   }
 
+  TEST_CASE("a run reports the wall and CPU seconds of each of its parts") {
+    // A sampled run has all six parts; a tile-level run has no blocks left out and no second
+    // tile level, so those two parts are zero.
+    const char* parts[] = {"inputs", "reference", "tile_rest", "run", "tile_check", "checks"};
+    CliResult r =
+        run_tessel({"run", "transpose_shared", "--level", "thread", "--blocks", "first", "--json"});
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    for (const char* part : parts) {
+      CAPTURE(part);
+      REQUIRE(j["phase_seconds"].contains(part));
+      CHECK(j["phase_seconds"][part]["wall"].get<double>() >= 0);
+      CHECK(j["phase_seconds"][part]["cpu"].get<double>() >= 0);
+    }
+    CHECK(j["phase_seconds"]["tile_rest"]["wall"].get<double>() > 0);  // 5 blocks ran there
+    CliResult tile = run_tessel({"run", "transpose_shared", "--json"});
+    REQUIRE(tile.status == 0);
+    auto t = nlohmann::json::parse(tile.out);
+    CHECK(t["phase_seconds"]["run"]["wall"].get<double>() > 0);
+    CHECK(t["phase_seconds"]["tile_rest"]["wall"].get<double>() == 0);
+    CHECK(t["phase_seconds"]["tile_check"]["wall"].get<double>() == 0);
+  }
+
 }  // TEST_SUITE

@@ -2,7 +2,9 @@
 #include "tools/kernel_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <set>
 
 #include "core/error.h"
@@ -17,6 +19,21 @@
 namespace tessel::cli {
 
 namespace {
+
+/// A point in wall time and in the process's CPU time (every thread's).
+struct Clock {
+  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
+  std::clock_t cpu = std::clock();
+};
+
+/// The wall and CPU seconds since `start`; `start` moves to now.
+PhaseTime lap(Clock& start) {
+  Clock now;
+  PhaseTime t{std::chrono::duration<double>(now.wall - start.wall).count(),
+              static_cast<double>(now.cpu - start.cpu) / CLOCKS_PER_SEC};
+  start = now;
+  return t;
+}
 
 /// True when the kernel calls an instruction with a data effect (mbarriers and fences order
 /// threads only, which the tile level's program order already does).
@@ -104,6 +121,7 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
   lower.warp_specialize = req.warp_specialize;
   if (run.lowered) thread_kernel = lower_kernel(kernel, find_target(req.target), lower).kernel;
   run.sample = select_blocks(req, kernel, run.tensors);
+  Clock clock;
   if (run.sample) {
     const BlockSample& sample = *run.sample;
     std::vector<int64_t> rest;
@@ -116,11 +134,13 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
     }
     run_tile_level(kernel, run.tensors, TileRunOptions{req.workers, req.control, &rest});
     inputs = run.tensors;
+    run.phases.tile_rest = lap(clock);
     options.only_blocks = sample.simulated;
     run.thread = run_thread_level(thread_kernel, run.tensors, options);
     run.blocks = run.thread->blocks;
     run.threads = run.thread->threads;
     run.seconds = run.thread->seconds;
+    run.phases.run = lap(clock);
     try {
       run_tile_level(kernel, inputs, TileRunOptions{req.workers, req.control, &sample.simulated});
       run.tile_tensors = std::move(inputs);
@@ -130,12 +150,14 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
     } catch (const UserError& e) {
       run.tile_note = std::string("failed: ") + e.what();
     }
+    run.phases.tile_check = lap(clock);
     return;
   }
   run.thread = run_thread_level(thread_kernel, run.tensors, options);
   run.blocks = run.thread->blocks;
   run.threads = run.thread->threads;
   run.seconds = run.thread->seconds;
+  run.phases.run = lap(clock);
   // The tile level does not execute intrinsics: kernels written with them are compared with
   // the reference only.
   if (uses_intrinsics(kernel)) {
@@ -157,6 +179,7 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
   } catch (const UserError& e) {
     run.tile_note = std::string("failed: ") + e.what();
   }
+  run.phases.tile_check = lap(clock);
 }
 
 void check_request(const RunRequest& req) {
@@ -254,6 +277,7 @@ void apply_init(const std::map<std::string, std::string>& init, const Kernel& ke
 
 KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   check_request(request);
+  Clock clock;
   const Example& example = *k.example;
   KernelRun run;
   run.request = request;
@@ -288,8 +312,10 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   for (const std::string& name : example.zero_outputs) init.emplace(name, "zeros");
   apply_init(init, run.kernel, dims, request.seed, run.tensors);
   for (auto& [name, tensor] : given) run.tensors.insert_or_assign(name, std::move(tensor));
+  run.phases.inputs = lap(clock);
   TensorMap reference = run.tensors;
   example.reference(k.params, reference);
+  run.phases.reference = lap(clock);
 
   if (request.level == "thread") {
     run_thread(run, run.kernel, run.tensors);
@@ -299,7 +325,9 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
     run.blocks = stats.blocks;
     run.threads = run.kernel->threads;
     run.seconds = stats.seconds;
+    run.phases.run = lap(clock);
   }
+  clock = Clock{};  // run_thread timed its parts
 
   if (k.has_reference) {
     std::optional<double> atol, rtol;  // the example's stated tolerance, else the dtype's
@@ -328,6 +356,7 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   }
   for (const OutputCheck& c : run.vs_tile) run.passed &= c.comparison.passed;
   if (run.thread) run.passed &= !run.thread->report.has_errors();
+  run.phases.checks = lap(clock);
   return run;
 }
 

@@ -60,6 +60,22 @@ struct BlockSample {
   sim::Counters scaled(const sim::Counters& measured) const;
 };
 
+/// The seconds one part of a run took: on the clock, and of CPU time summed over its threads.
+struct PhaseTime {
+  double wall = 0;
+  double cpu = 0;
+};
+
+/// The time of each part of a run, as a user waits for them.
+struct PhaseSeconds {
+  PhaseTime inputs;      ///< building the kernel, random inputs, the user's arrays
+  PhaseTime reference;   ///< the built-in reference
+  PhaseTime tile_rest;   ///< sampled thread level: the blocks left out, at tile level
+  PhaseTime run;         ///< the run at the requested level (the sampled blocks, if sampled)
+  PhaseTime tile_check;  ///< thread level: the tile level again, to compare with
+  PhaseTime checks;      ///< comparing the tensors
+};
+
 struct KernelRun {
   Kernel kernel;  ///< as built (tile level for tile-level kernels)
   RunRequest request;
@@ -76,6 +92,7 @@ struct KernelRun {
   int64_t blocks = 0;
   int threads = 0;
   double seconds = 0;
+  PhaseSeconds phases;
   std::optional<ThreadRunResult> thread;  ///< thread level: the simulator's report and counts
   std::optional<BlockSample> sample;      ///< thread level with --blocks naming fewer than all
   bool passed = true;

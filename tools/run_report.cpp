@@ -198,6 +198,20 @@ json sample_json(const BlockSample& s, const sim::Counters& measured) {
           {"scaled", scaled}};
 }
 
+/// {"inputs": {"wall": s, "cpu": s}, ...}: where a run's time went.
+json phases_json(const PhaseSeconds& p) {
+  json j;
+  for (const auto& [name, t] : {std::pair{"inputs", p.inputs},
+                                {"reference", p.reference},
+                                {"tile_rest", p.tile_rest},
+                                {"run", p.run},
+                                {"tile_check", p.tile_check},
+                                {"checks", p.checks}}) {
+    j[name] = {{"wall", t.wall}, {"cpu", t.cpu}};
+  }
+  return j;
+}
+
 double lane_ops_per_second(const ThreadRunResult& t) {
   return t.seconds > 0 ? static_cast<double>(t.lane_ops) / t.seconds : 0;
 }
@@ -264,6 +278,7 @@ json run_json(const KernelRun& run) {
             {"blocks", run.blocks},
             {"threads", run.threads},
             {"seconds", run.seconds},
+            {"phase_seconds", phases_json(run.phases)},
             {"outputs", checks_json(run.vs_reference)},
             {"expected", checks_json(run.vs_expected)}};
   if (!run.thread) return j;
