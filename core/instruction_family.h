@@ -125,6 +125,9 @@ struct OperandRequest {
   const uint8_t* lane_elements = nullptr;  ///< per-lane counts overriding `elements` (or null)
   bool ldmatrix = false;                   ///< ldmatrix bank phases
   int align = 0;                           ///< see OperandMemoryAccess::align
+  /// A wgmma's own register operand (A of wgmma_rs, D): accessed by the tensor core, not by
+  /// the thread's code.
+  bool wgmma_registers = false;
 };
 
 /// The lanes of a request whose element is in bounds, and each one's flat element position.
@@ -202,8 +205,14 @@ class WarpIntrinsicExec {
   /// operations on one accumulator).
   virtual uint64_t wgmma_accumulator(int operand, int lane, int64_t flat) = 0;
   /// One wgmma operation joins the warp's open group: it reads the shared elements `reads`
-  /// ((operand, flat) pairs) until it is waited for, and writes `writes` ((operand, lane, flat,
-  /// bits)) into the registers then.
+  /// ((operand, flat) pairs) and the registers `a_regs` (A of wgmma_rs: operand, lane, flat)
+  /// until it is waited for, and writes `writes` ((operand, lane, flat, bits)) into the
+  /// registers then.
+  struct WgmmaRegister {
+    int operand = 0;
+    int lane = 0;
+    int64_t flat = 0;
+  };
   struct WgmmaWrite {
     int operand = 0;
     int lane = 0;
@@ -211,6 +220,7 @@ class WarpIntrinsicExec {
     uint64_t bits = 0;
   };
   virtual void wgmma_issue(const std::vector<std::pair<int, int64_t>>& reads,
+                           const std::vector<WgmmaRegister>& a_regs,
                            const std::vector<WgmmaWrite>& writes) = 0;
   /// wgmma.commit_group and wgmma.wait_group n of the warp.
   virtual void wgmma_commit() = 0;

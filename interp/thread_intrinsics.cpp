@@ -140,16 +140,22 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
     return w_.block_.cell(buffer, thread(lane), flat);
   }
   void wgmma_issue(const std::vector<std::pair<int, int64_t>>& reads,
+                   const std::vector<WgmmaRegister>& a_regs,
                    const std::vector<WgmmaWrite>& writes) override {
     std::vector<std::pair<int, int64_t>> cells;
     cells.reserve(reads.size());
     for (const auto& [operand, flat] : reads) cells.emplace_back(s_->args[operand].buffer, flat);
+    std::vector<sim::RegisterRead> a;
+    a.reserve(a_regs.size());
+    for (const WgmmaRegister& r : a_regs) {
+      a.push_back({s_->args[r.operand].buffer, thread(r.lane), r.flat});
+    }
     std::vector<sim::RegisterWrite> regs;
     regs.reserve(writes.size());
     for (const WgmmaWrite& w : writes) {
       regs.push_back({s_->args[w.operand].buffer, thread(w.lane), w.flat, w.bits});
     }
-    w_.block_.sim().wgmma_issue(w_.warp_.id, w_.warp_.first_thread, s_->site, cells,
+    w_.block_.sim().wgmma_issue(w_.warp_.id, w_.warp_.first_thread, s_->site, cells, std::move(a),
                                 std::move(regs));
   }
   void wgmma_commit() override { w_.block_.sim().wgmma_commit(w_.warp_.id); }
@@ -205,6 +211,7 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
     req.lane_vector = request.lane_elements;
     req.ldmatrix = request.ldmatrix;
     req.align = request.align;
+    req.wgmma = request.wgmma_registers;
     return req;
   }
 

@@ -15,7 +15,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -42,6 +41,14 @@ struct RegisterWrite {
   int thread = 0;
   int64_t flat = 0;
   uint64_t bits = 0;
+};
+
+/// A register a wgmma reads (the A fragment of wgmma_rs): element `flat` of local buffer
+/// `buffer` of thread `thread`.
+struct RegisterRead {
+  int buffer = -1;
+  int thread = 0;
+  int64_t flat = 0;
 };
 
 class BlockSim {
@@ -124,9 +131,12 @@ class BlockSim {
   /// meanwhile, by any thread, is a wgmma race (kWgmmaRace). Its accumulator results `writes`
   /// land in the registers at that wait. The reads are no per-lane requests: they count no bank
   /// wavefronts (the async proxy reads whole lines), but an element nobody wrote is uninit.
+  /// The A registers of wgmma_rs (`a_regs`) and the accumulators are the operation's until that
+  /// wait too: the thread's own code writing one of them (or reading an accumulator) meanwhile
+  /// is a wgmma race on the register.
   void wgmma_issue(int warp, int thread, int site,
                    const std::vector<std::pair<int, int64_t>>& reads,
-                   std::vector<RegisterWrite> writes);
+                   std::vector<RegisterRead> a_regs, std::vector<RegisterWrite> writes);
   /// The newest accumulator value of (buffer, thread, flat) that a pending wgmma of the thread's
   /// warp will write, or nullopt (the register holds the current value).
   std::optional<uint64_t> wgmma_pending_value(int buffer, int thread, int64_t flat) const;
@@ -190,11 +200,22 @@ class BlockSim {
     int32_t async_thread = -1;
     bool init = false;
   };
+  /// Flags of one register (local buffers' `init`, one byte per thread and element).
+  static constexpr uint8_t kRegInit = 1;        ///< written
+  static constexpr uint8_t kRegWgmmaWrite = 2;  ///< a pending wgmma writes it (accumulator)
+  static constexpr uint8_t kRegWgmmaRead = 4;   ///< a pending wgmma reads it (A of wgmma_rs)
   struct BlockBuffer {
     BufferDesc desc;
     std::vector<Cell> cells;    ///< shared buffers
-    std::vector<uint8_t> init;  ///< local buffers: [thread * size + flat]
+    std::vector<uint8_t> init;  ///< local buffers: [thread * size + flat], kReg* flags
+    /// Local buffers a wgmma uses, per register as `init` (sized at the first wgmma): the
+    /// newest value a pending wgmma writes, how many pending wgmmas write it and read it.
+    std::vector<uint64_t> wgmma_value;
+    std::vector<uint16_t> wgmma_writes, wgmma_reads;
     int64_t size = 0;
+    size_t reg(int thread, int64_t flat) const {
+      return static_cast<size_t>(thread) * static_cast<size_t>(size) + static_cast<size_t>(flat);
+    }
   };
 
   void count(const WarpRequest& req, const Resolved& r, const BufferDesc& desc);
@@ -215,9 +236,15 @@ class BlockSim {
   void shared_store(BlockBuffer& b, int64_t e, int thread, int site, bool same);
   /// A write by `thread` at `site` to element `e` of `b`, which a wgmma in flight reads.
   void wgmma_race(BlockBuffer& b, int64_t e, int thread, int site, bool copy);
-  /// One wgmma operation in flight: the shared elements it reads, its register results.
+  /// An access by thread `t` at `site` to register `e` of `b` that a pending wgmma reads (A of
+  /// wgmma_rs) or writes (an accumulator).
+  void wgmma_register_race(const BlockBuffer& b, int64_t e, int t, int site, bool write,
+                           uint8_t flags);
+  /// One wgmma operation in flight: the shared elements and registers it reads, its register
+  /// results.
   struct WgmmaOp {
     std::vector<std::pair<int, int64_t>> reads;
+    std::vector<RegisterRead> a_regs;
     std::vector<RegisterWrite> writes;
   };
   struct WgmmaWarp {
@@ -292,9 +319,6 @@ class BlockSim {
   int mbar_count_ = 0;  ///< barriers initialised (their async-proxy clock columns)
   std::vector<std::string> proxy_names_;  ///< per column past threads_: the barrier's name
   std::map<int, WgmmaWarp> wgmma_;        ///< per warp with wgmma operations in flight
-  /// (buffer, thread, flat) -> the newest pending accumulator value, and how many pending
-  /// operations write it.
-  std::map<std::tuple<int, int, int64_t>, std::pair<uint64_t, int>> wgmma_regs_;
   /// TMA stores in flight: per thread its open group and its committed groups (oldest first),
   /// and per shared cell being read (buffer << 40 | flat) the store reading it.
   struct BulkGroups {

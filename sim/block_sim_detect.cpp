@@ -19,7 +19,8 @@ namespace tessel::sim {
 
 namespace {
 
-/// True when none of the n flags (each 0 or 1) is 0; eight at a time.
+/// True when each of the n register flags is exactly kRegInit (written, in no pending wgmma's
+/// use); eight at a time.
 bool all_written(const uint8_t* flags, int n) {
   constexpr uint64_t kOnes = 0x0101010101010101ull;
   for (; n >= 8; n -= 8, flags += 8) {
@@ -35,7 +36,7 @@ bool all_written(const uint8_t* flags, int n) {
     flags += 4;
   }
   for (; n > 0; --n, ++flags) {
-    if (!*flags) return false;
+    if (*flags != 1) return false;
   }
   return true;
 }
@@ -261,41 +262,32 @@ void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool sam
 
 void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffer& b) {
   const BufferDesc& d = b.desc;
+  constexpr uint8_t kPending = kRegWgmmaWrite | kRegWgmmaRead;
   for (uint64_t m = r.ok; m; m &= m - 1) {
     int lane = std::countr_zero(m);
     int t = req.first_thread + lane;
     int n = lane_vector(req, lane);
     uint8_t* init = b.init.data() + static_cast<int64_t>(t) * b.size + r.flat[lane];
     if (req.access != Access::kLoad) {
-      std::fill(init, init + n, uint8_t{1});
+      for (int j = 0; j < n; ++j) {
+        // A wgmma chains its accumulators on its own (wgmma.mma_async after wgmma.mma_async):
+        // only the thread's code writing a register a pending wgmma uses is a race.
+        const uint8_t busy = req.wgmma ? init[j] & kRegWgmmaRead : init[j] & kPending;
+        if (busy) wgmma_register_race(b, r.flat[lane] + j, t, req.site, true, busy);
+        init[j] |= kRegInit;
+      }
       continue;
     }
-    // An accumulator of a pending wgmma is written and still a race to read: check those first.
-    if (wgmma_regs_.empty() && all_written(init, n)) continue;
+    // Registers written and not in use by a pending wgmma: nothing to check.
+    if (all_written(init, n)) continue;
     for (int j = 0; j < n; ++j) {
-      if (!wgmma_regs_.empty() && wgmma_regs_.count({req.buffer, t, r.flat[lane] + j})) {
+      const int64_t e = r.flat[lane] + j;
+      if (init[j] & kRegWgmmaWrite) {
         // An accumulator a wgmma of this warp writes at its wait_group: the read sees the
         // value from before the wgmma.
-        const int64_t e = r.flat[lane] + j;
-        findings_.add(
-            FindingKind::kWgmmaRace, false, d.name, req.site, -1,
-            [&] {
-              Finding f;
-              f.element = d.index_string(e);
-              f.threads = {t};
-              f.blocks = {block_index_};
-              f.message = "wgmma race on register " + d.name + f.element + ": " + thread_words(t) +
-                          " of block " + block_string(block_index_) + " reads it by " +
-                          site_words(req.site) +
-                          " while a wgmma that writes it has not been waited for; the read "
-                          "sees the value from before that wgmma. Put T.wgmma_wait_group(0) "
-                          "before the read";
-              return f;
-            },
-            1);
+        wgmma_register_race(b, e, t, req.site, false, kRegWgmmaWrite);
       }
-      if (init[j]) continue;
-      int64_t e = r.flat[lane] + j;
+      if (init[j] & kRegInit) continue;
       findings_.add(FindingKind::kUninit, false, d.name, req.site, -1, [&] {
         Finding f;
         f.element = d.index_string(e);

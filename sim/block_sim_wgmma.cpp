@@ -10,9 +10,10 @@ namespace tessel::sim {
 
 void BlockSim::wgmma_issue(int warp, int thread, int site,
                            const std::vector<std::pair<int, int64_t>>& reads,
-                           std::vector<RegisterWrite> writes) {
+                           std::vector<RegisterRead> a_regs, std::vector<RegisterWrite> writes) {
   WgmmaOp op;
-  if (run_.options().detectors) {
+  const bool detectors = run_.options().detectors;
+  if (detectors) {
     for (const auto& [buffer, e] : reads) {
       BlockBuffer& b = buffers_[buffer - num_globals_];
       Cell& c = b.cells[e];
@@ -34,20 +35,37 @@ void BlockSim::wgmma_issue(int warp, int thread, int site,
       c.wgmma_thread = thread;
     }
     op.reads = reads;
+    for (const RegisterRead& r : a_regs) {
+      BlockBuffer& b = buffers_[r.buffer - num_globals_];
+      if (b.wgmma_reads.empty()) b.wgmma_reads.assign(b.init.size(), 0);
+      const size_t i = b.reg(r.thread, r.flat);
+      ++b.wgmma_reads[i];
+      b.init[i] |= kRegWgmmaRead;
+    }
+    op.a_regs = std::move(a_regs);
   }
   for (const RegisterWrite& w : writes) {
-    auto& slot = wgmma_regs_[{w.buffer, w.thread, w.flat}];
-    slot.first = w.bits;
-    ++slot.second;
+    BlockBuffer& b = buffers_[w.buffer - num_globals_];
+    if (b.wgmma_writes.empty()) {
+      const size_t n = static_cast<size_t>(b.size) * static_cast<size_t>(threads_);
+      b.wgmma_writes.assign(n, 0);
+      b.wgmma_value.assign(n, 0);
+    }
+    const size_t i = b.reg(w.thread, w.flat);
+    b.wgmma_value[i] = w.bits;
+    ++b.wgmma_writes[i];
+    if (detectors) b.init[i] |= kRegWgmmaWrite;
   }
   op.writes = std::move(writes);
   wgmma_[warp].open.push_back(std::move(op));
 }
 
 std::optional<uint64_t> BlockSim::wgmma_pending_value(int buffer, int thread, int64_t flat) const {
-  auto it = wgmma_regs_.find({buffer, thread, flat});
-  if (it == wgmma_regs_.end()) return std::nullopt;
-  return it->second.first;
+  const BlockBuffer& b = buffers_[buffer - num_globals_];
+  if (b.wgmma_writes.empty()) return std::nullopt;
+  const size_t i = b.reg(thread, flat);
+  if (b.wgmma_writes[i] == 0) return std::nullopt;
+  return b.wgmma_value[i];
 }
 
 void BlockSim::wgmma_commit(int warp) {
@@ -62,9 +80,17 @@ void BlockSim::wgmma_retire(std::vector<WgmmaOp>& group, std::vector<RegisterWri
       Cell& c = buffers_[buffer - num_globals_].cells[e];
       if (c.wgmma) --c.wgmma;
     }
+    for (const RegisterRead& r : op.a_regs) {
+      BlockBuffer& b = buffers_[r.buffer - num_globals_];
+      const size_t i = b.reg(r.thread, r.flat);
+      if (--b.wgmma_reads[i] == 0) b.init[i] &= static_cast<uint8_t>(~kRegWgmmaRead);
+    }
     for (const RegisterWrite& w : op.writes) {
-      auto it = wgmma_regs_.find({w.buffer, w.thread, w.flat});
-      if (it != wgmma_regs_.end() && --it->second.second == 0) wgmma_regs_.erase(it);
+      BlockBuffer& b = buffers_[w.buffer - num_globals_];
+      const size_t i = b.reg(w.thread, w.flat);
+      if (--b.wgmma_writes[i] == 0 && !b.init.empty()) {
+        b.init[i] &= static_cast<uint8_t>(~kRegWgmmaWrite);
+      }
       out.push_back(w);
     }
   }
@@ -110,6 +136,44 @@ void BlockSim::wgmma_race(BlockBuffer& b, int64_t e, int thread, int site, bool 
                 "overwriting its operands";
     return f;
   });
+}
+
+void BlockSim::wgmma_register_race(const BlockBuffer& b, int64_t e, int t, int site, bool write,
+                                   uint8_t flags) {
+  const BufferDesc& d = b.desc;
+  const bool a_operand = (flags & kRegWgmmaRead) != 0;
+  // Variant 1: a read of an accumulator; 2: a write of one; 3: a write of an A register.
+  const int variant = a_operand && write ? 3 : write ? 2 : 1;
+  findings_.add(
+      FindingKind::kWgmmaRace, false, d.name, site, -1,
+      [&] {
+        Finding f;
+        f.element = d.index_string(e);
+        f.threads = {t};
+        f.blocks = {block_index_};
+        const std::string head = "wgmma race on register " + d.name + f.element + ": " +
+                                 thread_words(t) + " of block " + block_string(block_index_) +
+                                 (write ? " writes it by " : " reads it by ") + site_words(site);
+        if (variant == 1) {
+          f.message = head +
+                      " while a wgmma that writes it has not been waited for; the read "
+                      "sees the value from before that wgmma. Put T.wgmma_wait_group(0) "
+                      "before the read";
+        } else if (variant == 2) {
+          f.message = head +
+                      " while a wgmma that writes it (its accumulator) has not been waited for; "
+                      "the wgmma's result replaces the value when it completes. Put "
+                      "T.wgmma_wait_group(0) before the write";
+        } else {
+          f.message = head +
+                      " while a wgmma_rs that reads it as its A operand has not been waited "
+                      "for; the wgmma may read the new value. Wait for that wgmma "
+                      "(T.wgmma_wait_group) before overwriting its A registers, or give the next "
+                      "A its own registers";
+        }
+        return f;
+      },
+      variant);
 }
 
 }  // namespace tessel::sim

@@ -81,6 +81,9 @@ struct WarpRequest {
   /// index[d][lane]: the multi-index each lane starts at, one array per dimension.
   std::array<const int64_t*, 8> index{};
   bool ldmatrix = false;  ///< shared bank phases of ldmatrix (one 8-lane group per matrix)
+  /// A wgmma's own register operand (A of wgmma_rs, the accumulators): the tensor core reads
+  /// and writes it, not the thread's code.
+  bool wgmma = false;
   /// The instruction needs each lane's first byte address to be a multiple of this (cp.async:
   /// its size; ldmatrix: 16 per row); 0 or 1: no requirement.
   int align = 0;

@@ -43,7 +43,7 @@ class NullWarp : public WarpIntrinsicExec {
   uint64_t wgmma_accumulator(int operand, int lane, int64_t flat) override {
     return cell(operand, lane, flat);
   }
-  void wgmma_issue(const std::vector<std::pair<int, int64_t>>&,
+  void wgmma_issue(const std::vector<std::pair<int, int64_t>>&, const std::vector<WgmmaRegister>&,
                    const std::vector<WgmmaWrite>&) override {}
   void wgmma_commit() override {}
   void wgmma_wait(int) override {}

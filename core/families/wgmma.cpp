@@ -302,9 +302,15 @@ class WgmmaFamily final : public InstructionFamily {
     }
     // A: this warp's 16 rows.
     std::vector<double> a(16 * 16);
+    std::vector<WarpIntrinsicExec::WgmmaRegister> a_regs;
     if (rs) {
       OperandRequest req{1, LaneAccess::kLoad, mask, 8};
+      req.wgmma_registers = true;
       OperandLanes res = exec.resolve(req);
+      for (uint64_t m = res.ok; m; m &= m - 1) {
+        const int l = std::countr_zero(m);
+        for (int j = 0; j < 8; ++j) a_regs.push_back({1, l, res.flat[l] + j});
+      }
       const FragmentTable& ta = fragment_table(info, 1);
       for (int r = 0; r < 16; ++r) {
         for (int k = 0; k < 16; ++k) {
@@ -334,6 +340,7 @@ class WgmmaFamily final : public InstructionFamily {
     // accumulator happens inside the tensor core, not as a thread's register read, which would be
     // a wgmma race while an earlier wgmma on it is pending.
     OperandRequest dreq{0, LaneAccess::kStore, mask, d_regs};
+    dreq.wgmma_registers = true;
     OperandLanes dres = exec.resolve(dreq);
     std::vector<WarpIntrinsicExec::WgmmaWrite> writes;
     writes.reserve(static_cast<size_t>(std::popcount(dres.ok)) * d_regs);
@@ -350,7 +357,7 @@ class WgmmaFamily final : public InstructionFamily {
     }
     exec.observe(dreq, dres);
     exec.count_lane_ops(int64_t{16} * n * 16);
-    exec.wgmma_issue(reads, writes);
+    exec.wgmma_issue(reads, a_regs, writes);
   }
 };
 

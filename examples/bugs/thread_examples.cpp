@@ -11,6 +11,7 @@ std::vector<Example> thread_level_examples() {
           bug_cp_async_no_wait_example(),
           bug_global_race_example(),
           bug_wgmma_stage_race_example(),
+          bug_wgmma_rs_overwrite_example(),
           row_sum_bank_conflicts_example(),
           row_sum_padded_example(),
           warp_shuffle_reduce_example(),

@@ -1,0 +1,123 @@
+// Deliberately broken Hopper (sm90) kernels, one per finding of the wgmma, proxy-fence and TMA
+// store detectors, each with a fixed twin (-D fixed=true). The wgmma kernels compute C (64 x 32,
+// f32) = A (64 x 32) B (32 x 32) in two k steps of 16 by one warpgroup issuing wgmma m64n32k16;
+// B's two steps sit in shared memory N-major with the 64-byte swizzle, written out by hand as in
+// bugs_wgmma.cpp: element (k, n) of a step at k * 32 + ((n / 8) ^ (k / 2 % 4)) * 8 + n % 8.
+#include "core/builder.h"
+#include "examples/bugs/thread_examples.h"
+
+namespace tessel {
+
+namespace {
+
+IntrinsicArg at(const BufferRef& b, std::vector<Expr> idx) {
+  return IntrinsicArg{b.buffer(), std::move(idx), Expr()};
+}
+IntrinsicArg imm(int64_t v) { return IntrinsicArg{Buffer(), {}, make_int(v)}; }
+
+/// B's two k steps into B_s (2 x 512): 128 threads, 4 elements each per step.
+void fill_b(KernelBuilder& T, BufferRef& B_s, const BufferRef& B, const Var& tx) {
+  T.serial(
+      8,
+      [&](Var i) {
+        Expr e = (i % 4) * 128 + tx, s = i / 4, k = e / 32, n = e % 32;
+        B_s(s, k * 32 + ((n / 8) ^ (k / 2 % 4)) * 8 + n % 8) = B(s * 16 + k, n);
+      },
+      "i");
+}
+
+/// PTX ISA Figure 149: lane l of warp w holds d_i at row 16 w + l / 4 + 8 ((i / 2) % 2), column
+/// 8 (i / 4) + 2 (l % 4) + i % 2.
+void store_c(KernelBuilder& T, BufferRef& C, const BufferRef& acc, const Var& tx) {
+  T.serial(
+      16,
+      [&](Var i) {
+        Expr w = tx / 32, l = tx % 32;
+        C(16 * w + l / 4 + 8 * (i / 2 % 2), 8 * (i / 4) + 2 * (l % 4) + i % 2) = acc(i);
+      },
+      "i");
+}
+
+/// wgmma_rs m64n32k16: D = acc, A = the registers `a`, B = step `s` of B_s (N-major, 64-byte
+/// swizzle: LBO 1024, SBO 512).
+void wgmma_rs(KernelBuilder& T, const BufferRef& acc, const BufferRef& a, const BufferRef& B_s,
+              Expr s) {
+  T.intrinsic(IntrinsicId::kWgmmaRsF16,
+              {at(acc, {make_int(0)}), at(a, {make_int(0)}), at(B_s, {std::move(s), make_int(0)}),
+               imm(32), imm(64), imm(1024), imm(512), imm(1), imm(1)});
+}
+
+/// The reference of the wgmma kernels: C = A B over K = 32.
+void gemm_reference(const Params&, TensorMap& t) {
+  const HostTensor &a = t.at("A"), &b = t.at("B");
+  HostTensor& c = t.at("C");
+  for (int64_t i = 0; i < 64; ++i) {
+    for (int64_t j = 0; j < 32; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < 32; ++k) s += a.at(i * 32 + k) * b.at(k * 32 + j);
+      c.set(i * 32 + j, s);
+    }
+  }
+}
+
+/// Each k step's A fragment is loaded into the registers `a` and multiplied by wgmma_rs. The
+/// broken kernel refills `a` for step 1 while step 0's wgmma, which reads them, is still
+/// pending; the fixed twin waits (wgmma_wait_group(0)) before the refill.
+Kernel build_wgmma_rs_overwrite(const Params& p) {
+  const bool fixed = p.boolean("fixed");
+  const DataType f16 = DataType::f16(), f32 = DataType::f32();
+  KernelBuilder T("bug_wgmma_rs_overwrite");
+  auto A = T.tensor("A", {64, 32}, f16);
+  auto B = T.tensor("B", {32, 32}, f16);
+  auto C = T.tensor("C", {64, 32}, f32);
+  T.kernel1(1, 128);
+  Var tx = T.get_thread_binding();
+  auto B_s = T.alloc_shared("B_s", {2, 512}, f16);
+  auto a = T.alloc_local("a", {8}, f16);
+  auto acc = T.alloc_local("acc", {16}, f32);
+  T.serial(
+      16, [&](Var i) { acc(i) = make_const(f32, 0); }, "i");
+  fill_b(T, B_s, B, tx);
+  T.intrinsic(IntrinsicId::kFenceProxyAsync, {});  // generic writes -> async proxy
+  T.sync_threads();
+  T.serial(
+      2,
+      [&](Var ko) {
+        if (fixed) T.intrinsic(IntrinsicId::kWgmmaWaitGroup, {imm(0)});
+        // The m16n8k16 A fragment per warp (PTX ISA Figure 148): lane l of warp w holds a_i at
+        // row 16 w + l / 4 + 8 ((i / 2) % 2), column 2 (l % 4) + i % 2 + 8 (i / 4) of the step.
+        T.serial(
+            8,
+            [&](Var i) {
+              Expr w = tx / 32, l = tx % 32;
+              a(i) =
+                  A(16 * w + l / 4 + 8 * (i / 2 % 2), ko * 16 + 2 * (l % 4) + i % 2 + 8 * (i / 4));
+            },
+            "i");
+        T.intrinsic(IntrinsicId::kWgmmaFence, {});
+        wgmma_rs(T, acc, a, B_s, ko);
+        T.intrinsic(IntrinsicId::kWgmmaCommitGroup, {});
+      },
+      "ko");
+  T.intrinsic(IntrinsicId::kWgmmaWaitGroup, {imm(0)});
+  store_c(T, C, acc, tx);
+  return T.finish();
+}
+
+}  // namespace
+
+Example bug_wgmma_rs_overwrite_example() {
+  Example e;
+  e.name = "bug_wgmma_rs_overwrite";
+  e.description =
+      "BUG (sm90): a wgmma_rs GEMM refills its A registers for the next k step while the "
+      "previous wgmma, which reads them, is still pending (wgmma race on the registers; "
+      "-D fixed=true waits with wgmma_wait_group(0) first)";
+  e.params = {{"fixed", "false", "wait for the previous wgmma before refilling its A registers"}};
+  e.outputs = {"C"};
+  e.build = build_wgmma_rs_overwrite;
+  e.reference = gemm_reference;
+  return e;
+}
+
+}  // namespace tessel
