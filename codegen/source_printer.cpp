@@ -2,6 +2,7 @@
 // from the thread/block registers, shared buffers carved from one shared pool, per-thread
 // buffers as local arrays, statements and expressions one to one, intrinsic calls through the
 // dialect's helpers.
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -230,9 +231,11 @@ class SourcePrinter {
       TESSEL_CASE_(BitAnd, "&")
       TESSEL_CASE_(BitOr, "|")
       TESSEL_CASE_(BitXor, "^")
-      TESSEL_CASE_(Shl, "<<") TESSEL_CASE_(Shr, ">>")
+      TESSEL_CASE_(Shl, "<<")
+      TESSEL_CASE_(Shr, ">>")
 #undef TESSEL_CASE_
-          default : break;
+      default:
+        break;
     }
     const auto* c = static_cast<const CompareNode*>(e.get());
     const char* sym = e.kind() == ExprKind::kEQ    ? "=="
@@ -325,6 +328,47 @@ class SourcePrinter {
     return expr_text(analyzer_.simplify(flat_offset(b, idx)));
   }
 
+  /// `&b[index]` for an instruction's operand. In CUDA, when a shared tile's index sums terms
+  /// that vary with the outermost enclosing serial loop holding another serial loop (a
+  /// pipeline's main loop around its copy and k-step loops: the stage's version offset) and
+  /// terms that do not, it is printed `(&b[invariant] + (varying))`: nvcc then hoists the
+  /// invariant part's byte offset out of the loop and adds the varying one per address (one
+  /// instruction each instead of three on the Fig. 16 GEMM's ldmatrix addresses). The address
+  /// is the same.
+  std::string element_pointer(const Buffer& b, const std::vector<Expr>& idx) {
+    Expr flat = analyzer_.simplify(flat_offset(b, idx));
+    bool shared = b->scope == Scope::kShared || b->scope == Scope::kSharedDyn;
+    if (lang_ != Language::kCuda || !shared || !stage_loop_.defined()) {
+      return "&" + name(b) + "[" + expr_text(flat) + "]";
+    }
+    std::vector<std::pair<Expr, bool>> terms;  // (term, negated)
+    std::function<void(const Expr&, bool)> flatten = [&](const Expr& e, bool neg) {
+      if (const auto* n = e.as<AddNode>()) {
+        flatten(n->a, neg);
+        flatten(n->b, neg);
+      } else if (const auto* n = e.as<SubNode>()) {
+        flatten(n->a, neg);
+        flatten(n->b, !neg);
+      } else {
+        terms.emplace_back(e, neg);
+      }
+    };
+    flatten(flat, false);
+    Expr fixed, varying;
+    for (const auto& [term, neg] : terms) {
+      Expr& sum = uses_var(term, stage_loop_) ? varying : fixed;
+      if (!sum.defined()) {
+        sum = neg ? make_const(term.dtype(), 0) - term : term;
+      } else {
+        sum = neg ? sum - term : sum + term;
+      }
+    }
+    if (!fixed.defined() || !varying.defined()) {
+      return "&" + name(b) + "[" + expr_text(flat) + "]";
+    }
+    return "(&" + name(b) + "[" + expr_text(fixed) + "] + " + expr_text(varying) + ")";
+  }
+
   // ---- Statements ------------------------------------------------------------------------------
   void comment_origin(std::ostream& o, const Stmt& s) {
     if (!s->loc.known() || s->loc.str() == last_loc_) return;
@@ -351,7 +395,13 @@ class SourcePrinter {
                     "; " + v + " < " + expr_text(analyzer_.simplify(f->min + f->extent)) + "; ++" +
                     v + ") {");
         ++indent_;
+        // The outermost serial loop around serial loops (a pipeline's main loop; nvcc unrolls the
+        // small inner ones) is the one whose terms element_pointer moves out.
+        bool outer =
+            f->for_kind == ForKind::kSerial && !stage_loop_.defined() && has_serial_loop(f->body);
+        if (outer) stage_loop_ = f->var;
         stmt(o, f->body);
+        if (outer) stage_loop_ = Var();
         --indent_;
         line(o, "}");
         return;
@@ -440,6 +490,15 @@ class SourcePrinter {
     return true;
   }
 
+  static bool has_serial_loop(const Stmt& s) {
+    bool found = false;
+    for_each_stmt(s, [&](const Stmt& x) {
+      const auto* f = x.as<ForNode>();
+      found = found || (f && f->for_kind == ForKind::kSerial);
+    });
+    return found;
+  }
+
   static bool is_empty(const Stmt& s) {
     const auto* seq = s.as<SeqNode>();
     return seq && seq->stmts.empty();
@@ -491,7 +550,7 @@ class SourcePrinter {
       indices.emplace_back();
       if (a.buffer.defined()) {
         if (!dst_type) dst_type = a.buffer->dtype;
-        args.push_back("&" + name(a.buffer) + "[" + flat_index(a.buffer, a.indices) + "]");
+        args.push_back(element_pointer(a.buffer, a.indices));
         buffers.back() = name(a.buffer);
         for (const Expr& i : a.indices) indices.back().push_back(expr_text(i));
       } else {
@@ -522,6 +581,7 @@ class SourcePrinter {
   const Kernel& k_;
   Language lang_;
   Analyzer analyzer_;
+  Var stage_loop_;  ///< see element_pointer
   int indent_ = 1;
   std::map<const void*, std::string> names_;
   std::set<std::string> taken_{"int",      "float",   "half", "for",    "if",       "else",

@@ -199,6 +199,25 @@ TEST_SUITE("codegen") {
           3 * 2 * 128 * 32 * 2);
   }
 
+  TEST_CASE("in a pipeline's main loop a shared operand is a fixed pointer plus the stage offset") {
+    // The gemm example: 3 stages of a 128x32 f16 tile, 4096 elements per version. The main loop
+    // (k from 2) reads version (k - 2) % 3 = (k + 1) % 3 and writes version k % 3; those terms
+    // are added to a pointer whose index does not depend on k (nvcc hoists it). The prologue
+    // (no enclosing loop of loops) keeps the plain form.
+    const Target& sm80 = find_target("sm80");
+    std::string code = kernel_text(emit_source(lowered_example("gemm", sm80), sm80).code);
+    size_t loop = code.find("for (int k = 2; k < 16; ++k) {");
+    REQUIRE(loop != std::string::npos);
+    std::string prologue = code.substr(0, loop), main = code.substr(loop);
+    main = main.substr(0, main.find("\n  }\n"));
+    CHECK(prologue.find("tessel_cp_async_16(&A_shared[") != std::string::npos);
+    CHECK(main.find("] + ((k % 3) * 4096)), &A[") != std::string::npos);
+    CHECK(main.find("tessel_ldmatrix_x4(&A_shared_frag[(i * 8)], (&A_shared[") !=
+          std::string::npos);
+    CHECK(main.find("] + (((k + 1) % 3) * 4096)));") != std::string::npos);
+    CHECK(main.find("&A_shared[((((k") == std::string::npos);
+  }
+
   TEST_CASE("the gfx942 gemm calls the MFMA builtin of the table") {
     const Target& gfx = find_target("gfx942");
     std::string code = emit_source(lowered_example("gemm", gfx), gfx).code;
