@@ -77,6 +77,14 @@ LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
   snapshot("insert_barriers", k);
   k = simplify_indices(k);
   snapshot("simplify_indices", k);
+  if (options.split_loops) {
+    bool split = false;
+    k = split_loops(k, &split);
+    if (split) {
+      k = simplify_indices(k);
+      snapshot("split_loops", k);
+    }
+  }
   // Pipelining multiplies shared tiles and reductions add workspaces: the lowered kernel again.
   if (options.check_capacity) check_capacity(k, &target);
   out.kernel = k;

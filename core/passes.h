@@ -12,6 +12,8 @@
 //   flatten_buffers    fragments -> registers, laid-out shared buffers -> 1-d (pass_flatten.cpp)
 //   insert_barriers    T.sync_threads() where shared memory changes hands (pass_barriers.cpp)
 //   simplify_indices   index arithmetic simplified over the known ranges (pass_simplify.cpp)
+//   split_loops        loops split where masks are provably constant, then simplified again
+//                      (pass_loop_split.cpp)
 #pragma once
 
 #include <map>
@@ -64,6 +66,9 @@ struct LowerOptions {
   /// before the data is there), or `empty` expects one arrival too many (the producer hangs).
   bool ws_wrong_parity = false;
   bool ws_wrong_arrival_count = false;
+  /// Split serial loops where the conditions of their selects are provably constant (a causal
+  /// mask below the diagonal) and fold them there (pass_loop_split.cpp); tests compare both.
+  bool split_loops = true;
 };
 
 struct LoweredKernel {
@@ -96,6 +101,10 @@ LoweringState warp_specialize(LoweringState state, const LowerOptions& options);
 Kernel flatten_buffers(const LoweringState& state);
 Kernel insert_barriers(const Kernel& kernel);
 Kernel simplify_indices(const Kernel& kernel);
+/// Serial loops (with a nested loop) split into a prefix, middle and suffix by index range, with
+/// the comparisons of their select and if conditions that are proved constant on the prefix or
+/// suffix replaced by their values. `changed` (optional) tells whether any loop was split.
+Kernel split_loops(const Kernel& kernel, bool* changed = nullptr);
 
 /// A copy of `kernel` with another body.
 Kernel with_body(const Kernel& kernel, Stmt body);

@@ -72,6 +72,14 @@ void bind_loop(Analyzer& analyzer, const ForNode& loop) {
     analyzer.bind(loop.var, *min, *extent);
   } else if (min && *min >= 0) {
     analyzer.bind(loop.var, IntBound{*min, IntBound::kPosInf});
+  } else if (!min) {
+    // A symbolic start (a loop split at a mask, `bx + 1`): the hull of its first and last
+    // values; vacuous when the loop is empty.
+    IntBound first = analyzer.const_int_bound(loop.min);
+    IntBound last = analyzer.const_int_bound(loop.min + loop.extent - 1);
+    if (first.min != IntBound::kNegInf && first.min <= last.max) {
+      analyzer.bind(loop.var, IntBound{first.min, last.max});
+    }
   }
 }
 

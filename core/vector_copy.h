@@ -36,7 +36,8 @@ std::optional<VectorCopy> match_vector_copy(const ForNode& loop, Analyzer& analy
 /// The thread index over [0, threads), block indices over the grid (unbounded above when
 /// symbolic), symbolic sizes >= 0.
 void bind_kernel_vars(Analyzer& analyzer, const Kernel& kernel);
-/// A loop's variable over its range when constant (from a constant minimum up when only that is).
+/// A loop's variable over its range when constant (from a constant minimum up when only that is;
+/// between the bounds of its first and last values when the minimum is symbolic).
 void bind_loop(Analyzer& analyzer, const ForNode& loop);
 
 }  // namespace tessel
