@@ -222,6 +222,9 @@ class WarpIntrinsicExec {
   virtual void wgmma_issue(const std::vector<std::pair<int, int64_t>>& reads,
                            const std::vector<WgmmaRegister>& a_regs,
                            const std::vector<WgmmaWrite>& writes) = 0;
+  /// wgmma.fence of the warp: the registers its threads accessed so far are ordered before its
+  /// next wgmma.
+  virtual void wgmma_fence() = 0;
   /// wgmma.commit_group and wgmma.wait_group n of the warp.
   virtual void wgmma_commit() = 0;
   virtual void wgmma_wait(int n) = 0;

@@ -158,6 +158,7 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
     w_.block_.sim().wgmma_issue(w_.warp_.id, w_.warp_.first_thread, s_->site, cells, std::move(a),
                                 std::move(regs));
   }
+  void wgmma_fence() override { w_.block_.sim().wgmma_fence(w_.warp_.id); }
   void wgmma_commit() override { w_.block_.sim().wgmma_commit(w_.warp_.id); }
   void wgmma_wait(int n) override {
     for (const sim::RegisterWrite& r : w_.block_.sim().wgmma_wait(w_.warp_.id, n)) {

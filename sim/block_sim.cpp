@@ -89,6 +89,9 @@ int BlockSim::add_buffer(BufferDesc desc) {
       b.cells.resize(b.size);
     else
       b.init.assign(static_cast<size_t>(b.size) * threads_, 0);
+    if (desc.space == Space::kLocal && !wgmma_fenced_.empty()) {
+      b.unfenced_site.assign(b.init.size(), -1);
+    }
   }
   b.desc = std::move(desc);
   buffers_.push_back(std::move(b));

@@ -137,6 +137,11 @@ class BlockSim {
   void wgmma_issue(int warp, int thread, int site,
                    const std::vector<std::pair<int, int64_t>>& reads,
                    std::vector<RegisterRead> a_regs, std::vector<RegisterWrite> writes);
+  /// wgmma.fence by warp `warp`: the registers its threads' code accessed so far are ordered
+  /// before the warp's next wgmma. A wgmma whose accumulator or A register the thread's code
+  /// accessed after the warp's last wgmma.fence — or a warp's first wgmma with no wgmma.fence
+  /// before it — is a wgmma_fence finding (PTX ISA, wgmma.fence).
+  void wgmma_fence(int warp);
   /// The newest accumulator value of (buffer, thread, flat) that a pending wgmma of the thread's
   /// warp will write, or nullopt (the register holds the current value).
   std::optional<uint64_t> wgmma_pending_value(int buffer, int thread, int64_t flat) const;
@@ -204,6 +209,10 @@ class BlockSim {
   static constexpr uint8_t kRegInit = 1;        ///< written
   static constexpr uint8_t kRegWgmmaWrite = 2;  ///< a pending wgmma writes it (accumulator)
   static constexpr uint8_t kRegWgmmaRead = 4;   ///< a pending wgmma reads it (A of wgmma_rs)
+  /// Accessed (read or written) by the thread's code since its warp's last wgmma.fence; only
+  /// kept for warps that executed one.
+  static constexpr uint8_t kRegUnfenced = 8;
+  static constexpr uint8_t kRegUnfencedWrite = 16;  ///< ... and written
   struct BlockBuffer {
     BufferDesc desc;
     std::vector<Cell> cells;    ///< shared buffers
@@ -212,6 +221,9 @@ class BlockSim {
     /// newest value a pending wgmma writes, how many pending wgmmas write it and read it.
     std::vector<uint64_t> wgmma_value;
     std::vector<uint16_t> wgmma_writes, wgmma_reads;
+    /// Per register as `init` (sized at the first wgmma.fence): the site of the access that set
+    /// kRegUnfenced (the first write since the fence, else the first read).
+    std::vector<int32_t> unfenced_site;
     int64_t size = 0;
     size_t reg(int thread, int64_t flat) const {
       return static_cast<size_t>(thread) * static_cast<size_t>(size) + static_cast<size_t>(flat);
@@ -240,6 +252,13 @@ class BlockSim {
   /// wgmma_rs) or writes (an accumulator).
   void wgmma_register_race(const BlockBuffer& b, int64_t e, int t, int site, bool write,
                            uint8_t flags);
+  /// Thread `t`'s code accesses (`write` or reads) register `i` of local buffer `b` at `site`:
+  /// marks it unfenced when the thread's warp executed a wgmma.fence.
+  void mark_unfenced(BlockBuffer& b, size_t i, int site, bool write);
+  /// Registers of `regs` (RegisterRead or RegisterWrite) accessed by the thread's code since the
+  /// warp's last wgmma.fence, which the wgmma of `warp` at `site` accesses: wgmma_fence findings.
+  template <typename Regs>
+  void check_wgmma_fence(const Regs& regs, int warp, int site);
   /// One wgmma operation in flight: the shared elements and registers it reads, its register
   /// results.
   struct WgmmaOp {
@@ -319,6 +338,7 @@ class BlockSim {
   int mbar_count_ = 0;  ///< barriers initialised (their async-proxy clock columns)
   std::vector<std::string> proxy_names_;  ///< per column past threads_: the barrier's name
   std::map<int, WgmmaWarp> wgmma_;        ///< per warp with wgmma operations in flight
+  std::vector<uint8_t> wgmma_fenced_;     ///< per warp: it executed a wgmma.fence (else empty)
   /// TMA stores in flight: per thread its open group and its committed groups (oldest first),
   /// and per shared cell being read (buffer << 40 | flat) the store reading it.
   struct BulkGroups {

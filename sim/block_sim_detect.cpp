@@ -19,24 +19,18 @@ namespace tessel::sim {
 
 namespace {
 
-/// True when each of the n register flags is exactly kRegInit (written, in no pending wgmma's
-/// use); eight at a time.
-bool all_written(const uint8_t* flags, int n) {
-  constexpr uint64_t kOnes = 0x0101010101010101ull;
+/// True when each of the n register flags, with the bits of `ignore` cleared, is `want`; eight
+/// at a time.
+bool all_flags(const uint8_t* flags, int n, uint8_t want, uint8_t ignore) {
+  constexpr uint64_t kBytes = 0x0101010101010101ull;
+  const uint64_t keep = static_cast<uint8_t>(~ignore) * kBytes, wanted = want * kBytes;
   for (; n >= 8; n -= 8, flags += 8) {
     uint64_t w;
     std::memcpy(&w, flags, 8);
-    if (w != kOnes) return false;
-  }
-  if (n >= 4) {
-    uint32_t w;
-    std::memcpy(&w, flags, 4);
-    if (w != 0x01010101u) return false;
-    n -= 4;
-    flags += 4;
+    if ((w & keep) != wanted) return false;
   }
   for (; n > 0; --n, ++flags) {
-    if (*flags != 1) return false;
+    if ((*flags & ~ignore) != want) return false;
   }
   return true;
 }
@@ -263,11 +257,15 @@ void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool sam
 void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffer& b) {
   const BufferDesc& d = b.desc;
   constexpr uint8_t kPending = kRegWgmmaWrite | kRegWgmmaRead;
+  // The thread's own register accesses after its warp's first wgmma.fence are tracked until the
+  // next one; a wgmma's accesses to its operands are not the thread's.
+  const bool track = !req.wgmma && !wgmma_fenced_.empty() && wgmma_fenced_[req.warp];
   for (uint64_t m = r.ok; m; m &= m - 1) {
     int lane = std::countr_zero(m);
     int t = req.first_thread + lane;
     int n = lane_vector(req, lane);
-    uint8_t* init = b.init.data() + static_cast<int64_t>(t) * b.size + r.flat[lane];
+    const size_t i0 = b.reg(t, r.flat[lane]);
+    uint8_t* init = b.init.data() + i0;
     if (req.access != Access::kLoad) {
       for (int j = 0; j < n; ++j) {
         // A wgmma chains its accumulators on its own (wgmma.mma_async after wgmma.mma_async):
@@ -275,13 +273,18 @@ void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffe
         const uint8_t busy = req.wgmma ? init[j] & kRegWgmmaRead : init[j] & kPending;
         if (busy) wgmma_register_race(b, r.flat[lane] + j, t, req.site, true, busy);
         init[j] |= kRegInit;
+        if (track) mark_unfenced(b, i0 + j, req.site, true);
       }
       continue;
     }
-    // Registers written and not in use by a pending wgmma: nothing to check.
-    if (all_written(init, n)) continue;
+    // Registers written, in no pending wgmma's use and already marked as accessed since the
+    // warp's wgmma.fence (when tracked): nothing to check or record.
+    if (all_flags(init, n, track ? kRegInit | kRegUnfenced : kRegInit, kRegUnfencedWrite)) {
+      continue;
+    }
     for (int j = 0; j < n; ++j) {
       const int64_t e = r.flat[lane] + j;
+      if (track) mark_unfenced(b, i0 + j, req.site, false);
       if (init[j] & kRegWgmmaWrite) {
         // An accumulator a wgmma of this warp writes at its wait_group: the read sees the
         // value from before the wgmma.

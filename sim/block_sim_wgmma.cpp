@@ -2,6 +2,7 @@
 // each warp's operations join its open group until wgmma.commit_group; wgmma.wait_group N retires
 // every committed group but the newest N. Until then the operation may still read its shared
 // operands, so a write to one of them is a wgmma race, and its accumulators are not yet written.
+#include <algorithm>
 #include <bit>
 
 #include "sim/block_sim.h"
@@ -14,6 +15,21 @@ void BlockSim::wgmma_issue(int warp, int thread, int site,
   WgmmaOp op;
   const bool detectors = run_.options().detectors;
   if (detectors) {
+    if (wgmma_fenced_.empty() || !wgmma_fenced_[warp]) {
+      findings_.add(FindingKind::kWgmmaFence, false, "", site, -1, [&] {
+        Finding f;
+        f.threads = {thread};
+        f.blocks = {block_index_};
+        f.message = "missing wgmma.fence: warp " + std::to_string(warp) + " of block " +
+                    block_string(block_index_) + " issues its first wgmma (" + site_words(site) +
+                    ") with no T.wgmma_fence() before it; PTX requires one before a "
+                    "warpgroup's first wgmma.mma_async. Put T.wgmma_fence() before the wgmma";
+        return f;
+      });
+    } else {
+      check_wgmma_fence(a_regs, warp, site);
+      check_wgmma_fence(writes, warp, site);
+    }
     for (const auto& [buffer, e] : reads) {
       BlockBuffer& b = buffers_[buffer - num_globals_];
       Cell& c = b.cells[e];
@@ -174,6 +190,61 @@ void BlockSim::wgmma_register_race(const BlockBuffer& b, int64_t e, int t, int s
         return f;
       },
       variant);
+}
+
+void BlockSim::wgmma_fence(int warp) {
+  if (!run_.options().detectors) return;
+  if (wgmma_fenced_.empty()) {
+    wgmma_fenced_.assign(static_cast<size_t>((threads_ + warp_size_ - 1) / warp_size_), 0);
+    for (BlockBuffer& b : buffers_) {
+      if (b.desc.space == Space::kLocal) b.unfenced_site.assign(b.init.size(), -1);
+    }
+  }
+  wgmma_fenced_[warp] = 1;
+  constexpr uint8_t kClear = static_cast<uint8_t>(~(kRegUnfenced | kRegUnfencedWrite));
+  const int first = warp * warp_size_, last = std::min(threads_, first + warp_size_);
+  for (BlockBuffer& b : buffers_) {
+    if (b.desc.space != Space::kLocal || b.init.empty()) continue;
+    uint8_t* p = b.init.data() + b.reg(first, 0);
+    uint8_t* end = b.init.data() + b.reg(last, 0);
+    for (; p != end; ++p) *p &= kClear;
+  }
+}
+
+void BlockSim::mark_unfenced(BlockBuffer& b, size_t i, int site, bool write) {
+  uint8_t& f = b.init[i];
+  if (write ? (f & kRegUnfencedWrite) : (f & kRegUnfenced)) return;
+  f |= write ? kRegUnfenced | kRegUnfencedWrite : kRegUnfenced;
+  b.unfenced_site[i] = site;
+}
+
+template <typename Regs>
+void BlockSim::check_wgmma_fence(const Regs& regs, int warp, int site) {
+  for (const auto& r : regs) {
+    BlockBuffer& b = buffers_[r.buffer - num_globals_];
+    const size_t i = b.reg(r.thread, r.flat);
+    const uint8_t flags = b.init[i];
+    if (!(flags & kRegUnfenced)) continue;
+    const int access = b.unfenced_site[i];
+    const bool write = (flags & kRegUnfencedWrite) != 0;
+    // Reported once per access: the register counts as fenced for the next wgmma.
+    b.init[i] = static_cast<uint8_t>(flags & ~(kRegUnfenced | kRegUnfencedWrite));
+    findings_.add(FindingKind::kWgmmaFence, false, b.desc.name, access, site, [&] {
+      Finding f;
+      f.element = b.desc.index_string(r.flat);
+      f.threads = {r.thread};
+      f.blocks = {block_index_};
+      f.message = "missing wgmma.fence on register " + b.desc.name + f.element + ": " +
+                  thread_words(r.thread) + " of block " + block_string(block_index_) +
+                  (write ? " writes it by " : " reads it by ") + site_words(access) +
+                  " after its warp's last T.wgmma_fence(), and then the wgmma of warp " +
+                  std::to_string(warp) + " (" + site_words(site) +
+                  ") uses it as its accumulator or A operand; without a wgmma.fence between "
+                  "them the wgmma may see the register from before that access (PTX ISA, "
+                  "wgmma.fence). Put T.wgmma_fence() after the access, before the wgmma";
+      return f;
+    });
+  }
 }
 
 }  // namespace tessel::sim

@@ -37,6 +37,8 @@ const char* finding_kind_name(FindingKind kind) {
       return "mbarrier";
     case FindingKind::kWgmmaRace:
       return "wgmma_race";
+    case FindingKind::kWgmmaFence:
+      return "wgmma_fence";
   }
   return "?";
 }

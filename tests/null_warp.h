@@ -45,6 +45,7 @@ class NullWarp : public WarpIntrinsicExec {
   }
   void wgmma_issue(const std::vector<std::pair<int, int64_t>>&, const std::vector<WgmmaRegister>&,
                    const std::vector<WgmmaWrite>&) override {}
+  void wgmma_fence() override {}
   void wgmma_commit() override {}
   void wgmma_wait(int) override {}
   void tma_store(int, int, const std::vector<int64_t>&, int, const std::vector<int64_t>&) override {

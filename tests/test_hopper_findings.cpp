@@ -83,3 +83,31 @@ TEST_SUITE("hopper findings: wgmma registers") {
     check_schedules("bug_wgmma_rs_overwrite", FindingKind::kWgmmaRace);
   }
 }
+
+TEST_SUITE("hopper findings: wgmma.fence") {
+  TEST_CASE("bug_wgmma_missing_fence: halved accumulators reach the next wgmma unfenced") {
+    // `acc[i] = acc[i] * 0.5` rewrites all 16 accumulators of each of the 128 threads after the
+    // warp's wgmma.fence; the step-1 wgmma then accumulates onto each: 128 x 16 = 2048
+    // accesses, each named by its write (the store after the load of the same statement).
+    CorpusRun r = run_corpus("bug_wgmma_missing_fence", false);
+    REQUIRE(r.findings().size() == 1);
+    const sim::Finding& f = r.findings()[0];
+    CHECK(f.kind == FindingKind::kWgmmaFence);
+    CHECK(sim::finding_kind_name(f.kind) == std::string("wgmma_fence"));
+    CHECK(f.buffer == "acc");
+    CHECK(f.element == "[0]");
+    CHECK(f.count == 2048);
+    CHECK(f.threads == std::vector<int>{0});
+    CHECK(r.site(f, 0).access == "store");
+    CHECK(r.site(f, 0).statement == "acc[i] = acc[i] * 0.5");
+    CHECK(r.site(f, 1).access.find("wgmma_rs_f16") != std::string::npos);
+    CHECK(f.message.find("missing wgmma.fence on register acc[0]: thread 0 (warp 0, lane 0)") == 0);
+    CHECK(f.message.find("Put T.wgmma_fence() after the access, before the wgmma") !=
+          std::string::npos);
+    CHECK(r.matches_reference);
+  }
+
+  TEST_CASE("the missing wgmma.fence is found under every schedule and the fixed twin is clean") {
+    check_schedules("bug_wgmma_missing_fence", FindingKind::kWgmmaFence);
+  }
+}

@@ -258,7 +258,7 @@ class WgmmaFamily final : public InstructionFamily {
 
   void execute(const IntrinsicInfo& info, WarpIntrinsicExec& exec) const override {
     exec.require_full_warp();
-    if (info.id == IntrinsicId::kWgmmaFence) return;  // orders register accesses: nothing to do
+    if (info.id == IntrinsicId::kWgmmaFence) return exec.wgmma_fence();
     if (info.id == IntrinsicId::kWgmmaCommitGroup) return exec.wgmma_commit();
     if (info.id == IntrinsicId::kWgmmaWaitGroup) {
       return exec.wgmma_wait(static_cast<int>(exec.immediate(0)));

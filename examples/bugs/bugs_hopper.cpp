@@ -38,13 +38,20 @@ void store_c(KernelBuilder& T, BufferRef& C, const BufferRef& acc, const Var& tx
       "i");
 }
 
-/// wgmma_rs m64n32k16: D = acc, A = the registers `a`, B = step `s` of B_s (N-major, 64-byte
-/// swizzle: LBO 1024, SBO 512).
-void wgmma_rs(KernelBuilder& T, const BufferRef& acc, const BufferRef& a, const BufferRef& B_s,
-              Expr s) {
+/// wgmma_rs m64n32k16: D = acc, A = the registers `a` from `a0`, B = step `s` of B_s (N-major,
+/// 64-byte swizzle: LBO 1024, SBO 512).
+void wgmma_rs(KernelBuilder& T, const BufferRef& acc, const BufferRef& a, Expr a0,
+              const BufferRef& B_s, Expr s) {
   T.intrinsic(IntrinsicId::kWgmmaRsF16,
-              {at(acc, {make_int(0)}), at(a, {make_int(0)}), at(B_s, {std::move(s), make_int(0)}),
+              {at(acc, {make_int(0)}), at(a, {std::move(a0)}), at(B_s, {std::move(s), make_int(0)}),
                imm(32), imm(64), imm(1024), imm(512), imm(1), imm(1)});
+}
+
+/// The m16n8k16 A fragment per warp (PTX ISA Figure 148): lane l of warp w holds a_i at row
+/// 16 w + l / 4 + 8 ((i / 2) % 2), column 2 (l % 4) + i % 2 + 8 (i / 4) of k step `ko`.
+Expr a_element(const BufferRef& A, const Var& tx, Expr ko, Expr i) {
+  Expr w = tx / 32, l = tx % 32;
+  return A(16 * w + l / 4 + 8 * (i / 2 % 2), ko * 16 + 2 * (l % 4) + i % 2 + 8 * (i / 4));
 }
 
 /// The reference of the wgmma kernels: C = A B over K = 32.
@@ -84,18 +91,10 @@ Kernel build_wgmma_rs_overwrite(const Params& p) {
       2,
       [&](Var ko) {
         if (fixed) T.intrinsic(IntrinsicId::kWgmmaWaitGroup, {imm(0)});
-        // The m16n8k16 A fragment per warp (PTX ISA Figure 148): lane l of warp w holds a_i at
-        // row 16 w + l / 4 + 8 ((i / 2) % 2), column 2 (l % 4) + i % 2 + 8 (i / 4) of the step.
         T.serial(
-            8,
-            [&](Var i) {
-              Expr w = tx / 32, l = tx % 32;
-              a(i) =
-                  A(16 * w + l / 4 + 8 * (i / 2 % 2), ko * 16 + 2 * (l % 4) + i % 2 + 8 * (i / 4));
-            },
-            "i");
+            8, [&](Var i) { a(i) = a_element(A, tx, ko, i); }, "i");
         T.intrinsic(IntrinsicId::kWgmmaFence, {});
-        wgmma_rs(T, acc, a, B_s, ko);
+        wgmma_rs(T, acc, a, make_int(0), B_s, ko);
         T.intrinsic(IntrinsicId::kWgmmaCommitGroup, {});
       },
       "ko");
@@ -104,7 +103,68 @@ Kernel build_wgmma_rs_overwrite(const Params& p) {
   return T.finish();
 }
 
+/// Both k steps' A fragments sit in registers (a[8 ko + i]); after step 0 the partial product is
+/// halved by the threads' own code, and step 1 accumulates onto it. The broken kernel issues
+/// step 1's wgmma with no wgmma.fence after the halving; the fixed twin fences first.
+Kernel build_wgmma_missing_fence(const Params& p) {
+  const bool fixed = p.boolean("fixed");
+  const DataType f16 = DataType::f16(), f32 = DataType::f32();
+  KernelBuilder T("bug_wgmma_missing_fence");
+  auto A = T.tensor("A", {64, 32}, f16);
+  auto B = T.tensor("B", {32, 32}, f16);
+  auto C = T.tensor("C", {64, 32}, f32);
+  T.kernel1(1, 128);
+  Var tx = T.get_thread_binding();
+  auto B_s = T.alloc_shared("B_s", {2, 512}, f16);
+  auto a = T.alloc_local("a", {16}, f16);
+  auto acc = T.alloc_local("acc", {16}, f32);
+  T.serial(
+      16, [&](Var i) { acc(i) = make_const(f32, 0); }, "i");
+  T.serial(
+      16, [&](Var i) { a(i) = a_element(A, tx, i / 8, i % 8); }, "i");
+  fill_b(T, B_s, B, tx);
+  T.intrinsic(IntrinsicId::kFenceProxyAsync, {});
+  T.sync_threads();
+  T.intrinsic(IntrinsicId::kWgmmaFence, {});
+  wgmma_rs(T, acc, a, make_int(0), B_s, make_int(0));
+  T.intrinsic(IntrinsicId::kWgmmaCommitGroup, {});
+  T.intrinsic(IntrinsicId::kWgmmaWaitGroup, {imm(0)});
+  T.serial(
+      16, [&](Var i) { acc(i) = acc(i) * make_const(f32, 0.5); }, "i");
+  if (fixed) T.intrinsic(IntrinsicId::kWgmmaFence, {});
+  wgmma_rs(T, acc, a, make_int(8), B_s, make_int(1));
+  T.intrinsic(IntrinsicId::kWgmmaCommitGroup, {});
+  T.intrinsic(IntrinsicId::kWgmmaWaitGroup, {imm(0)});
+  store_c(T, C, acc, tx);
+  return T.finish();
+}
+
 }  // namespace
+
+Example bug_wgmma_missing_fence_example() {
+  Example e;
+  e.name = "bug_wgmma_missing_fence";
+  e.description =
+      "BUG (sm90): the threads halve a wgmma's accumulators and the next wgmma accumulates onto "
+      "them with no wgmma.fence between (wgmma_fence; -D fixed=true fences first)";
+  e.params = {{"fixed", "false", "put T.wgmma_fence() between the halving and the wgmma"}};
+  e.outputs = {"C"};
+  e.build = build_wgmma_missing_fence;
+  e.reference = [](const Params&, TensorMap& t) {
+    // C = (A[:, 0:16] B[0:16, :]) / 2 + A[:, 16:32] B[16:32, :].
+    const HostTensor &a = t.at("A"), &b = t.at("B");
+    HostTensor& c = t.at("C");
+    for (int64_t i = 0; i < 64; ++i) {
+      for (int64_t j = 0; j < 32; ++j) {
+        double s0 = 0, s1 = 0;
+        for (int64_t k = 0; k < 16; ++k) s0 += a.at(i * 32 + k) * b.at(k * 32 + j);
+        for (int64_t k = 16; k < 32; ++k) s1 += a.at(i * 32 + k) * b.at(k * 32 + j);
+        c.set(i * 32 + j, s0 / 2 + s1);
+      }
+    }
+  };
+  return e;
+}
 
 Example bug_wgmma_rs_overwrite_example() {
   Example e;
