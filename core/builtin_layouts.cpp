@@ -236,6 +236,14 @@ std::string mfma_operand_layout_kind(int64_t rows, int64_t cols, DataType dtype,
     const int64_t granules = cols / 4;
     if ((granules & (granules - 1)) == 0 || granules % 16 == 0) return "swizzle_mfma";
   }
+  // int8 with k contiguous (the int8 MFMA): lane l reads K/4 bytes (4 or 8) of row l % 16 at
+  // byte K/4 (l / 16), so one LDS phase reads 16 consecutive rows at one 8-byte granule (CDNA3
+  // ds_read_b64) or the two words of one granule (CDNA2 ds_read_b32, 32 lanes): both are
+  // conflict-free when the 16 rows fall in 16 different 8-byte slots of a line.
+  if (bits == 8 && k_inner && rows >= 1 && cols % 8 == 0) {
+    const int64_t granules = cols / 8;
+    if ((granules & (granules - 1)) == 0 || granules % 16 == 0) return "swizzle_mfma";
+  }
   return gemm_operand_layout_kind(rows, cols, dtype, k_inner);
 }
 
@@ -300,7 +308,7 @@ Fragment mfma_16x16x16_b(DataType dtype) {
 }
 
 Fragment mfma_16x16x16_d(DataType dtype) {
-  require_dtype("mfma_16x16x16_d", dtype, {DataType::f32()});
+  require_dtype("mfma_16x16x16_d", dtype, {DataType::f32(), DataType::i32()});
   return Fragment::from_fn({16, 16}, [](const std::vector<Var>& v, const Var&) {
     return std::pair(v[1] + floordiv(v[0], 4) * 16, floormod(v[0], 4));
   });

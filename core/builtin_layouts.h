@@ -73,8 +73,9 @@ Layout swizzle_mfma(int64_t rows, int64_t cols, DataType dtype, int64_t granule_
 /// 16-bit element whichever dimension is contiguous (a tile two gemms read in different
 /// orientations keeps one layout). Stored with M or N contiguous, the MFMA path reads 2-byte
 /// elements, 16 lanes along row k and 16 along row k + 4, which the same XOR keeps in different
-/// banks when a row holds 8 or more granules (64 bytes). Else the sm80 rule
-/// (gemm_operand_layout). `k_inner` is kept for that rule (8-bit operands).
+/// banks when a row holds 8 or more granules (64 bytes). An 8-bit operand with k contiguous
+/// (`k_inner`, read by the int8 MFMA 4 or 8 bytes a lane) also gets swizzle_mfma with 8-byte
+/// granules. Else the sm80 rule (gemm_operand_layout).
 Layout mfma_operand_layout(int64_t rows, int64_t cols, DataType dtype, bool k_inner = true);
 /// Which rule `mfma_operand_layout` applied: "swizzle_mfma" or gemm_operand_layout_kind's.
 std::string mfma_operand_layout_kind(int64_t rows, int64_t cols, DataType dtype,
@@ -115,7 +116,8 @@ Fragment ldmatrix_x4(DataType dtype, bool trans = false);
 Fragment mfma_16x16x16_a(DataType dtype);
 /// B 16x16 (k x n): lane n + 16 * (k / 4), element k % 4.
 Fragment mfma_16x16x16_b(DataType dtype);
-/// D 16x16 f32: register r of lane l holds D[4 * (l / 16) + r][l % 16].
+/// D 16x16 f32: register r of lane l holds D[4 * (l / 16) + r][l % 16]. Also the int32
+/// accumulator of v_mfma_i32_16x16x16i8 / 16x16x32_i8 (the same table; core/families/mfma_i8.cpp).
 Fragment mfma_16x16x16_d(DataType dtype);
 /// v_mfma_f32_32x32x8_f16/bf16. A 32x8 (m x k): lane m + 32 * (k / 4), element k % 4.
 Fragment mfma_32x32x8_a(DataType dtype);

@@ -27,6 +27,17 @@ const char* gemm_path_name(GemmPath path) {
 
 namespace {
 
+/// The int8 MFMA instruction of an AMD target (one of its families declares it), or nullopt.
+std::optional<IntrinsicId> int8_mfma(const Target& target) {
+  for (const IntrinsicInfo& info : intrinsic_table()) {
+    if (info.family == IntrinsicFamily::kMma && !info.nvidia && info.home &&
+        target.has(*info.home) && info.operands[1].dtypes[0] == DataType::i8()) {
+      return info.id;
+    }
+  }
+  return std::nullopt;
+}
+
 bool fits(int64_t M, int64_t N, int64_t m_warps, int64_t n_warps, int64_t inst_m, int64_t inst_n) {
   return M % (m_warps * inst_m) == 0 && N % (n_warps * inst_n) == 0;
 }
@@ -212,6 +223,14 @@ GemmPlan plan_gemm(const GemmOp& op, const std::string& kernel, const Target& ta
   } else if (!target.nvidia && target.has(mfma_family())) {
     p.path = GemmPath::kMfma;
     p.inst_m = 16, p.inst_n = 16, p.inst_k = 16;
+    if (in == DataType::i8()) {
+      // int8 operands: the target's int8 MFMA (16x16x16i8 on CDNA2, 16x16x32_i8 on CDNA3).
+      if (std::optional<IntrinsicId> id = int8_mfma(target)) {
+        p.inst_k = intrinsic_info(*id).k;
+      } else {
+        p.why_simt = "target " + target.name + " has no int8 matrix instruction";
+      }
+    }
   } else {
     p.why_simt = "target " + target.name + " has no matrix instruction";
   }
@@ -224,11 +243,13 @@ GemmPlan plan_gemm(const GemmOp& op, const std::string& kernel, const Target& ta
     return std::string(what) + " = " + std::to_string(v) + " is not a multiple of " +
            std::to_string(of);
   };
-  const bool int8_mma = p.path == GemmPath::kMma && in == DataType::i8();
+  const bool int8_mma = p.path != GemmPath::kSimt && in == DataType::i8();
   if (p.why_simt.empty() && int8_mma) {
     if (B->dtype != in || C->dtype != DataType::i32()) {
       p.why_simt = "int8 A with " + B->dtype.name() + " B and a " + C->dtype.name() +
-                   " accumulator (mma.m16n8k32 multiplies int8 by int8 into int32)";
+                   " accumulator (" +
+                   (p.path == GemmPath::kMma ? "mma.m16n8k32" : "the int8 MFMA") +
+                   " multiplies int8 by int8 into int32)";
     } else if (p.M % p.inst_m != 0) {
       p.why_simt = not_multiple("M", p.M, p.inst_m);
     } else if (p.N % p.inst_n != 0) {
@@ -320,8 +341,7 @@ Fragment gemm_c_fragment(const GemmPlan& p) {
       return std::pair(floormod(e, make_int(threads)), floordiv(e, make_int(threads)));
     });
   }
-  Fragment base = p.path == GemmPath::kMma ? intrinsic_info(p.instruction).operands[0].layout
-                                           : mfma_16x16x16_d(DataType::f32());
+  Fragment base = intrinsic_info(p.instruction).operands[0].layout;
   return base.repeat({p.tiles_m(), p.tiles_n()}, /*on_thread=*/false)
       .repeat_on_thread({p.partition.m_warps, p.partition.n_warps});
 }
@@ -338,8 +358,7 @@ Fragment gemm_a_fragment(const GemmPlan& p, bool transposed, DataType dtype) {
         .repeat({p.tiles_m(), p.k_steps()}, /*on_thread=*/false)
         .repeat_on_thread({p.warpgroups, 1});
   }
-  Fragment base = p.path == GemmPath::kMma ? intrinsic_info(p.instruction).operands[1].layout
-                                           : mfma_16x16x16_a(dtype);
+  Fragment base = intrinsic_info(p.instruction).operands[1].layout;
   const WarpPartition& w = p.partition;
   if (!transposed) {
     return base.repeat({p.tiles_m(), p.k_steps()}, false)
@@ -354,8 +373,7 @@ Fragment gemm_a_fragment(const GemmPlan& p, bool transposed, DataType dtype) {
 
 Fragment gemm_b_fragment(const GemmPlan& p, bool transposed, DataType dtype) {
   internal_check(p.path != GemmPath::kSimt, "operand fragments exist on the matrix paths only");
-  Fragment base = p.path == GemmPath::kMma ? intrinsic_info(p.instruction).operands[2].layout
-                                           : mfma_16x16x16_b(dtype);
+  Fragment base = intrinsic_info(p.instruction).operands[2].layout;
   const WarpPartition& w = p.partition;
   if (!transposed) {
     return base.repeat({p.k_steps(), p.tiles_n()}, false)

@@ -20,6 +20,8 @@
 //   cp_async_wait_group      | n (immediate)                                     | per thread
 //   mfma_16x16x16_f16|bf16   | D f32 x4, A x4, B x4, C f32 x4                     | 64
 //   mfma_32x32x8_f16|bf16    | D f32 x16, A x4, B x4, C f32 x16                   | 64
+//   mfma_16x16x16_i8 (CDNA2) | D i32 x4, A i8 x4, B i8 x4, C i32 x4                | 64
+//   mfma_16x16x32_i8 (CDNA3) | D i32 x4, A i8 x8, B i8 x8, C i32 x4                | 64
 //   atom_add|max|min         | dst (global or shared element), value (per lane)  | per thread
 //   mbarrier_init            | bar (shared u64), count (arrivals per phase)       | per thread
 //   mbarrier_arrive          | bar                                               | per thread
@@ -76,6 +78,8 @@ enum class AtomicKind : uint8_t;  // core/op_atomic.h
   X(Mfma16x16x16BF16, "mfma_16x16x16_bf16")              \
   X(Mfma32x32x8F16, "mfma_32x32x8_f16")                  \
   X(Mfma32x32x8BF16, "mfma_32x32x8_bf16")                \
+  X(Mfma16x16x16I8, "mfma_16x16x16_i8")                  \
+  X(Mfma16x16x32I8, "mfma_16x16x32_i8")                  \
   X(AtomAdd, "atom_add")                                 \
   X(AtomMax, "atom_max")                                 \
   X(AtomMin, "atom_min")                                 \

@@ -98,35 +98,6 @@ int64_t storage_offset(const Layout& layout, const std::vector<int64_t>& index) 
   return offset;
 }
 
-/// True when `layout` stores every run of `w` elements along its last dimension that starts at a
-/// multiple of `w` contiguously, from an offset that is a multiple of `w`, and its size (the
-/// distance between pipeline stages) is a multiple of `w`: what a `w`-element cp.async into it
-/// needs. Rows padded by less than a chunk (`i * (cols + 4) + j` in int8) are not.
-bool keeps_chunks_aligned(const Layout& layout, int64_t w) {
-  const std::vector<int64_t>& shape = layout.input_shape();
-  if (w == 1) return true;
-  if (shape.empty() || shape.back() % w != 0 || layout.output_size() % w != 0) return false;
-  if (layout.input_size() > (int64_t{1} << 20)) return false;  // too many to enumerate
-  std::vector<int64_t> idx(shape.size(), 0);
-  while (true) {
-    const int64_t first = storage_offset(layout, idx);
-    if (first % w != 0) return false;
-    for (int64_t t = 1; t < w; ++t) {
-      std::vector<int64_t> next = idx;
-      next.back() += t;
-      if (storage_offset(layout, next) != first + t) return false;
-    }
-    // The next chunk start: the last dimension steps by w, the others count as an odometer.
-    size_t d = shape.size() - 1;
-    idx[d] += w;
-    while (idx[d] >= shape[d]) {
-      if (d == 0) return true;
-      idx[d] = 0;
-      ++idx[--d];
-    }
-  }
-}
-
 /// A copy from global to shared memory as cp.async of whole chunks (4, 8 or 16 bytes), when the
 /// target has it and every chunk is either inside the tensor or entirely past its edge (then it
 /// reads nothing and zero-fills). nullopt when the copy must stay synchronous.

@@ -1,10 +1,11 @@
 // T.gemm operand loads for one k step, from shared memory into per-warp register temporaries.
 // mma path (PTX ISA ldmatrix and mma.m16n8k16 fragments): A tile (16 x 16) by ldmatrix.x4,
 // B by ldmatrix.x4 per pair of n8 tiles (x2 for a lone one); `.trans` when the stored tile's
-// contiguous dimension is M (A stored (K, M)) or N (B stored (K, N)). MFMA path (CDNA3
-// 16x16x16): lane l holds row/column l % 16 and k = 4 (l / 16) + [0, 4), loaded with plain loads
-// (a vectorised loop where the 4 elements are contiguous). int8 mma path (mma.m16n8k32): plain
-// 4-byte loads of each register's four k.
+// contiguous dimension is M (A stored (K, M)) or N (B stored (K, N)). MFMA path (16x16xK):
+// lane l holds row/column l % 16 and k = K/4 (l / 16) + [0, K/4), loaded with plain loads (a
+// vectorised loop where they are contiguous: 8 bytes for f16 and the CDNA3 int8 16x16x32, 4 for
+// the CDNA2 int8 16x16x16). int8 mma path (mma.m16n8k32): plain 4-byte loads of each register's
+// four k.
 #include "core/op_gemm.h"
 #include "core/op_gemm_lower.h"
 
@@ -101,28 +102,33 @@ StepOperand ldmatrix_operand(GemmLowering& g, bool is_a, const Expr& ko) {
   return {load, [regs](const Expr& j) { return register_arg(regs, j * 4); }};
 }
 
-/// MFMA 16x16x16 operands of one k step: 4 elements per lane and tile.
+/// MFMA operands of one k step (16x16xK, wave64): lane l holds row/column l % 16 and
+/// k = K ko + per (l / 16) + [0, per), per = K / 4 elements a lane and tile (4 for the 16-bit
+/// 16x16x16 and int8 16x16x16i8, 8 for int8 16x16x32_i8): one 8- (or 4-) byte load where k is
+/// the contiguous dimension.
 StepOperand mfma_operand(GemmLowering& g, bool is_a, const Expr& ko) {
   const GemmPlan& p = g.plan;
   const GemmOp& op = g.op;
   const Buffer& src = is_a ? op.A() : op.B();
   int64_t tiles = is_a ? p.tiles_m() : p.tiles_n();
+  const int64_t per = p.inst_k / 4;
   Expr origin = is_a ? g.wm * make_int(p.partition.warp_m) : g.wn * make_int(p.partition.warp_n);
   // The k index is contiguous when A is stored (M, K) or B is stored (N, K).
   bool k_inner = is_a ? !op.options().transpose_A : op.options().transpose_B;
   Buffer regs =
-      g.ctx.temporary(src->name + "_frag", {make_int(tiles * 4)}, src->dtype, Scope::kLocal);
+      g.ctx.temporary(src->name + "_frag", {make_int(tiles * per)}, src->dtype, Scope::kLocal);
   Stmt load = g.loop(is_a ? "i" : "j", tiles, ForKind::kUnrolled, [&](const Expr& t) {
     Expr mn = origin + t * 16 + floormod(g.lane, 16);
     Var v = g.ctx.fresh_var("v");
-    Expr k = ko * 16 + floordiv(g.lane, 16) * 4 + v;
+    Expr k = ko * make_int(p.inst_k) + floordiv(g.lane, 16) * make_int(per) + v;
     // Stored (M, K) or (N, K): [m or n, k]; stored (K, M) or (K, N): [k, m or n].
     std::vector<Expr> at = k_inner ? std::vector<Expr>{mn, k} : std::vector<Expr>{k, mn};
-    Stmt store = StoreNode::make(regs, {t * 4 + v}, BufferLoadNode::make(src, at), op.loc());
-    return ForNode::make(v, 0, 4, k_inner ? ForKind::kVectorized : ForKind::kUnrolled, store,
-                         op.loc());
+    Stmt store =
+        StoreNode::make(regs, {t * make_int(per) + v}, BufferLoadNode::make(src, at), op.loc());
+    return ForNode::make(v, 0, make_int(per), k_inner ? ForKind::kVectorized : ForKind::kUnrolled,
+                         store, op.loc());
   });
-  return {load, [regs](const Expr& t) { return register_arg(regs, t * 4); }};
+  return {load, [regs, per](const Expr& t) { return register_arg(regs, t * make_int(per)); }};
 }
 
 /// mma.m16n8k32 int8 operands of one k step (PTX ISA fragments, g = lane / 4, t = lane % 4):

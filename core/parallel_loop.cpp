@@ -18,6 +18,44 @@
 
 namespace tessel {
 
+namespace {
+
+/// The storage offset of `index` under `layout`: its output index flattened row-major.
+int64_t flat_offset(const Layout& layout, const std::vector<int64_t>& index) {
+  const std::vector<int64_t> out = layout.map(index);
+  const std::vector<int64_t>& shape = layout.output_shape();
+  int64_t offset = 0;
+  for (size_t d = 0; d < out.size(); ++d) offset = offset * shape[d] + out[d];
+  return offset;
+}
+
+}  // namespace
+
+bool keeps_chunks_aligned(const Layout& layout, int64_t w) {
+  const std::vector<int64_t>& shape = layout.input_shape();
+  if (w == 1) return true;
+  if (shape.empty() || shape.back() % w != 0 || layout.output_size() % w != 0) return false;
+  if (layout.input_size() > (int64_t{1} << 20)) return false;  // too many to enumerate
+  std::vector<int64_t> idx(shape.size(), 0);
+  while (true) {
+    const int64_t first = flat_offset(layout, idx);
+    if (first % w != 0) return false;
+    for (int64_t t = 1; t < w; ++t) {
+      std::vector<int64_t> next = idx;
+      next.back() += t;
+      if (flat_offset(layout, next) != first + t) return false;
+    }
+    // The next chunk start: the last dimension steps by w, the others count as an odometer.
+    size_t d = shape.size() - 1;
+    idx[d] += w;
+    while (idx[d] >= shape[d]) {
+      if (d == 0) return true;
+      idx[d] = 0;
+      ++idx[--d];
+    }
+  }
+}
+
 ParallelLoop ParallelLoop::from_for(const ForNode& loop) {
   std::vector<Var> vars;
   std::vector<int64_t> extents;
@@ -40,8 +78,10 @@ ParallelLoop ParallelLoop::from_for(const ForNode& loop) {
     }
     f = inner;
   }
-  return ParallelLoop(&loop, "T.Parallel at " + loop.loc.str(), std::move(vars), std::move(extents),
-                      std::move(body), loop.loc);
+  ParallelLoop out(&loop, "T.Parallel at " + loop.loc.str(), std::move(vars), std::move(extents),
+                   std::move(body), loop.loc);
+  out.cap_to_shared_ = true;
+  return out;
 }
 
 // ---- The free partition ----------------------------------------------------------------------
@@ -426,6 +466,24 @@ int64_t ParallelLoop::vector_width() const {
 
 // ---- Inference -------------------------------------------------------------------------------
 
+namespace {
+
+/// `vec` halved until every shared tile of `body` with a known layout and a last extent that
+/// `vec` divides keeps runs of `vec` elements contiguous and aligned.
+int64_t shared_run_cap(const Stmt& body, LayoutInferContext& ctx, int64_t vec) {
+  for (const BufferAccess& a : buffer_accesses(body)) {
+    const Buffer& b = a.buffer;
+    if (b->scope != Scope::kShared && b->scope != Scope::kSharedDyn) continue;
+    const Layout* stored = ctx.shared_layout(b);
+    if (!stored || stored->input_shape().empty()) continue;
+    const int64_t last = stored->input_shape().back();
+    while (vec > 1 && last % vec == 0 && !keeps_chunks_aligned(*stored, vec)) vec /= 2;
+  }
+  return vec;
+}
+
+}  // namespace
+
 void ParallelLoop::infer_layout(LayoutInferContext& ctx, InferLevel level) const {
   if (level == InferLevel::kStrict) return;
   std::vector<Access> accesses = fragment_accesses(body_);
@@ -441,6 +499,9 @@ void ParallelLoop::infer_layout(LayoutInferContext& ctx, InferLevel level) const
     if (!ctx.loop(key_) && level == InferLevel::kFree) {
       // Nothing decided the partition: the free one; undecided fragments follow it below.
       int64_t vec = vector_width();
+      // A vector no wider than the runs the body's shared tiles keep contiguous (swizzle_mfma
+      // keeps 8-byte granules): a wider one would be split into element accesses.
+      if (cap_to_shared_) vec = shared_run_cap(body_, ctx, vec);
       ctx.set_loop(key_, default_loop_layout(extents_, ctx.threads(), vec), origin_ + " (free)");
     }
   }

@@ -60,7 +60,16 @@ class ParallelLoop {
   SourceLoc loc_;
   bool converts_layouts_ = false;
   int64_t max_vector_ = 0;  ///< 0: no cap
+  /// A T.Parallel nest (not a copy): the free partition's vector also fits the runs its shared
+  /// tiles keep contiguous (copies set their own cap, set_max_vector).
+  bool cap_to_shared_ = false;
 };
+
+/// True when `layout` stores every run of `w` elements along its last dimension that starts at a
+/// multiple of `w` contiguously, from an offset that is a multiple of `w`, and its size (the
+/// distance between pipeline stages) is a multiple of `w`: what a `w`-element cp.async into it
+/// needs. Rows padded by less than a chunk (`i * (cols + 4) + j` in int8) are not.
+bool keeps_chunks_aligned(const Layout& layout, int64_t w);
 
 /// The calling thread's iterations of `body` over the box `extents` (variables `vars`)
 /// partitioned by `layout`: the closed form of the free partition when `layout` is

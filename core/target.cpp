@@ -56,13 +56,15 @@ const std::vector<Target>& all_targets() {
     gfx90a.max_registers = 512;
     gfx90a.block_registers = 4 * 512 * 64;
     gfx90a.banks = BankModel::amd_cdna3();
-    gfx90a.families = {&mfma_family(), &atomic_family()};
-    gfx90a.description = "AMD CDNA2 (MI200): MFMA 16x16x16 and 32x32x8, wave64";
+    gfx90a.families = {&mfma_family(), &mfma_i8_cdna2_family(), &atomic_family()};
+    gfx90a.description = "AMD CDNA2 (MI200): MFMA 16x16x16 and 32x32x8, int8 16x16x16, wave64";
     Target gfx942 = gfx90a;
     gfx942.name = "gfx942";
     gfx942.arch = "gfx942";
     gfx942.aliases = {"hip", "amd"};
-    gfx942.description = "AMD CDNA3 (MI300): MFMA 16x16x16 and 32x32x8, wave64";
+    // CDNA3 replaced CDNA2's int8 MFMA shapes with K-doubled ones (16x16x32_i8).
+    gfx942.families = {&mfma_family(), &mfma_i8_cdna3_family(), &atomic_family()};
+    gfx942.description = "AMD CDNA3 (MI300): MFMA 16x16x16 and 32x32x8, int8 16x16x32, wave64";
     return std::vector<Target>{sm80, sm90, gfx90a, gfx942};
   }();
   return targets;

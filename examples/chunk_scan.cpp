@@ -83,10 +83,14 @@ Kernel build_chunk_scan(const Params& p) {
     T.copy(x.at({b, Index::slice(c * Q + k * bK, c * Q + (k + 1) * bK), h,
                  Index::slice(bx * bN, (bx + 1) * bN)}),
            x_shared);
+    // cb into registers first (as TileLang's example): one vector load a lane in the gemm
+    // operand's order; masked element loads of cb_shared would be 2-way on gfx942
+    // (docs/layouts.md).
+    T.copy(cb_shared, cb_local);
     T.parallel(bM, bK, [&](Var i, Var j) {
       cb_local(i, j) = if_then_else(
           by * bM + i >= k * bK + j,
-          cb_shared(i, j) * exp2(dA_m_shared(i) * log2e - dA_k_shared(j) * log2e) * dt_shared(j),
+          cb_local(i, j) * exp2(dA_m_shared(i) * log2e - dA_k_shared(j) * log2e) * dt_shared(j),
           make_int(0));
     });
     T.gemm(cb_local, x_shared, acc);

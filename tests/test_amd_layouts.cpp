@@ -193,13 +193,16 @@ TEST_SUITE("AMD MFMA operand layouts") {
     CHECK(banks.size() == 16);
   }
 
-  TEST_CASE("mfma_operand_layout picks swizzle_mfma for 16-bit tiles, else the sm80 rule") {
+  TEST_CASE("mfma_operand_layout picks swizzle_mfma for 16-bit and k-contiguous int8 tiles") {
     CHECK(mfma_operand_layout_kind(128, 32, kF16) == "swizzle_mfma");
     CHECK(mfma_operand_layout_kind(32, 128, kF16, false) == "swizzle_mfma");
     CHECK(mfma_operand_layout(128, 32, kF16) == swizzle_mfma(128, 32, kF16));
-    // 8-bit: the sm80 rule unchanged.
-    CHECK(mfma_operand_layout_kind(128, 64, DataType::i8()) ==
-          gemm_operand_layout_kind(128, 64, DataType::i8()));
+    // int8 with k contiguous (the int8 MFMA reads 4 or 8 bytes of a row a lane): 8-byte granules.
+    CHECK(mfma_operand_layout_kind(128, 64, DataType::i8()) == "swizzle_mfma");
+    CHECK(mfma_operand_layout(64, 32, DataType::i8()) == swizzle_mfma(64, 32, DataType::i8()));
+    // int8 with M or N contiguous (1-byte reads): the sm80 rule unchanged.
+    CHECK(mfma_operand_layout_kind(128, 64, DataType::i8(), false) ==
+          gemm_operand_layout_kind(128, 64, DataType::i8(), false));
     // 24 granules a row is neither a power of two nor a multiple of 16.
     CHECK(mfma_operand_layout_kind(64, 96, kF16) == gemm_operand_layout_kind(64, 96, kF16));
   }

@@ -148,25 +148,19 @@ TEST_SUITE("linear attention") {
     }
   }
 
-  TEST_CASE("on gfx942 every proof holds but chunk_scan's masked element loads of cb_shared") {
+  TEST_CASE("verify proves each workload with no bank conflicts on gfx942") {
     // The MFMA operand tiles use swizzle_mfma (docs/layouts.md): the 8-byte operand loads, the
-    // 2-byte loads of operands stored N-contiguous and the copies are all conflict-free. The one
-    // exception: chunk_scan reads cb_shared inside T.if_then_else(causal, ...), element by
-    // element (2 bytes, lanes 0-15 and 16-31 at neighbouring granules of the same 16 rows),
-    // which an 8-byte-granule XOR leaves 2-way (docs/layouts.md, "Known conflicts").
+    // 2-byte loads of operands stored N-contiguous and the copies are all conflict-free.
+    // chunk_scan copies cb_shared into its fragment before the causal mask (as TileLang's
+    // example): masked element loads of cb_shared would stay 2-way under any layout that keeps
+    // the 8-byte granules the copy writes (docs/layouts.md, "Masked element loads").
     for (const char* name : kWorkloads) {
       CliResult r = run_tessel({"verify", name, "--json", "--target", "gfx942"});
+      INFO(name << ": " << r.err << r.out.substr(0, 2000));
+      CHECK(r.status == 0);
       auto j = nlohmann::json::parse(r.out);
+      CHECK(j["failed"] == 0);
       CHECK(j["proved"].get<int>() > 20);
-      for (const auto& check : j["checks"]) {
-        if (check["result"] == "proved") continue;
-        INFO(name << ": " << check.dump());
-        std::string what = check["what"].get<std::string>();
-        CHECK(std::string(name) == "chunk_scan");
-        CHECK(what.find("load cb_shared[") != std::string::npos);
-        CHECK(what.find("2 B per lane") != std::string::npos);
-        CHECK(check["counterexample"].dump().find("2-way bank conflict") != std::string::npos);
-      }
     }
   }
 

@@ -78,10 +78,13 @@ def chunk_scan(batch=1, nheads=4, ngroups=1, seq_len=256, chunk_size=64, headdim
                 T.copy(dt[b, h, c, k * block_K:(k + 1) * block_K], dt_shared)
                 T.copy(x[b, c * chunk_size + k * block_K:c * chunk_size + (k + 1) * block_K, h,
                          bx * block_N:(bx + 1) * block_N], x_shared)
+                # cb into registers first (as TileLang's example): one vector load a lane in the
+                # gemm operand's order, not masked element loads.
+                T.copy(cb_shared, cb_local)
                 for i, j in T.Parallel(block_M, block_K):
                     cb_local[i, j] = T.if_then_else(
                         by * block_M + i >= k * block_K + j,
-                        cb_shared[i, j] * T.exp2(dA_m_shared[i] * log2e - dA_k_shared[j] * log2e) *
+                        cb_local[i, j] * T.exp2(dA_m_shared[i] * log2e - dA_k_shared[j] * log2e) *
                         dt_shared[j], 0)
                 T.gemm(cb_local, x_shared, acc)
 
