@@ -66,7 +66,8 @@ Launch launch_blocks(const Kernel& kernel, const ThreadProgram& prog, const Targ
   Launch out;
   const BankModel& banks = target.banks;
   out.sim = std::make_unique<sim::SimRun>(
-      sim::SimOptions{banks, options.detectors, options.counters, options.bank_samples},
+      sim::SimOptions{banks, options.detectors, options.counters, options.bank_samples,
+                      options.shadow_limit_bytes},
       prog.sites);
   sim::SimRun& run = *out.sim;
   run.set_grid(grid);

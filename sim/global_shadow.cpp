@@ -1,8 +1,10 @@
 // The cross-block global-memory shadow: one packed 64-bit cell per element for the first storing
-// block and one for the readers.
+// block and one for the readers, in pages allocated on first touch.
 #include "sim/global_shadow.h"
 
 #include <algorithm>
+
+#include "core/error.h"
 
 namespace tessel::sim {
 
@@ -27,17 +29,44 @@ Toucher unpack(uint64_t cell) {
 
 }  // namespace
 
-void GlobalShadow::add_buffer(int id, int64_t size) {
+GlobalShadow::~GlobalShadow() {
+  for (Buffer& b : buffers_) {
+    for (int64_t i = 0; i < b.count; ++i) delete b.pages[i].load(std::memory_order_relaxed);
+  }
+}
+
+void GlobalShadow::add_buffer(int id, int64_t size, std::string name) {
   if (static_cast<int>(buffers_.size()) <= id) buffers_.resize(id + 1);
-  // Value-initialised atomics start at 0 ("nobody").
-  buffers_[id].writer = std::make_unique<std::atomic<uint64_t>[]>(size);
-  buffers_[id].reader = std::make_unique<std::atomic<uint64_t>[]>(size);
-  buffers_[id].value = std::make_unique<uint64_t[]>(size);
+  Buffer& b = buffers_[id];
+  b.name = std::move(name);
+  b.count = (size + kPageElements - 1) / kPageElements;
+  b.pages = std::make_unique<std::atomic<Page*>[]>(b.count);  // value-initialised: null
+}
+
+GlobalShadow::Page& GlobalShadow::allocate(int id, std::atomic<Page*>& slot) {
+  const int64_t pages = ++pages_;
+  if (max_bytes_ > 0 && pages * kPageBytes > max_bytes_) {
+    --pages_;
+    user_error(
+        "the simulator's record of who read and wrote each global element (24 bytes an "
+        "element, kept for the elements the simulated blocks touch) would pass " +
+        std::to_string(max_bytes_ >> 20) + " MiB, the memory left beside the tensors, at '" +
+        buffers_[id].name +
+        "': simulate fewer blocks (e.g. --blocks random:8) or choose smaller sizes with -D");
+  }
+  auto fresh = std::make_unique<Page>();  // value-initialised: every cell 0 ("nobody")
+  Page* seen = nullptr;
+  if (slot.compare_exchange_strong(seen, fresh.get(), std::memory_order_acq_rel)) {
+    return *fresh.release();
+  }
+  --pages_;  // another thread installed the page first
+  return *seen;
 }
 
 std::optional<GlobalConflict> GlobalShadow::read(int id, int64_t flat, uint32_t block, int thread,
                                                  int site) {
-  Cells& c = buffers_[id];
+  Page& c = page(id, flat);
+  flat %= kPageElements;
   std::optional<GlobalConflict> conflict;
   uint64_t w = c.writer[flat].load(std::memory_order_relaxed);
   if (w != 0 && block_of(w) != block) {
@@ -56,7 +85,8 @@ std::optional<GlobalConflict> GlobalShadow::read(int id, int64_t flat, uint32_t 
 
 std::optional<GlobalConflict> GlobalShadow::write(int id, int64_t flat, uint32_t block, int thread,
                                                   int site, bool same_value) {
-  Cells& c = buffers_[id];
+  Page& c = page(id, flat);
+  flat %= kPageElements;
   std::atomic<uint64_t>& w = c.writer[flat];
   uint64_t seen = w.load(std::memory_order_relaxed);
   if (seen == 0 &&
@@ -76,7 +106,8 @@ std::optional<GlobalConflict> GlobalShadow::write(int id, int64_t flat, uint32_t
 
 std::optional<GlobalConflict> GlobalShadow::write_in_turn(int id, int64_t flat, uint32_t block,
                                                           int thread, int site, uint64_t value) {
-  Cells& c = buffers_[id];
+  Page& c = page(id, flat);
+  flat %= kPageElements;
   uint64_t seen = c.writer[flat].load(std::memory_order_relaxed);
   if (seen == 0) {
     c.writer[flat].store(pack(block, thread, site), std::memory_order_relaxed);

@@ -16,11 +16,14 @@ std::string block_string(const std::vector<int64_t>& index) {
 }
 
 SimRun::SimRun(SimOptions options, std::vector<Site> sites)
-    : options_(std::move(options)), sites_(std::move(sites)), per_site_(sites_.size()) {}
+    : options_(std::move(options)),
+      sites_(std::move(sites)),
+      shadow_(options_.shadow_limit_bytes),
+      per_site_(sites_.size()) {}
 
 int SimRun::add_global(BufferDesc desc) {
   int id = static_cast<int>(globals_.size());
-  if (options_.detectors) shadow_.add_buffer(id, desc.size());
+  if (options_.detectors) shadow_.add_buffer(id, desc.size(), desc.name);
   globals_.push_back(std::move(desc));
   return id;
 }

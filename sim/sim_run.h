@@ -25,6 +25,8 @@ struct SimOptions {
   /// Keep, per shared-memory site, its request with the worst phase (for bank maps); off by
   /// default, so a run that draws nothing pays nothing.
   bool bank_samples = false;
+  /// The most bytes the cross-block shadow (GlobalShadow) may allocate; 0: no limit.
+  int64_t shadow_limit_bytes = 0;
 };
 
 /// The merged result of a launch.
@@ -36,7 +38,7 @@ struct SimReport {
   /// With SimOptions::bank_samples: indexed like `sites`, the costliest request of each shared
   /// site (max_degree 0 for the others); ties keep the lowest block, then the first request.
   std::vector<BankSample> worst_bank;
-  std::vector<Finding> findings;   ///< in block order, then order of occurrence
+  std::vector<Finding> findings;  ///< in block order, then order of occurrence
   int64_t blocks = 0;
   int64_t barriers = 0;             ///< barrier rounds executed, summed over blocks
   int64_t async_bytes = 0;          ///< bytes copied by cp.async, summed over blocks

@@ -1,15 +1,19 @@
 // Races between threads of one block on global memory, driven request by request through
 // sim::BlockSim: the rules of shared memory (read-after-write, write-after-read, write conflicts,
 // benign same-value writes, atomics exempt) within one barrier interval of the block, and the
-// hash table behind them (sim::BlockGlobalShadow) across growth and barriers. Each test states
-// the exact finding expected.
+// hash table behind them (sim::BlockGlobalShadow) across growth and barriers; and the pages of
+// the cross-block shadow (sim::GlobalShadow). Each test states the exact finding expected.
 #include <doctest/doctest.h>
 
 #include <array>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "sim/block_global_shadow.h"
 #include "sim/block_sim.h"
+#include "sim/global_shadow.h"
 
 using namespace tessel;
 using namespace tessel::sim;
@@ -197,3 +201,55 @@ TEST_SUITE("sim: the per-block global shadow table") {
   }
 
 }  // TEST_SUITE
+
+TEST_SUITE("sim: cross-block shadow pages") {
+  TEST_CASE("the cross-block shadow holds pages only where blocks touched elements") {
+    // 2^30 elements would be 24 GiB of cells held whole; touched at elements 5000 and 5001
+    // (both in page 5000 / 1024 = 4) and at the last element (another page), it holds 2 pages.
+    GlobalShadow shadow;
+    shadow.add_buffer(0, int64_t{1} << 30, "A");
+    CHECK(shadow.bytes() == 0);
+    CHECK_FALSE(shadow.read(0, 5000, 0, 0, 0));
+    CHECK(shadow.bytes() == GlobalShadow::kPageBytes);
+    CHECK_FALSE(shadow.read(0, 5001, 0, 1, 0));
+    CHECK(shadow.bytes() == GlobalShadow::kPageBytes);
+    CHECK_FALSE(shadow.write(0, (int64_t{1} << 30) - 1, 0, 2, 0, false));
+    CHECK(shadow.bytes() == 2 * GlobalShadow::kPageBytes);
+  }
+
+  TEST_CASE("races across blocks are found on both sides of a page boundary") {
+    // Block 0 stores elements 1023 (last of page 0) and 1024 (first of page 1); block 1 reading
+    // either races with block 0's store; block 1 reading 2048 (untouched page 2) does not.
+    GlobalShadow shadow;
+    shadow.add_buffer(0, 4096, "C");
+    CHECK_FALSE(shadow.write(0, 1023, 0, 7, 0, false));
+    CHECK_FALSE(shadow.write(0, 1024, 0, 8, 0, false));
+    for (int64_t e : {1023, 1024}) {
+      CAPTURE(e);
+      std::optional<GlobalConflict> c = shadow.read(0, e, 1, 3, 1);
+      REQUIRE(c);
+      CHECK(c->kind == FindingKind::kRace);
+      CHECK(c->with_write);
+      CHECK(c->other.block == 0);
+      CHECK(c->other.thread == (e == 1023 ? 7 : 8));
+    }
+    CHECK_FALSE(shadow.read(0, 2048, 1, 3, 1));
+  }
+
+  TEST_CASE("a shadow past its memory limit is a user error naming the buffer and the fix") {
+    // Room for 2 pages: elements 0 and 1024 fit, element 2048 (a third page) does not.
+    GlobalShadow shadow(2 * GlobalShadow::kPageBytes);
+    shadow.add_buffer(0, 10 * 1024, "Out");
+    CHECK_FALSE(shadow.read(0, 0, 0, 0, 0));
+    CHECK_FALSE(shadow.read(0, 1024, 0, 0, 0));
+    try {
+      (void)shadow.read(0, 2048, 0, 0, 0);
+      FAIL("expected a user error");
+    } catch (const UserError& e) {
+      std::string msg = e.what();
+      CHECK(msg.find("at 'Out'") != std::string::npos);
+      CHECK(msg.find("simulate fewer blocks (e.g. --blocks random:8)") != std::string::npos);
+    }
+    CHECK(shadow.bytes() == 2 * GlobalShadow::kPageBytes);
+  }
+}

@@ -2,6 +2,7 @@
 #include "tools/host_data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/buffer_accesses.h"
@@ -227,19 +228,31 @@ NpyArray tensor_array(const HostTensor& tensor) {
   return a;
 }
 
-void check_host_memory(const std::vector<ParamInfo>& signature, int copies,
-                       int64_t extra_per_element) {
+int64_t check_host_memory(const std::vector<ParamInfo>& signature,
+                          const std::vector<std::string>& outputs, bool thread, bool sampled) {
   const double budget = static_cast<double>(host_memory_budget());
-  double total = 0;
+  double all = 0, out = 0, written = 0, elements = 0;
   std::vector<std::pair<double, std::string>> tensors;
   for (const ParamInfo& p : signature) {
-    double elements = 1;
-    for (int64_t e : p.shape) elements *= static_cast<double>(e);
-    double bytes = elements * p.dtype.storage_bits() / 8;
-    total += copies * bytes + elements * static_cast<double>(extra_per_element);
+    double n = 1;
+    for (int64_t e : p.shape) n *= static_cast<double>(e);
+    double bytes = n * p.dtype.storage_bits() / 8;
+    all += bytes;
+    elements += std::ceil(n / 1024) * 1024;  // the shadow's pages
+    if (std::find(outputs.begin(), outputs.end(), p.name) != outputs.end()) out += bytes;
+    if (p.written) written += bytes;
     tensors.emplace_back(bytes, p.name + " " + shape_text(p.shape) + " " + p.dtype.name());
   }
-  if (total <= budget || signature.empty()) return;
+  // The run's tensors and, while the reference runs, its copy of them; the reference keeps its
+  // outputs. The thread level adds the tile level's copy, the copy of the written tensors a
+  // multi-worker run keeps to run again in block order, and the race shadow (24 bytes an
+  // element; a sampled run keeps it for the sampled blocks' elements only, within what is left).
+  const double tile_peak = 2 * all;
+  const double held = thread ? 2 * all + out + written : tile_peak;
+  const double shadow = thread && !sampled ? 24 * elements : 0;
+  const double total = held + shadow;
+  if (total <= budget || signature.empty())
+    return static_cast<int64_t>(std::max(0.0, budget - held));
   std::stable_sort(tensors.begin(), tensors.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   auto mib = [](double bytes) {
@@ -248,13 +261,21 @@ void check_host_memory(const std::vector<ParamInfo>& signature, int copies,
   std::string list;
   for (size_t i = 0; i < tensors.size() && i < 3; ++i)
     list += (i ? ", " : "") + tensors[i].second + " = " + mib(tensors[i].first);
-  user_error(
-      "kernel '" + signature.front().kernel + "': its tensors would need " + mib(total) + " (" +
-      list + (tensors.size() > 3 ? ", ..." : "") + "; held " + std::to_string(copies) +
-      " times: the run's and the reference's" +
-      (extra_per_element ? ", the tile level's, and the simulator's shadow of each element" : "") +
-      "), more than half of this machine's memory (" + mib(budget) +
-      "); choose smaller sizes with -D");
+  std::string how = "held twice while the reference runs";
+  if (thread) {
+    how =
+        "held twice (the run's and the tile level's) and the written ones twice more (the "
+        "reference's and a multi-worker run's)";
+    if (!sampled) {
+      how += ", and the simulator's 24-byte shadow of each element (" + mib(shadow) +
+             "; a sample, --blocks random:8, keeps it for the sampled blocks only)";
+    }
+  }
+  std::string fix = "choose smaller sizes with -D";
+  if (thread && tile_peak <= budget) fix += ", or run at tile level (" + mib(tile_peak) + ")";
+  user_error("kernel '" + signature.front().kernel + "': its tensors would need " + mib(total) +
+             " (" + list + (tensors.size() > 3 ? ", ..." : "") + "; " + how +
+             "), more than half of this machine's memory (" + mib(budget) + "); " + fix);
 }
 
 }  // namespace tessel::cli

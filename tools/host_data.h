@@ -51,11 +51,14 @@ HostTensor expected_tensor(const NpyArray& array, const ParamInfo& param,
 /// The array that stores `tensor` (the storage above, C order, little-endian).
 NpyArray tensor_array(const HostTensor& tensor);
 
-/// User error (naming the kernel, the largest tensors with their shapes and the total) when the
-/// tensors of `signature`, held `copies` times, plus `extra_per_element` bytes for every element
-/// (the simulator's shadow), exceed host_memory_budget(): checked before anything is allocated.
-void check_host_memory(const std::vector<ParamInfo>& signature, int copies,
-                       int64_t extra_per_element);
+/// User error (naming the kernel, the largest tensors with their shapes, the total and a fix)
+/// when a run of `signature`'s tensors would hold more than host_memory_budget() at its peak,
+/// checked before anything is allocated: the tensors twice while the reference runs, which then
+/// keeps `outputs`; at `thread` level also the tile level's copy, a copy of the written tensors
+/// and, unless `sampled`, the simulator's shadow of every element (24 bytes). Returns the bytes
+/// left beside the tensors: what the shadow may take.
+int64_t check_host_memory(const std::vector<ParamInfo>& signature,
+                          const std::vector<std::string>& outputs, bool thread, bool sampled);
 
 /// "(256, 128)".
 std::string shape_text(const std::vector<int64_t>& shape);

@@ -93,6 +93,7 @@ struct KernelRun {
   int threads = 0;
   double seconds = 0;
   PhaseSeconds phases;
+  int64_t shadow_budget = 0;  ///< bytes of host memory left beside the tensors (check_host_memory)
   std::optional<ThreadRunResult> thread;  ///< thread level: the simulator's report and counts
   std::optional<BlockSample> sample;      ///< thread level with --blocks naming fewer than all
   bool passed = true;
