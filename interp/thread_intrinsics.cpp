@@ -114,7 +114,7 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
     w.mbar_parity = parity;
     w.mbar_lane = lane;
   }
-  void fence_proxy_async(int) override {}
+  void fence_proxy_async(int lane) override { w_.block_.sim().fence_proxy_async(thread(lane)); }
   std::vector<int64_t> lane_indices(int operand, int lane) override {
     const CArg& arg = s_->args[operand];
     IndexScratch idx;

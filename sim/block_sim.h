@@ -137,6 +137,13 @@ class BlockSim {
   void wgmma_issue(int warp, int thread, int site,
                    const std::vector<std::pair<int, int64_t>>& reads,
                    std::vector<RegisterRead> a_regs, std::vector<RegisterWrite> writes);
+  /// fence.proxy.async by `thread`. Shared memory written through the generic proxy (stores,
+  /// landed cp.async) and then read through the async proxy (a wgmma's descriptors, a TMA
+  /// store's source) needs such a fence on the way from the write to the read: the writer's,
+  /// after the write and ordered before the read (by a barrier or an mbarrier phase), or the
+  /// reader's, after the write was ordered before it. Without one the read is a proxy_fence
+  /// finding (block_sim_proxy.cpp).
+  void fence_proxy_async(int thread);
   /// wgmma.fence by warp `warp`: the registers its threads' code accessed so far are ordered
   /// before the warp's next wgmma. A wgmma whose accumulator or A register the thread's code
   /// accessed after the warp's last wgmma.fence — or a warp's first wgmma with no wgmma.fence
@@ -198,8 +205,9 @@ class BlockSim {
     int32_t writer = -1, reader = -1, reader2 = -1;
     int32_t w_site = -1, r_site = -1, r_site2 = -1;
     uint32_t w_clock = 0, r_clock = 0, r_clock2 = 0;  ///< the accessors' own clocks (mbarriers)
-    uint16_t pending = 0;  ///< cp.async copies in flight onto this element
-    uint16_t wgmma = 0;    ///< wgmma operations in flight that read this element
+    uint32_t w_fences = 0;  ///< fence.proxy.async the writer had run before the write
+    uint16_t pending = 0;   ///< cp.async copies in flight onto this element
+    uint16_t wgmma = 0;     ///< wgmma operations in flight that read this element
     int32_t wgmma_site = -1, wgmma_thread = -1;  ///< the newest of them
     int16_t async_site = -1;
     int32_t async_thread = -1;
@@ -252,6 +260,11 @@ class BlockSim {
   /// wgmma_rs) or writes (an accumulator).
   void wgmma_register_race(const BlockBuffer& b, int64_t e, int t, int site, bool write,
                            uint8_t flags);
+  /// The async proxy reads element `e` of shared buffer `b` for `reader` (the first of `count`
+  /// threads issuing it together: a wgmma's warp, a TMA store's thread) at `site`, as `what`
+  /// ("the wgmma of warp 0"): a proxy_fence finding when its last generic write was not fenced.
+  void check_proxy_fence(const BlockBuffer& b, int64_t e, int reader, int count, int site,
+                         const std::string& what);
   /// Thread `t`'s code accesses (`write` or reads) register `i` of local buffer `b` at `site`:
   /// marks it unfenced when the thread's warp executed a wgmma.fence.
   void mark_unfenced(BlockBuffer& b, size_t i, int site, bool write);
@@ -339,6 +352,13 @@ class BlockSim {
   std::vector<std::string> proxy_names_;  ///< per column past threads_: the barrier's name
   std::map<int, WgmmaWarp> wgmma_;        ///< per warp with wgmma operations in flight
   std::vector<uint8_t> wgmma_fenced_;     ///< per warp: it executed a wgmma.fence (else empty)
+  /// One fence.proxy.async of a thread: the barrier interval, the thread's own clock and the
+  /// mbarrier phases it had acquired when it ran.
+  struct ProxyFence {
+    uint32_t epoch = 0, clock = 0, acquires = 0;
+  };
+  std::vector<std::vector<ProxyFence>> proxy_fences_;  ///< per thread, in order (empty: none ran)
+  std::vector<uint32_t> acquires_;  ///< per thread: phases acquired since the first fence
   /// TMA stores in flight: per thread its open group and its committed groups (oldest first),
   /// and per shared cell being read (buffer << 40 | flat) the store reading it.
   struct BulkGroups {

@@ -24,6 +24,7 @@ void BlockSim::bulk_store(int thread, int site, int buffer, const std::vector<in
     r.ok = 1;
     for (int64_t e : flats) {
       r.flat[0] = e;
+      check_proxy_fence(b, e, thread, 1, site, "the TMA store of " + thread_words(thread));
       check_shared(req, r, b, 0);
       BulkRead& read = bulk_reads_[bulk_key(buffer, e)];
       read.thread = thread;

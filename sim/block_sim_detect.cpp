@@ -248,6 +248,7 @@ void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool sam
   c.writer = t;
   c.w_site = site;
   c.w_clock = own_clock(t);
+  c.w_fences = proxy_fences_.empty() ? 0 : static_cast<uint32_t>(proxy_fences_[t].size());
   c.init = true;
   // With mbarriers the reads before this write are ordered before it (or were reported): later
   // writes need only be ordered after this one, and later reads are recorded afresh.

@@ -124,6 +124,7 @@ bool BlockSim::mbar_try_wait(int thread, int site, int buffer, int64_t flat, int
   if (!m) return true;
   if ((m->phase & 1) == static_cast<uint32_t>(parity & 1)) return false;
   join(vc_[thread], m->done_clock);  // acquire
+  if (!acquires_.empty()) ++acquires_[thread];
   return true;
 }
 

@@ -46,6 +46,8 @@ void BlockSim::wgmma_issue(int warp, int thread, int site,
           return f;
         });
       }
+      check_proxy_fence(b, e, thread, warp_size_, site,
+                        "the wgmma of warp " + std::to_string(warp));
       ++c.wgmma;
       c.wgmma_site = site;
       c.wgmma_thread = thread;

@@ -39,6 +39,8 @@ const char* finding_kind_name(FindingKind kind) {
       return "wgmma_race";
     case FindingKind::kWgmmaFence:
       return "wgmma_fence";
+    case FindingKind::kProxyFence:
+      return "proxy_fence";
   }
   return "?";
 }

@@ -138,9 +138,11 @@ enum class FindingKind : uint8_t {
   kMbarrier,    ///< an mbarrier used before T.mbarrier_init / with a bad count
   kWgmmaRace,   ///< a write to shared memory that an issued, not yet waited-for wgmma reads
   kWgmmaFence,  ///< a register the thread's code accessed, then a wgmma's, no wgmma.fence between
+  kProxyFence,  ///< shared memory written by the generic proxy, read by the async proxy, no
+                ///< fence.proxy.async between
 };
 /// "race", "oob", "uninit", "barrier_divergence", "async_race", "write_conflict", "misaligned",
-/// "deadlock", "mbarrier", "wgmma_race", "wgmma_fence".
+/// "deadlock", "mbarrier", "wgmma_race", "wgmma_fence", "proxy_fence".
 const char* finding_kind_name(FindingKind kind);
 
 /// One problem the models found, aggregated over its occurrences: the first occurrence is

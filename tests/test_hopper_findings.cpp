@@ -3,6 +3,7 @@
 // schedules, and its fixed twin is clean and right.
 #include <doctest/doctest.h>
 
+#include "core/kernel_parser.h"
 #include "examples/registry.h"
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
@@ -57,6 +58,49 @@ void check_schedules(const std::string& name, FindingKind kind) {
   }
 }
 
+/// The threads double A into the shared tile s (32 x 32), a barrier, then thread 0 stores s to
+/// B with a TMA store and waits. `writers_fence` puts fence.proxy.async after the threads'
+/// stores (before the barrier), `reader_fences` in thread 0 after the barrier.
+std::string tma_store_source(bool writers_fence, bool reader_fences) {
+  return std::string(
+             "import tilelang.language as T\n"
+             "\n"
+             "\n"
+             "def store():\n"
+             "    @T.prim_func\n"
+             "    def main(A: T.Tensor((32, 32), \"float32\"), B: T.Tensor((32, 32), "
+             "\"float32\")):\n"
+             "        with T.Kernel(1, threads=128) as bx:\n"
+             "            s = T.alloc_shared((32, 32), \"float32\")\n"
+             "            tx = T.get_thread_binding()\n"
+             "            for i in T.serial(8):\n"
+             "                s[i * 4 + tx // 32, tx % 32] = A[i * 4 + tx // 32, tx % 32] * "
+             "2.0\n") +
+         (writers_fence ? "            T.fence_proxy_async()\n" : "") +
+         "            T.sync_threads()\n"
+         "            if tx == 0:\n" +
+         (reader_fences ? "                T.fence_proxy_async()\n" : "") +
+         "                T.tma_store_2d(B[0, 0], s[0, 0], 32, 32, 0)\n"
+         "                T.tma_store_arrive()\n"
+         "            T.tma_store_wait(0)\n"
+         "\n"
+         "    return main\n";
+}
+
+ThreadRunResult run_source(const std::string& source, TensorMap& t, const char* schedule) {
+  ThreadRunOptions o;
+  o.target = "sm90";
+  o.workers = 1;
+  o.schedule = *Schedule::parse(schedule);
+  return run_thread_level(parse_kernel(source, "store.py").kernel, t, o);
+}
+
+TensorMap store_inputs() {
+  HostTensor a(DataType::f32(), {32, 32});
+  for (int64_t i = 0; i < 32 * 32; ++i) a.set(i, static_cast<double>(i % 13) - 6.0);
+  return {{"A", a}, {"B", HostTensor(DataType::f32(), {32, 32})}};
+}
+
 }  // namespace
 
 TEST_SUITE("hopper findings: wgmma registers") {
@@ -109,5 +153,72 @@ TEST_SUITE("hopper findings: wgmma.fence") {
 
   TEST_CASE("the missing wgmma.fence is found under every schedule and the fixed twin is clean") {
     check_schedules("bug_wgmma_missing_fence", FindingKind::kWgmmaFence);
+  }
+}
+
+TEST_SUITE("hopper findings: fence.proxy.async") {
+  TEST_CASE("bug_missing_proxy_fence: stores read by a wgmma descriptor with no proxy fence") {
+    // One finding per wgmma instruction (k step): each of the 4 warps' wgmma reads its step's
+    // 16 x 32 = 512 elements of B_s, 4 x 512 = 2048 unfenced async-proxy reads. The first of
+    // step s: warp 0 reads (k, n) = (0, 0) first, B_s[s, 0] (swizzle: chunk 0 ^ 0), which
+    // fill_b stores from thread 0 (e = tx = 0).
+    CorpusRun r = run_corpus("bug_missing_proxy_fence", false);
+    REQUIRE(r.findings().size() == 2);
+    for (int s = 0; s < 2; ++s) {
+      const sim::Finding& f = r.findings()[s];
+      const std::string element = "[" + std::to_string(s) + ", 0]";
+      CHECK(f.kind == FindingKind::kProxyFence);
+      CHECK(sim::finding_kind_name(f.kind) == std::string("proxy_fence"));
+      CHECK(f.buffer == "B_s");
+      CHECK(f.element == element);
+      CHECK(f.count == 2048);
+      CHECK(f.threads == std::vector<int>{0, 0});
+      CHECK(r.site(f, 0).access == "store");
+      CHECK(r.site(f, 0).buffer == "B_s");
+      CHECK(r.site(f, 1).statement.find("T.wgmma_rs_f16(acc[0], a[" + std::to_string(8 * s) +
+                                        "], B_s[" + std::to_string(s) + ", 0]") == 0);
+      CHECK(f.message.find("missing fence.proxy.async on shared B_s" + element +
+                           " in block (0,): thread 0 (warp 0, lane 0) writes it by store of B_s") ==
+            0);
+      CHECK(f.message.find("and the wgmma of warp 0 reads it") != std::string::npos);
+    }
+    CHECK(r.matches_reference);
+  }
+
+  TEST_CASE("the missing proxy fence is found under every schedule and the fixed twin is clean") {
+    check_schedules("bug_missing_proxy_fence", FindingKind::kProxyFence);
+  }
+}
+
+TEST_SUITE("hopper findings: fence.proxy.async before a TMA store") {
+  TEST_CASE("a TMA store of stores with no proxy fence is a proxy_fence finding") {
+    for (const char* sched : kSchedules) {
+      INFO(sched);
+      TensorMap t = store_inputs();
+      ThreadRunResult r = run_source(tma_store_source(false, false), t, sched);
+      // The store reads all 32 x 32 elements of s, each stored by some thread with no fence.
+      REQUIRE(r.report.findings.size() == 1);
+      const sim::Finding& f = r.report.findings[0];
+      CHECK(f.kind == FindingKind::kProxyFence);
+      CHECK(f.buffer == "s");
+      CHECK(f.count == 1024);
+      CHECK(f.threads.back() == 0);
+      CHECK(f.message.find("the TMA store of thread 0 (warp 0, lane 0) reads it") !=
+            std::string::npos);
+    }
+  }
+
+  TEST_CASE("the writers' fence before the barrier or the reader's after it suffices") {
+    for (const char* sched : kSchedules) {
+      for (bool writers : {true, false}) {
+        INFO(sched << (writers ? ": writers fence" : ": thread 0 fences after the barrier"));
+        TensorMap t = store_inputs();
+        ThreadRunResult r = run_source(tma_store_source(writers, !writers), t, sched);
+        CHECK(r.report.findings.empty());
+        for (int64_t i = 0; i < 32 * 32; ++i) {
+          CHECK(t.at("B").at(i) == 2.0 * (static_cast<double>(i % 13) - 6.0));
+        }
+      }
+    }
   }
 }

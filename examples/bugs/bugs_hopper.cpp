@@ -139,7 +139,52 @@ Kernel build_wgmma_missing_fence(const Params& p) {
   return T.finish();
 }
 
+/// The threads store B's two k steps into B_s, then a barrier, then one wgmma_rs per step reads
+/// them through its descriptor (the async proxy). The broken kernel has no fence.proxy.async on
+/// the way; the fixed twin fences after the stores, before the barrier.
+Kernel build_missing_proxy_fence(const Params& p) {
+  const bool fixed = p.boolean("fixed");
+  const DataType f16 = DataType::f16(), f32 = DataType::f32();
+  KernelBuilder T("bug_missing_proxy_fence");
+  auto A = T.tensor("A", {64, 32}, f16);
+  auto B = T.tensor("B", {32, 32}, f16);
+  auto C = T.tensor("C", {64, 32}, f32);
+  T.kernel1(1, 128);
+  Var tx = T.get_thread_binding();
+  auto B_s = T.alloc_shared("B_s", {2, 512}, f16);
+  auto a = T.alloc_local("a", {16}, f16);
+  auto acc = T.alloc_local("acc", {16}, f32);
+  T.serial(
+      16, [&](Var i) { acc(i) = make_const(f32, 0); }, "i");
+  T.serial(
+      16, [&](Var i) { a(i) = a_element(A, tx, i / 8, i % 8); }, "i");
+  fill_b(T, B_s, B, tx);
+  if (fixed) T.intrinsic(IntrinsicId::kFenceProxyAsync, {});
+  T.sync_threads();
+  T.intrinsic(IntrinsicId::kWgmmaFence, {});
+  wgmma_rs(T, acc, a, make_int(0), B_s, make_int(0));
+  wgmma_rs(T, acc, a, make_int(8), B_s, make_int(1));
+  T.intrinsic(IntrinsicId::kWgmmaCommitGroup, {});
+  T.intrinsic(IntrinsicId::kWgmmaWaitGroup, {imm(0)});
+  store_c(T, C, acc, tx);
+  return T.finish();
+}
+
 }  // namespace
+
+Example bug_missing_proxy_fence_example() {
+  Example e;
+  e.name = "bug_missing_proxy_fence";
+  e.description =
+      "BUG (sm90): the threads store a wgmma's B operand into shared memory and the wgmma reads "
+      "it after a barrier with no fence.proxy.async (proxy_fence; -D fixed=true fences after "
+      "the stores)";
+  e.params = {{"fixed", "false", "put T.fence_proxy_async() after the stores"}};
+  e.outputs = {"C"};
+  e.build = build_missing_proxy_fence;
+  e.reference = gemm_reference;
+  return e;
+}
 
 Example bug_wgmma_missing_fence_example() {
   Example e;

@@ -13,6 +13,7 @@ std::vector<Example> thread_level_examples() {
           bug_wgmma_stage_race_example(),
           bug_wgmma_rs_overwrite_example(),
           bug_wgmma_missing_fence_example(),
+          bug_missing_proxy_fence_example(),
           row_sum_bank_conflicts_example(),
           row_sum_padded_example(),
           warp_shuffle_reduce_example(),

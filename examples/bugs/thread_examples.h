@@ -21,6 +21,7 @@ Example bug_global_race_example();
 Example bug_wgmma_stage_race_example();
 Example bug_wgmma_rs_overwrite_example();
 Example bug_wgmma_missing_fence_example();
+Example bug_missing_proxy_fence_example();
 // Correct, with bank conflicts (row_sum_bank_conflicts) and without (row_sum_padded).
 Example row_sum_bank_conflicts_example();
 Example row_sum_padded_example();
