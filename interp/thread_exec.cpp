@@ -184,15 +184,20 @@ void BlockExec::run() {
       cell(copy.buffer, 0, copy.flat + j) = copy.cells[j];
   }
   // TMA stores nobody waited for complete when the block ends.
-  for (const sim::BulkStore& store : sim_.bulk_drain()) {
-    for (size_t j = 0; j < store.gflats.size(); ++j) {
-      if (store.gflats[j] >= 0)
-        set_global_cell(store.global_buffer, store.gflats[j], store.cells[j]);
-    }
-  }
+  for (const sim::BulkStore& store : sim_.bulk_drain()) land_bulk_store(store);
   steps.flush([&] { return where(0); });
   sim_.commit_global();
   launch_.sim.absorb(sim_);
+}
+
+void BlockExec::land_bulk_store(const sim::BulkStore& store) {
+  std::vector<uint8_t> same(store.gflats.size(), 0);
+  for (size_t j = 0; j < store.gflats.size(); ++j) {
+    if (store.gflats[j] < 0) continue;
+    same[j] = global_cell(store.global_buffer, store.gflats[j]) == store.cells[j];
+    set_global_cell(store.global_buffer, store.gflats[j], store.cells[j]);
+  }
+  sim_.bulk_landed(store, same);
 }
 
 void BlockExec::report_deadlock() {

@@ -228,6 +228,9 @@ class BlockExec {
   /// Element `flat` of a global tensor as a cell of `is_float` kind, and back.
   uint64_t global_cell(int buffer, int64_t flat) const;
   void set_global_cell(int buffer, int64_t flat, uint64_t cell);
+  /// A TMA store completes: its values land in global memory, and the simulator checks its
+  /// writes against the other accesses of the block and of other blocks.
+  void land_bulk_store(const sim::BulkStore& store);
   Storage& storage(int buffer) { return storage_[buffer]; }
   /// The requests of the T.vectorized loop running now, if any.
   VectorGroup& vectors() { return vectors_; }

@@ -170,6 +170,7 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
     const int buffer = s_->args[operand].buffer;
     sim::BulkStore store;
     store.global_buffer = s_->args[global_operand].buffer;
+    store.global_site = s_->args[global_operand].site;
     store.gflats = gflats;
     store.cells.reserve(flats.size());
     for (int64_t f : flats) store.cells.push_back(w_.block_.cell(buffer, 0, f));
@@ -179,11 +180,7 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
   void bulk_commit(int lane) override { w_.block_.sim().bulk_commit(thread(lane)); }
   void bulk_wait(int lane, int n) override {
     for (const sim::BulkStore& store : w_.block_.sim().bulk_wait(thread(lane), n)) {
-      for (size_t j = 0; j < store.gflats.size(); ++j) {
-        if (store.gflats[j] >= 0) {
-          w_.block_.set_global_cell(store.global_buffer, store.gflats[j], store.cells[j]);
-        }
-      }
+      w_.block_.land_bulk_store(store);
     }
   }
   bool blocked() const { return blocked_; }

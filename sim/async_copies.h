@@ -28,7 +28,8 @@ struct BulkStore {
   int global_buffer = -1;
   std::vector<int64_t> gflats;  ///< per element its global element (-1: past the edges)
   std::vector<uint64_t> cells;  ///< the values, read at issue
-  int site = -1;
+  int site = -1;                ///< the site of its shared reads
+  int global_site = -1;         ///< the site of its global writes
   int thread = 0;
 };
 

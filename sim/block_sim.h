@@ -171,8 +171,13 @@ class BlockSim {
   /// cp.async.bulk.wait_group.read n: retires all but the n newest committed groups; returns
   /// their stores, whose global writes land now (the caller writes them).
   std::vector<BulkStore> bulk_wait(int thread, int n);
-  /// Every store still in flight (end of the block): lands without detector checks.
+  /// Every store still in flight (end of the block), to land.
   std::vector<BulkStore> bulk_drain();
+  /// A TMA store's global writes landed (the caller wrote them; `same[j]`: element j already
+  /// held its value): checked as stores by the issuing thread at its site — races with the
+  /// block's other threads since its last barrier and with other blocks. Until it lands, any
+  /// access of the block to one of its global elements is a TMA store race (async_race).
+  void bulk_landed(const BulkStore& store, const std::vector<uint8_t>& same);
   /// The barrier's state in words: "'full[1]' is in phase 2 (parity 0) with 64 of 128
   /// arrivals (threads 0-63), 0 of 0 expected transaction bytes landed".
   std::string mbar_state(int buffer, int64_t flat) const;
@@ -370,12 +375,17 @@ class BlockSim {
   };
   std::map<int, BulkGroups> bulk_;
   std::unordered_map<uint64_t, BulkRead> bulk_reads_;
+  /// Per global element (buffer << 40 | flat) a TMA store in flight writes: the newest store.
+  std::unordered_map<uint64_t, BulkRead> bulk_writes_;
   static uint64_t bulk_key(int buffer, int64_t flat) {
     return (static_cast<uint64_t>(buffer) << 40) | static_cast<uint64_t>(flat);
   }
   void bulk_release(const BulkStore& s);
   /// A write by `t` at `site` to an element a TMA store still reads: a TMA store race.
   void bulk_overwrite(const BlockBuffer& b, int buffer, int64_t e, int t, int site);
+  /// An access of global element `e` of `d` by `t` at `site` while a TMA store of the block that
+  /// writes it is in flight: a TMA store race.
+  void bulk_global_race(const WarpRequest& req, const BufferDesc& d, int64_t e, int t);
 };
 
 }  // namespace tessel::sim

@@ -4,7 +4,10 @@
 // loads by the issuing thread); the box stays read until the thread's
 // cp.async.bulk.wait_group.read retires the group, so a write to it before then — by any
 // thread, the issuing one included — is a TMA store race: the store may copy the new value.
-// The global writes land when the group is retired (or at the end of the block).
+// The global writes land when the group is retired (or at the end of the block); they are then
+// checked as stores by the issuing thread against the block's other accesses since its last
+// barrier and against other blocks, and until then any access of the block to one of the
+// elements is a TMA store race on global memory.
 #include "sim/block_sim.h"
 
 namespace tessel::sim {
@@ -30,6 +33,15 @@ void BlockSim::bulk_store(int thread, int site, int buffer, const std::vector<in
       read.thread = thread;
       read.site = site;
       ++read.count;
+    }
+  }
+  if (run_.options().detectors && !run_.global(store.global_buffer).read_only) {
+    for (int64_t g : store.gflats) {
+      if (g < 0) continue;
+      BulkRead& w = bulk_writes_[bulk_key(store.global_buffer, g)];
+      w.thread = thread;
+      w.site = store.global_site;
+      ++w.count;
     }
   }
   store.shared_buffer = buffer;
@@ -71,6 +83,7 @@ std::vector<BulkStore> BlockSim::bulk_drain() {
   }
   bulk_.clear();
   bulk_reads_.clear();
+  bulk_writes_.clear();
   return out;
 }
 
@@ -79,6 +92,52 @@ void BlockSim::bulk_release(const BulkStore& s) {
     auto it = bulk_reads_.find(bulk_key(s.shared_buffer, e));
     if (it != bulk_reads_.end() && --it->second.count <= 0) bulk_reads_.erase(it);
   }
+  for (int64_t g : s.gflats) {
+    auto it = bulk_writes_.find(bulk_key(s.global_buffer, g));
+    if (g >= 0 && it != bulk_writes_.end() && --it->second.count <= 0) bulk_writes_.erase(it);
+  }
+}
+
+void BlockSim::bulk_landed(const BulkStore& s, const std::vector<uint8_t>& same) {
+  const BufferDesc& d = run_.global(s.global_buffer);
+  if (!run_.options().detectors || d.read_only) return;
+  WarpRequest req;
+  req.buffer = s.global_buffer;
+  req.access = Access::kStore;
+  req.site = s.global_site;
+  req.mask = 1;
+  req.warp = s.thread / warp_size_;
+  req.first_thread = s.thread;
+  Resolved r;
+  r.ok = 1;
+  for (size_t j = 0; j < s.gflats.size(); ++j) {
+    if (s.gflats[j] < 0) continue;
+    r.flat[0] = s.gflats[j];
+    check_global(req, r, d, same[j] ? 1 : 0);
+  }
+}
+
+void BlockSim::bulk_global_race(const WarpRequest& req, const BufferDesc& d, int64_t e, int t) {
+  auto it = bulk_writes_.find(bulk_key(req.buffer, e));
+  if (it == bulk_writes_.end()) return;
+  const BulkRead store = it->second;
+  const bool load = req.access == Access::kLoad;
+  findings_.add(FindingKind::kAsyncRace, false, d.name, store.site, req.site, [&] {
+    Finding f;
+    f.element = d.index_string(e);
+    f.threads = {store.thread, t};
+    f.blocks = {block_index_};
+    f.message = "TMA store race on global " + d.name + f.element + " in block " +
+                block_string(block_index_) + ": " + thread_words(t) +
+                (load ? " reads it by " : " writes it by ") + site_words(req.site) +
+                " while the TMA store that " + thread_words(store.thread) + " issued (" +
+                site_words(store.site) + ") writes it and has not completed; " +
+                (load ? "the read may see the old value. "
+                      : "the store may land after this write and replace it. ") +
+                "Wait for the store (T.tma_store_wait(0) in the issuing thread, then "
+                "T.sync_threads() when other threads touch its elements) first";
+    return f;
+  });
 }
 
 void BlockSim::bulk_overwrite(const BlockBuffer& b, int buffer, int64_t e, int t, int site) {

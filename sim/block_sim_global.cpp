@@ -26,6 +26,7 @@ void BlockSim::check_global(const WarpRequest& req, const Resolved& r, const Buf
     bool lane_same = (same >> lane) & 1;
     for (int j = 0; j < n; ++j) {
       int64_t e = r.flat[lane] + j;
+      if (!bulk_writes_.empty()) bulk_global_race(req, d, e, t);
       std::optional<BlockConflict> in_block =
           load ? block_global_.read(req.buffer, e, t, req.site)
                : block_global_.write(req.buffer, e, t, req.site, lane_same);

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "core/kernel_parser.h"
+#include "core/printer.h"
 #include "examples/registry.h"
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
@@ -220,5 +221,76 @@ TEST_SUITE("hopper findings: fence.proxy.async before a TMA store") {
         }
       }
     }
+  }
+}
+
+TEST_SUITE("hopper findings: TMA store global writes") {
+  TEST_CASE("bug_tma_store_overlap: two blocks' TMA stores write the same rows") {
+    // Block 0 stores rows 0..31, block 1 rows 16..47: rows 16..31 x 32 columns = 512 elements
+    // written by both, with different values (2 A[16 + i] and 2 A[32 + i]).
+    CorpusRun r = run_corpus("bug_tma_store_overlap", false);
+    REQUIRE(r.findings().size() == 1);
+    const sim::Finding& f = r.findings()[0];
+    CHECK(f.kind == FindingKind::kWriteConflict);
+    CHECK(f.buffer == "B");
+    CHECK(f.element == "[16, 0]");
+    CHECK(f.count == 512);
+    CHECK(f.threads == std::vector<int>{0, 0});
+    CHECK(f.blocks == std::vector<std::vector<int64_t>>{{0}, {1}});
+    CHECK(r.site(f, 0).access == "tma_store_2d dst");
+    CHECK(r.site(f, 1).access == "tma_store_2d dst");
+    CHECK(f.message.find("write conflict on global B[16, 0]: thread 0 of block (1,) writes it by "
+                         "tma_store_2d dst of B") == 0);
+    CHECK_FALSE(r.matches_reference);
+  }
+
+  TEST_CASE("the overlapping TMA stores are found under every schedule and the twin is clean") {
+    check_schedules("bug_tma_store_overlap", FindingKind::kWriteConflict);
+  }
+
+  TEST_CASE("bug_tma_store_read_early: reading what a TMA store writes before its wait") {
+    // All 128 threads read their 8 elements of B (all 1024) before thread 0's wait, which comes
+    // after the barrier that follows the reads.
+    CorpusRun r = run_corpus("bug_tma_store_read_early", false);
+    REQUIRE(r.findings().size() == 1);
+    const sim::Finding& f = r.findings()[0];
+    CHECK(f.kind == FindingKind::kAsyncRace);
+    CHECK(f.buffer == "B");
+    CHECK(f.element == "[0, 0]");
+    CHECK(f.count == 1024);
+    CHECK(f.threads == std::vector<int>{0, 0});
+    CHECK(r.site(f, 0).access == "tma_store_2d dst");
+    CHECK(r.site(f, 1).access == "load");
+    CHECK(f.message.find("TMA store race on global B[0, 0] in block (0,): thread 0 (warp 0, "
+                         "lane 0) reads it by load of B") == 0);
+    CHECK(f.message.find("T.tma_store_wait(0)") != std::string::npos);
+  }
+
+  TEST_CASE("the early read is found under every schedule and the fixed twin is clean") {
+    check_schedules("bug_tma_store_read_early", FindingKind::kAsyncRace);
+  }
+
+  TEST_CASE("a thread's read after the store's wait needs a barrier: a race, not a TMA race") {
+    // The fixed twin without its barrier: thread 0 waits (the writes land as its stores), then
+    // every thread reads B in the same barrier interval. In-order, warp 0 runs first: its
+    // threads 1..31 read the 8 rows 4 i of their columns after thread 0's writes landed (31 x 8
+    // = 248 read-after-write races; thread 0's own reads are ordered), and warps 1..3 read the
+    // other 768 elements likewise: 1016.
+    Params p = make_params(*find_example("bug_tma_store_read_early"), {{"fixed", "true"}});
+    Kernel k = find_example("bug_tma_store_read_early")->build(p);
+    std::string text = print_kernel(k);
+    const std::string sync =
+        "        T.sync_threads()\n        for i in T.serial(8):\n            C[";
+    const size_t at = text.find(sync);
+    REQUIRE(at != std::string::npos);
+    text.erase(at, std::string("        T.sync_threads()\n").size());
+    TensorMap t = make_tensors(k, {}, {"B", "C"}, 1);
+    ThreadRunResult r = run_source(text, t, "in-order");
+    REQUIRE(r.report.findings.size() == 1);
+    const sim::Finding& f = r.report.findings[0];
+    CHECK(f.kind == FindingKind::kRace);
+    CHECK(f.buffer == "B");
+    CHECK(f.count == 1016);
+    CHECK(r.report.sites.at(f.sites.at(0)).access == "tma_store_2d dst");
   }
 }

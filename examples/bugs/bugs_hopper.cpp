@@ -170,7 +170,113 @@ Kernel build_missing_proxy_fence(const Params& p) {
   return T.finish();
 }
 
+/// Block bx stages s = 2 A[32 bx .. 32 bx + 31, :] (32 x 32, f32) in shared memory, fences the
+/// stores for the async proxy and lets thread 0 store s to B with a TMA store.
+void stage_and_store(KernelBuilder& T, const BufferRef& A, const BufferRef& B, BufferRef& s,
+                     const Expr& bx, const Var& tx, Expr row0) {
+  T.serial(
+      8,
+      [&](Var i) {
+        Expr r = i * 4 + tx / 32, c = tx % 32;
+        s(r, c) = A(bx * 32 + r, c) * make_const(DataType::f32(), 2.0);
+      },
+      "i");
+  T.intrinsic(IntrinsicId::kFenceProxyAsync, {});
+  T.sync_threads();
+  T.if_then(tx == 0, [&] {
+    T.intrinsic(IntrinsicId::kTmaStore2D,
+                {at(B, {std::move(row0), make_int(0)}), at(s, {make_int(0), make_int(0)}), imm(32),
+                 imm(32), imm(0)});
+    T.intrinsic(IntrinsicId::kTmaStoreArrive, {});
+  });
+}
+
+/// Two blocks store their 32-row tiles of 2 A with TMA. The broken kernel places block bx's
+/// tile at row 16 bx, so rows 16..31 are written by both blocks; the fixed twin at row 32 bx.
+Kernel build_tma_store_overlap(const Params& p) {
+  const bool fixed = p.boolean("fixed");
+  const DataType f32 = DataType::f32();
+  KernelBuilder T("bug_tma_store_overlap");
+  auto A = T.tensor("A", {64, 32}, f32);
+  auto B = T.tensor("B", {64, 32}, f32);
+  Var bx = T.kernel1(2, 128);
+  Var tx = T.get_thread_binding();
+  auto s = T.alloc_shared("s", {32, 32}, f32);
+  stage_and_store(T, A, B, s, bx, tx, fixed ? bx * 32 : bx * 16);
+  T.intrinsic(IntrinsicId::kTmaStoreWait, {imm(0)});
+  return T.finish();
+}
+
+/// One block stores its tile of 2 A to B with TMA, and every thread then reads B back into
+/// C = B + 1. The broken kernel reads B before thread 0 waits for the store (the wait comes
+/// after a barrier that follows the reads); the fixed twin waits, then a barrier, then reads.
+Kernel build_tma_store_read_early(const Params& p) {
+  const bool fixed = p.boolean("fixed");
+  const DataType f32 = DataType::f32();
+  KernelBuilder T("bug_tma_store_read_early");
+  auto A = T.tensor("A", {32, 32}, f32);
+  auto B = T.tensor("B", {32, 32}, f32);
+  auto C = T.tensor("C", {32, 32}, f32);
+  T.kernel1(1, 128);
+  Var tx = T.get_thread_binding();
+  auto s = T.alloc_shared("s", {32, 32}, f32);
+  stage_and_store(T, A, B, s, make_int(0), tx, make_int(0));
+  if (fixed) {
+    T.intrinsic(IntrinsicId::kTmaStoreWait, {imm(0)});
+    T.sync_threads();
+  }
+  T.serial(
+      8,
+      [&](Var i) {
+        Expr r = i * 4 + tx / 32, c = tx % 32;
+        C(r, c) = B(r, c) + make_const(f32, 1.0);
+      },
+      "i");
+  if (!fixed) {
+    T.sync_threads();
+    T.intrinsic(IntrinsicId::kTmaStoreWait, {imm(0)});  // too late
+  }
+  return T.finish();
+}
+
 }  // namespace
+
+Example bug_tma_store_overlap_example() {
+  Example e;
+  e.name = "bug_tma_store_overlap";
+  e.description =
+      "BUG (sm90): two blocks' TMA stores write overlapping rows of B (write conflict across "
+      "blocks; -D fixed=true gives each block its own rows)";
+  e.params = {{"fixed", "false", "store block bx's tile at row 32 bx instead of 16 bx"}};
+  e.outputs = {"B"};
+  e.build = build_tma_store_overlap;
+  e.reference = [](const Params&, TensorMap& t) {
+    const HostTensor& a = t.at("A");
+    HostTensor& b = t.at("B");
+    for (int64_t i = 0; i < 64 * 32; ++i) b.set(i, 2.0 * a.at(i));
+  };
+  return e;
+}
+
+Example bug_tma_store_read_early_example() {
+  Example e;
+  e.name = "bug_tma_store_read_early";
+  e.description =
+      "BUG (sm90): the threads read back what a TMA store writes before the store's wait (TMA "
+      "store race on global memory; -D fixed=true waits, then a barrier, then reads)";
+  e.params = {{"fixed", "false", "wait for the store and sync before reading B"}};
+  e.outputs = {"B", "C"};
+  e.build = build_tma_store_read_early;
+  e.reference = [](const Params&, TensorMap& t) {
+    const HostTensor& a = t.at("A");
+    HostTensor &b = t.at("B"), &c = t.at("C");
+    for (int64_t i = 0; i < 32 * 32; ++i) {
+      b.set(i, 2.0 * a.at(i));
+      c.set(i, 2.0 * a.at(i) + 1.0);
+    }
+  };
+  return e;
+}
 
 Example bug_missing_proxy_fence_example() {
   Example e;

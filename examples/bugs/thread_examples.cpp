@@ -14,6 +14,8 @@ std::vector<Example> thread_level_examples() {
           bug_wgmma_rs_overwrite_example(),
           bug_wgmma_missing_fence_example(),
           bug_missing_proxy_fence_example(),
+          bug_tma_store_overlap_example(),
+          bug_tma_store_read_early_example(),
           row_sum_bank_conflicts_example(),
           row_sum_padded_example(),
           warp_shuffle_reduce_example(),

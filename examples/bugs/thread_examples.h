@@ -22,6 +22,8 @@ Example bug_wgmma_stage_race_example();
 Example bug_wgmma_rs_overwrite_example();
 Example bug_wgmma_missing_fence_example();
 Example bug_missing_proxy_fence_example();
+Example bug_tma_store_overlap_example();
+Example bug_tma_store_read_early_example();
 // Correct, with bank conflicts (row_sum_bank_conflicts) and without (row_sum_padded).
 Example row_sum_bank_conflicts_example();
 Example row_sum_padded_example();
