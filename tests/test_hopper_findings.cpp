@@ -155,6 +155,25 @@ TEST_SUITE("hopper findings: wgmma.fence") {
   TEST_CASE("the missing wgmma.fence is found under every schedule and the fixed twin is clean") {
     check_schedules("bug_wgmma_missing_fence", FindingKind::kWgmmaFence);
   }
+
+  TEST_CASE("a warp's first wgmma with no wgmma.fence before it is a wgmma_fence finding") {
+    // The fixed twin without its first T.wgmma_fence(): each of the 4 warps issues its first
+    // wgmma unfenced (4 occurrences); its second comes after the fence that remains.
+    const Example* e = find_example("bug_wgmma_missing_fence");
+    Kernel k = e->build(make_params(*e, {{"fixed", "true"}}));
+    std::string text = print_kernel(k);
+    const std::string fence = "        T.wgmma_fence()\n";
+    const size_t at = text.find(fence);
+    REQUIRE(at != std::string::npos);
+    text.erase(at, fence.size());
+    TensorMap t = make_tensors(k, {}, {"C"}, 1);
+    ThreadRunResult r = run_source(text, t, "in-order");
+    REQUIRE(r.report.findings.size() == 1);
+    const sim::Finding& f = r.report.findings[0];
+    CHECK(f.kind == FindingKind::kWgmmaFence);
+    CHECK(f.count == 4);
+    CHECK(f.message.find("missing wgmma.fence: warp 0 of block (0,) issues its first wgmma") == 0);
+  }
 }
 
 TEST_SUITE("hopper findings: fence.proxy.async") {
