@@ -78,6 +78,9 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
     return w_.block_.cell(s_->args[operand].buffer, w_.warp_.first_thread + lane, flat);
   }
   uint64_t global_cell(int operand, int64_t flat) override {
+    // A TMA load reads its box through global_cell; tma_write then shows the reads to the
+    // global race detectors.
+    if (s_->intrinsic->family == IntrinsicFamily::kTmaLoad) tma_reads_.push_back(flat);
     return w_.block_.global_cell(s_->args[operand].buffer, flat);
   }
   void set_global_cell(int operand, int64_t flat, uint64_t bits) override {
@@ -129,6 +132,11 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
   void tma_write(int lane, int operand, const std::vector<int64_t>& flats,
                  const std::vector<uint64_t>& cells, int bar_operand, int64_t bar_flat) override {
     const int buffer = s_->args[operand].buffer;
+    if (!tma_reads_.empty()) {
+      const CArg& g = s_->args[s_->intrinsic->tma_global];
+      w_.block_.sim().tma_global_reads(thread(lane), g.site, g.buffer, tma_reads_);
+      tma_reads_.clear();
+    }
     w_.block_.sim().tma_write(thread(lane), s_->args[operand].site, buffer, flats,
                               s_->args[bar_operand].buffer, bar_flat);
     for (size_t j = 0; j < flats.size(); ++j) w_.block_.cell(buffer, 0, flats[j]) = cells[j];
@@ -219,6 +227,7 @@ class IntrinsicCallExec final : public WarpIntrinsicExec {
   const CStmt* s_;
   uint64_t mask_;
   bool blocked_ = false;
+  std::vector<int64_t> tma_reads_;  ///< global elements the TMA load of the lane read
 };
 
 bool WarpExec::exec_intrinsic(const CStmt* s, uint64_t mask) {

@@ -171,6 +171,10 @@ class BlockSim {
   /// cp.async.bulk.wait_group.read n: retires all but the n newest committed groups; returns
   /// their stores, whose global writes land now (the caller writes them).
   std::vector<BulkStore> bulk_wait(int thread, int n);
+  /// A TMA load by `thread` read `flats` of global `buffer` at `site`: checked as loads by the
+  /// thread (races with the block's other threads since its last barrier, with other blocks,
+  /// and with the block's TMA stores in flight).
+  void tma_global_reads(int thread, int site, int buffer, const std::vector<int64_t>& flats);
   /// Every store still in flight (end of the block), to land.
   std::vector<BulkStore> bulk_drain();
   /// A TMA store's global writes landed (the caller wrote them; `same[j]`: element j already

@@ -117,6 +117,25 @@ void BlockSim::bulk_landed(const BulkStore& s, const std::vector<uint8_t>& same)
   }
 }
 
+void BlockSim::tma_global_reads(int thread, int site, int buffer,
+                                const std::vector<int64_t>& flats) {
+  const BufferDesc& d = run_.global(buffer);
+  if (!run_.options().detectors || d.read_only) return;
+  WarpRequest req;
+  req.buffer = buffer;
+  req.access = Access::kLoad;
+  req.site = site;
+  req.mask = 1;
+  req.warp = thread / warp_size_;
+  req.first_thread = thread;
+  Resolved r;
+  r.ok = 1;
+  for (int64_t g : flats) {
+    r.flat[0] = g;
+    check_global(req, r, d, 0);
+  }
+}
+
 void BlockSim::bulk_global_race(const WarpRequest& req, const BufferDesc& d, int64_t e, int t) {
   auto it = bulk_writes_.find(bulk_key(req.buffer, e));
   if (it == bulk_writes_.end()) return;

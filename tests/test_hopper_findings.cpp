@@ -313,3 +313,76 @@ TEST_SUITE("hopper findings: TMA store global writes") {
     CHECK(r.report.sites.at(f.sites.at(0)).access == "tma_store_2d dst");
   }
 }
+
+namespace {
+
+/// Each of two blocks stores its tile of 2 A to B with TMA, waits, and TMA-loads a tile of B
+/// back into C: the other block's rows (`other`), or its own.
+std::string reload_source(bool other) {
+  const std::string rows = other ? "(1 - bx) * 32:(2 - bx) * 32" : "bx * 32:(bx + 1) * 32";
+  return "import tilelang.language as T\n"
+         "\n"
+         "\n"
+         "def tma_reload():\n"
+         "    @T.prim_func\n"
+         "    def main(A: T.Tensor((64, 32), \"float32\"), B: T.Tensor((64, 32), \"float32\"), "
+         "C: T.Tensor((64, 32), \"float32\")):\n"
+         "        with T.Kernel(2, threads=128) as bx:\n"
+         "            s = T.alloc_shared((32, 32), \"float32\")\n"
+         "            t = T.alloc_shared((32, 32), \"float32\")\n"
+         "            bar = T.alloc_barrier([128])\n"
+         "            tx = T.get_thread_binding()\n"
+         "            for i in T.serial(8):\n"
+         "                s[i * 4 + tx // 32, tx % 32] = A[bx * 32 + i * 4 + tx // 32, tx % 32] * "
+         "2.0\n"
+         "            T.fence_proxy_async()\n"
+         "            T.sync_threads()\n"
+         "            if tx == 0:\n"
+         "                T.tma_store_2d(B[bx * 32, 0], s[0, 0], 32, 32, 0)\n"
+         "                T.tma_store_arrive()\n"
+         "            T.tma_store_wait(0)\n"
+         "            T.sync_threads()\n"
+         "            T.tma_copy(B[" +
+         rows +
+         ", 0:32], t, barrier=bar[0])\n"
+         "            T.barrier_arrive(bar[0])\n"
+         "            T.barrier_wait(bar[0], 0)\n"
+         "            for i in T.serial(8):\n"
+         "                C[bx * 32 + i * 4 + tx // 32, tx % 32] = t[i * 4 + tx // 32, tx % 32]\n"
+         "\n"
+         "    return main\n";
+}
+
+}  // namespace
+
+TEST_SUITE("hopper findings: TMA loads of what TMA stores write") {
+  TEST_CASE("a TMA load of rows another block's TMA store writes is a race across blocks") {
+    for (const char* sched : kSchedules) {
+      INFO(sched);
+      HostTensor a(DataType::f32(), {64, 32});
+      for (int64_t i = 0; i < 64 * 32; ++i) a.set(i, static_cast<double>(i % 7));
+      TensorMap t = {{"A", a},
+                     {"B", HostTensor(DataType::f32(), {64, 32})},
+                     {"C", HostTensor(DataType::f32(), {64, 32})}};
+      ThreadRunResult r = run_source(reload_source(true), t, sched);
+      // Each block's load reads the 1024 elements the other block's store writes: one race per
+      // order (a read after the other's write, a write after the other's read), 2048 in all.
+      int64_t total = 0;
+      bool load_named = false;
+      for (const sim::Finding& f : r.report.findings) {
+        CHECK(f.kind == FindingKind::kRace);
+        CHECK(f.buffer == "B");
+        total += f.count;
+        load_named |= f.message.find("by tma_load_2d src of B") != std::string::npos;
+      }
+      CHECK(total == 2048);
+      CHECK(load_named);
+      TensorMap own = {{"A", a},
+                       {"B", HostTensor(DataType::f32(), {64, 32})},
+                       {"C", HostTensor(DataType::f32(), {64, 32})}};
+      ThreadRunResult clean = run_source(reload_source(false), own, sched);
+      CHECK(clean.report.findings.empty());
+      for (int64_t i = 0; i < 64 * 32; ++i) CHECK(own.at("C").at(i) == 2.0 * a.at(i));
+    }
+  }
+}
