@@ -215,6 +215,15 @@ Layout swizzle_mfma(int64_t rows, int64_t cols, DataType dtype, int64_t granule_
     Expr granule = floordiv(j, make_int(vec));
     Expr col = vec == 1 ? (granule ^ phase)
                         : (granule ^ phase) * make_int(vec) + floormod(j, make_int(vec));
+    if (granule_bytes == 8 && per_phase == 4 && max_phase == 4 && rows % 4 == 0) {
+      // 32-byte rows, four a line: rows r and r + 4 (the two row groups of one 2-byte phase)
+      // sit at the same quarter of neighbouring lines, so permuting granules within a row cannot
+      // part them. The rows of line L also trade quarters, row r % 4 -> (r % 4) ^ (L % 4): rows
+      // r and r + 4 then take different quarters, and 16 rows at one granule still take 16
+      // slots (4 quarters in a line, 4 granules XOR L across lines).
+      Expr row = floordiv(i, make_int(4)) * make_int(4) + (floormod(i, make_int(4)) ^ phase);
+      return std::vector<Expr>{row, col};
+    }
     return std::vector<Expr>{i, col};
   });
 }

@@ -61,6 +61,9 @@ std::string gemm_operand_layout_kind(int64_t rows, int64_t cols, DataType dtype,
 /// per_phase = max(1, 16 / G) rows per 128-byte line and max_phase = min(16, G):
 ///   (i, j) -> (i, ((j / vec) ^ ((i / per_phase) % max_phase)) * vec + j % vec).
 /// (Triton's AMD shared encoding for MFMA operands has the same vec / perPhase / maxPhase form.)
+/// With 8-byte granules and 32-byte rows (G = 4, four rows a line) the rows of line L also trade
+/// places, r -> 4 (r / 4) + ((r % 4) ^ L % 4), so that rows r and r + 4 (one 2-byte phase of an
+/// MFMA accumulator store or of an M/N-contiguous operand read) use different banks.
 /// Global -> LDS stores then move 8-byte granules (ds_write_b64, 16 lanes a phase, 16
 /// consecutive granules of one line), also conflict-free. docs/layouts.md derives both.
 /// `granule_bytes` 4 serves lanes that read 1, 2 or 4 bytes (a packed int4/int2 operand): the

@@ -156,6 +156,35 @@ TEST_SUITE("AMD MFMA operand layouts") {
     CHECK(BankModel::amd_cdna3().bank_of(byte_of(l, 5, 0, 2)) == 24);
   }
 
+  TEST_CASE("a 16-column tile also trades rows within a line, parting rows r and r + 4") {
+    // f16, 16 columns: vec 4, G = 4 granules (32 bytes) a row, per_phase = 4 rows a line,
+    // max_phase = 4, phase L = (i / 4) % 4. Granules XOR L, and row i moves to row
+    // 4 (i / 4) + ((i % 4) ^ L) of the storage (its quarter of the 128-byte line).
+    Layout l = swizzle_mfma(16, 16, kF16);
+    CHECK(l.map({1, 0}) == std::vector<int64_t>{1, 0});  // L 0: unchanged
+    CHECK(l.map({5, 0}) == std::vector<int64_t>{4, 4});  // L 1: row 4 + (1 ^ 1), granule 0 ^ 1
+    // Row 14: L 3, 14 % 4 = 2, 2 ^ 3 = 1 -> row 13; granule 9 / 4 = 2, 2 ^ 3 = 1 -> column 5.
+    CHECK(l.map({14, 9}) == std::vector<int64_t>{13, 5});
+    // The MFMA accumulator stores (lanes 0-15 row reg, 16-31 row reg + 4, 2 bytes, one 32-lane
+    // phase): row reg in quarter reg of line 0, row reg + 4 in quarter reg ^ 1 of line 1, banks
+    // 8 reg .. + 7 and 8 (reg ^ 1) .. + 7: 16 words in 16 banks, one wavefront a phase. Before
+    // the row trade both rows took quarter reg: 2-way.
+    for (int reg = 0; reg < 4; ++reg) {
+      std::vector<int64_t> addr;
+      for (int lane = 0; lane < 64; ++lane)
+        addr.push_back(byte_of(l, 4 * (lane / 16) + reg, lane % 16, 2));
+      BankCount c = count_wavefronts(BankModel::amd_cdna3(), addr, full_mask(64), 2, false, true);
+      CHECK(c.wavefronts == 2);
+      CHECK(c.bank_conflicts == 0);
+    }
+    // The MFMA operand load (rows 0-15 at granule 0, 8 bytes, 16-lane phases): row i lands in
+    // slot 4 ((i % 4) ^ L) + L of its line, 16 distinct slots.
+    BankCount c =
+        count_wavefronts(BankModel::amd_cdna3(), mfma_operand_read(l, 0), full_mask(64), 8, false);
+    CHECK(c.wavefronts == 4);
+    CHECK(c.bank_conflicts == 0);
+  }
+
   TEST_CASE("8-byte global-to-LDS stores into swizzle_mfma are conflict-free") {
     // The copy gives lane l granule l of the tile in row-major order: lanes 0-15 (one
     // ds_write_b64 phase) write rows 0 and 1, granules 0-7 each. Both rows have phase 0, so row 0
