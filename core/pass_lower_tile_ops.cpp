@@ -84,7 +84,7 @@ class TileLowerer : public StmtMutator {
     std::vector<PipelineGroup> groups;
     for (size_t i = 0; i < body.size(); ++i) {
       ctx_.set_async_copies(loop.pipeline.stage[i] == 0);
-      groups.push_back({mutate(body[i]), loop.pipeline.stage[i], loop.pipeline.order[i]});
+      groups.push_back({mutate(body[i]), loop.pipeline.stage[i], loop.pipeline.order[i], body[i]});
       ctx_.set_async_copies(false);
     }
     if (defer_) {  // warp_specialize schedules it

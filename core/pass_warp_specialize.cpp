@@ -25,9 +25,11 @@
 #include "core/expr_functor.h"
 #include "core/instruction_family.h"
 #include "core/intrinsics.h"
+#include "core/op_copy.h"
 #include "core/passes.h"
 #include "core/pipeline_inject.h"
 #include "core/stmt_functor.h"
+#include "core/tma_placement.h"
 
 namespace tessel {
 
@@ -39,6 +41,8 @@ constexpr int kWarpGroup = 128;
 constexpr int kBlockRegisters = 65536;
 /// setmaxnreg of the producer: it only computes addresses.
 constexpr int kProducerRegisters = 40;
+/// setmaxnreg of a TMA producer: one thread issues the boxes (TileLang's choice).
+constexpr int kTmaProducerRegisters = 24;
 /// The most registers per thread setmaxnreg gives the consumers (TileLang's choice).
 constexpr int kConsumerRegistersMax = 240;
 
@@ -182,16 +186,125 @@ std::string split_blocker(const Kernel& kernel, const PipelineCensus& c, const D
   return "";
 }
 
+/// One TMA box the producer issues for a stage: a column panel of a copy of the loop.
+struct TmaBox {
+  Buffer dst, src;
+  std::vector<Expr> dst_origin, src_origin;
+  std::vector<int64_t> box;  ///< per global dimension, outermost first
+  SourceLoc loc;             ///< the T.copy's
+};
+
+/// The stage-0 copies of a loop as TMA boxes, or nullopt (with the reason in `why`) when one
+/// is not a copy TMA can make: a whole shared tile from a box of a global tensor of constant
+/// shape whose rows are 16-byte multiples, box extents 1 to 256, rows of the box 16-byte
+/// multiples (split into 128-byte column panels when wider), and a shared layout some tensor-map
+/// swizzle mode (none, 32B, 64B, 128B) writes exactly, at a 128-byte aligned address in every
+/// stage.
+std::optional<std::vector<TmaBox>> tma_boxes(const std::vector<PipelineGroup>& groups,
+                                             const LayoutMap& layouts, int stages,
+                                             std::string& why) {
+  std::vector<TmaBox> out;
+  for (const PipelineGroup& g : groups) {
+    if (g.stage != 0) continue;
+    const auto* call = g.source.defined() ? g.source.as<TileOpCallNode>() : nullptr;
+    const auto* copy = call ? dynamic_cast<const CopyOp*>(call->op.get()) : nullptr;
+    if (!copy) return why = "a stage-0 statement is not a T.copy", std::nullopt;
+    BufferRegion dst = copy->dst(), src = copy->src();
+    if (src.point_form) src = resolve_point_region(src, dst, "T.copy");
+    if (dst.point_form) dst = resolve_point_region(dst, src, "T.copy");
+    const Buffer& d = dst.buffer;
+    const Buffer& g_t = src.buffer;
+    if (!dst.is_full()) return why = "'" + d->name + "' is copied in part", std::nullopt;
+    if (g_t->dtype != d->dtype)
+      return why = "the copy into '" + d->name + "' converts", std::nullopt;
+    const int rank = static_cast<int>(g_t->shape.size());
+    const int64_t esize = d->dtype.storage_bytes(1);
+    if (rank < 1 || rank > 5) return why = "a tensor of rank above 5", std::nullopt;
+    for (const Expr& e : g_t->shape) {
+      if (!as_const_int(e)) {
+        return why = "'" + g_t->name + "' has a symbolic shape (its tensor map's strides are " +
+                     "checked when the kernel is lowered)",
+               std::nullopt;
+      }
+    }
+    const int64_t row = *as_const_int(g_t->shape.back()) * esize;
+    if (row % 16 != 0) {
+      return why = "the rows of '" + g_t->name + "' are " + std::to_string(row) +
+                   " bytes, not a multiple of 16 (a tensor map's strides)",
+             std::nullopt;
+    }
+    std::vector<int64_t> box;
+    for (const Range& r : src.ranges) {
+      std::optional<int64_t> n = as_const_int(r.extent);
+      if (!n || *n < 1 || *n > 256) return why = "a box extent outside 1-256", std::nullopt;
+      box.push_back(*n);
+    }
+    const int64_t inner = box.back() * esize;
+    if (inner % 16 != 0) return why = "box rows not a multiple of 16 bytes", std::nullopt;
+    const int64_t panel = inner > 128 ? 128 / esize : box.back();
+    if (inner > 128 && inner % 128 != 0) return why = "wide box rows", std::nullopt;
+    // The shared tile: the box's dimensions past the tile's rank are 1.
+    const int drank = static_cast<int>(d->shape.size());
+    if (drank > rank) return why = "a tile of more dimensions than its tensor", std::nullopt;
+    for (int k = 0; k < rank - drank; ++k) {
+      if (box[k] != 1) return why = "a box that does not squeeze to the tile", std::nullopt;
+    }
+    const Layout* layout = layouts.shared_layout(d);
+    std::vector<Expr> vshape{make_int(stages)};
+    for (const Expr& e : d->shape) {
+      if (!as_const_int(e)) return why = "'" + d->name + "' has a symbolic shape", std::nullopt;
+      vshape.push_back(e);
+    }
+    // The box must land right in every stage (the swizzle pattern follows the address).
+    Buffer versioned = BufferNode::make(d->name, vshape, d->dtype, d->scope, d->loc);
+    std::optional<Layout> vlayout;
+    if (layout) vlayout = versioned_layout(*layout, stages);
+    for (int64_t c = 0; c < box.back(); c += panel) {
+      std::vector<int64_t> sub(box.end() - drank, box.end());
+      sub.back() = panel;
+      std::vector<int64_t> at(drank, 0);
+      at.back() = c;
+      bool placed = false;
+      for (int sw : {0, 32, 64, 128}) {
+        if (placed || (sw != 0 && panel * esize > sw)) continue;
+        bool all = true;
+        for (int st = 0; st < stages && all; ++st) {
+          std::vector<int64_t> vat{st};
+          vat.insert(vat.end(), at.begin(), at.end());
+          all = !tma_box_mismatch(*versioned, vlayout ? &*vlayout : nullptr, vat, sub, sw);
+        }
+        placed = all;
+      }
+      if (!placed) {
+        return why = "no tensor-map swizzle writes '" + d->name + "' as it is laid out",
+               std::nullopt;
+      }
+      TmaBox b{d, g_t, {}, {}, box, g.source->loc};
+      b.box.back() = panel;
+      for (int k = 0; k < drank; ++k) b.dst_origin.push_back(make_int(at[k]));
+      for (int k = 0; k < rank; ++k) {
+        b.src_origin.push_back(k + 1 == rank ? src.ranges[k].min + make_int(c) : src.ranges[k].min);
+      }
+      out.push_back(std::move(b));
+    }
+  }
+  return out;
+}
+
 /// Builds the split of each top-level pipeline and guards everything else to the consumers.
 class Specializer : public StmtMutator {
  public:
   Specializer(const Kernel& kernel, const LowerOptions& options, const Deferred& deferred,
-              PipelineVersions& versions)
+              const LayoutMap& layouts, PipelineVersions& versions)
       : kernel_(kernel),
         options_(options),
         deferred_(deferred),
+        layouts_(layouts),
         versions_(versions),
         consumers_(kernel->threads) {}
+
+  /// Why the producer copies with cp.async rather than TMA (the last loop's reason).
+  std::string tma_blocker;
 
   /// The allocations and initialisation of the stage barriers, for the top of the body.
   std::vector<Stmt> barrier_setup;
@@ -251,7 +364,11 @@ class Specializer : public StmtMutator {
 
     Buffer full = barriers("ws_full", stages, loc), empty = barriers("ws_empty", stages, loc);
     full_ = full;
-    const int full_count = kWarpGroup;
+    // TMA where every copy allows it: the producer's first thread issues the boxes and the
+    // phase completes on its one arrival plus the boxes' bytes.
+    std::optional<std::vector<TmaBox>> tma;
+    if (options_.warp_specialize_tma) tma = tma_boxes(groups, layouts_, stages, tma_blocker);
+    const int full_count = tma ? 1 : kWarpGroup;
     const int empty_count = consumers_ + (options_.ws_wrong_arrival_count ? 1 : 0);
     barrier_setup.push_back(AllocNode::make(full, Expr(), false, loc));
     barrier_setup.push_back(AllocNode::make(empty, Expr(), false, loc));
@@ -272,6 +389,40 @@ class Specializer : public StmtMutator {
     const Expr tx = Expr(kernel_->thread_var);
     const bool whole_groups = consumers_ % kWarpGroup == 0;
 
+    if (tma) {
+      const int64_t bytes = [&] {
+        int64_t n = 0;
+        for (const TmaBox& b : *tma) {
+          int64_t e = 1;
+          for (int64_t x : b.box) e *= x;
+          n += b.dst->dtype.storage_bytes(e);
+        }
+        return n;
+      }();
+      std::vector<Stmt> issue;
+      issue.push_back(intrinsic(IntrinsicId::kMbarrierWaitParity,
+                                {element(empty, stage), value(floormod(round + 1, make_int(2)))},
+                                loc));
+      issue.push_back(intrinsic(IntrinsicId::kMbarrierArriveExpectTx,
+                                {element(full, stage), value(make_int(bytes))}, loc));
+      static constexpr IntrinsicId kLoads[] = {IntrinsicId::kTmaLoad1D, IntrinsicId::kTmaLoad2D,
+                                               IntrinsicId::kTmaLoad3D, IntrinsicId::kTmaLoad4D,
+                                               IntrinsicId::kTmaLoad5D};
+      for (const TmaBox& b : *tma) {
+        std::vector<IntrinsicArg> args = {IntrinsicArg{b.dst, b.dst_origin, Expr()},
+                                          IntrinsicArg{b.src, b.src_origin, Expr()},
+                                          element(full, stage)};
+        for (int64_t x : b.box) args.push_back(value(make_int(x)));
+        args.push_back(value(make_int(0)));  // the swizzle mode: flatten_buffers picks it
+        issue.push_back(version_accesses(
+            intrinsic(kLoads[b.box.size() - 1], std::move(args), b.loc), versions_, stage));
+      }
+      // (the barrier operand is not versioned: ws_full is not a stage buffer)
+      return finish(
+          loop, tx, empty, stage, round,
+          {IfNode::make(tx == make_int(consumers_), loop_of(loop, std::move(issue)), Stmt(), loc)},
+          kTmaProducerRegisters);
+    }
     // The producer: each copy was lowered for T threads; producer thread p runs the parts of
     // threads p, p + 128, ... below T.
     std::vector<Stmt> produce;
@@ -358,6 +509,7 @@ class Specializer : public StmtMutator {
   const Kernel& kernel_;
   const LowerOptions& options_;
   const Deferred& deferred_;
+  const LayoutMap& layouts_;
   PipelineVersions& versions_;
   int consumers_;
   std::vector<PipelineGroup> groups_;  ///< the loop being split, in order
@@ -443,13 +595,14 @@ LoweringState warp_specialize(LoweringState state, const LowerOptions& options) 
   Stmt body;
   KernelNode node = *state.kernel;
   if (blocker.empty()) {
-    Specializer split(state.kernel, options, deferred, versions);
+    Specializer split(state.kernel, options, deferred, state.layouts, versions);
     Stmt s = split.top_level(state.kernel->body);
     std::vector<Stmt> top = split.barrier_setup;
     top.push_back(s);
     body = SeqNode::make(std::move(top));
     node.threads = state.kernel->threads + kWarpGroup;
     node.thread_dims = {node.threads};
+    state.warp_specialize_cp_async_reason = split.tma_blocker;
   } else {
     body = Injector(options, deferred, versions).mutate(state.kernel->body);
   }

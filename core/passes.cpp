@@ -65,10 +65,16 @@ LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
   snapshot("lower_tile_ops", state.kernel);
   if (defers_pipelines(k, target, options)) {
     state = warp_specialize(std::move(state), options);
-    snapshot("warp_specialize", state.kernel,
-             state.warp_specialize_blocker.empty()
-                 ? ""
-                 : "# not split (" + state.warp_specialize_blocker + "): sm80 pipelining\n");
+    std::string note;
+    if (!state.warp_specialize_blocker.empty()) {
+      note = "T.Pipelined not warp-specialised (" + state.warp_specialize_blocker +
+             "): sm80 pipelining";
+    } else if (!state.warp_specialize_cp_async_reason.empty()) {
+      note = "the warp-specialised producer copies with cp.async, not TMA: " +
+             state.warp_specialize_cp_async_reason;
+    }
+    if (!note.empty()) out.notes.push_back(note);
+    snapshot("warp_specialize", state.kernel, note.empty() ? "" : "# " + note + "\n");
   }
   out.before_flatten = state.kernel;
   k = flatten_buffers(state);

@@ -38,6 +38,8 @@ struct LoweringState {
   std::map<const ExprNode*, std::vector<PipelineGroup>> deferred_pipelines;
   /// Why warp_specialize left the kernel's pipelines to the sm80 schedule (empty otherwise).
   std::string warp_specialize_blocker;
+  /// Why warp_specialize's producer copies with cp.async instead of TMA (empty otherwise).
+  std::string warp_specialize_cp_async_reason;
 };
 
 struct PassSnapshot {
@@ -59,6 +61,9 @@ struct LowerOptions {
   /// sm90: T.Pipelined loops become a producer warpgroup and consumers ordered by mbarriers
   /// (warp_specialize); false keeps the sm80 schedule (cp.async multi-buffering).
   bool warp_specialize = true;
+  /// With warp_specialize: the producer copies with TMA where every copy of the loop allows it
+  /// (cp.async by all producer threads otherwise).
+  bool warp_specialize_tma = true;
   /// With warp_specialize: setmaxnreg rebalances registers (producer down, consumers up).
   bool set_max_nreg = true;
   /// Test-only: a broken barrier protocol in warp_specialize's output, which the thread-level
@@ -78,6 +83,9 @@ struct LoweredKernel {
   /// The IR flatten_buffers received (one-launch kernels): instructions still name their shared
   /// tiles' logical elements, which the TMA box proofs check against `layouts`.
   Kernel before_flatten;
+  /// Why the lowering took a slower path than the target allows (`tessel lower` prints them):
+  /// a pipeline left unsplit on sm90, a warp-specialised producer copying with cp.async.
+  std::vector<std::string> notes;
 };
 
 /// Runs every pass for `target`. User errors name the kernel, the operator and the fix.

@@ -18,6 +18,7 @@ struct PipelineGroup {
   Stmt stmt;
   int stage = 0;
   int order = 0;
+  Stmt source;  ///< the tile-level statement `stmt` was lowered from (may be undefined)
 };
 
 /// Shared buffers given versions, kernel-wide (their allocations change too).

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "codegen/emit.h"
@@ -79,23 +80,86 @@ ThreadRunResult run_gemm_sm90(const LowerOptions& o) {
 }  // namespace
 
 TEST_SUITE("warp specialisation") {
-  TEST_CASE("on sm90 the pipelined GEMM gets a producer warpgroup and stage barriers") {
+  TEST_CASE("on sm90 the pipelined GEMM gets a TMA producer warpgroup and stage barriers") {
     Kernel k = example("gemm");
     Kernel lowered = lower_kernel(k, find_target("sm90")).kernel;
     // 128 consumer threads (the kernel's) + one producer warpgroup of 128.
     CHECK(lowered->threads == 256);
     std::string text = print_kernel(lowered);
     INFO(text);
-    // num_stages = 3: full and empty barriers of 3 stages; the producer issues cp.async.
+    // num_stages = 3: full and empty barriers of 3 stages.
     CHECK(contains(text, "ws_full = T.alloc_shared((3,), \"int64\")"));
     CHECK(contains(text, "ws_empty = T.alloc_shared((3,), \"int64\")"));
-    CHECK(contains(text, "T.cp_async_16("));
-    CHECK(contains(text, "T.mbarrier_wait_parity(ws_empty["));
-    CHECK(contains(text, "T.mbarrier_wait_parity(ws_full["));
-    // 512 registers per thread of a warpgroup's share of 65536; producer 40, consumer
-    // min(240, (512 - 40) / 1) = 240.
-    CHECK(contains(text, "T.set_max_nreg(40, 0)"));
+    // Thread 128 issues the boxes: A's 128 x 32 tile (64-byte rows: the 64B swizzle of its
+    // layout) and B's 32 x 128 tile as two 64-column panels (128-byte rows, 128B swizzle), all
+    // (128 * 32 + 32 * 128) * 2 = 16384 bytes expected on the stage's full barrier.
+    CHECK(contains(text, "if tx == 128:"));
+    CHECK(contains(text, "T.mbarrier_arrive_expect_tx(ws_full[k % 3], 16384)"));
+    CHECK(contains(text,
+                   "T.tma_load_2d(A_shared[k % 3 * 4096], A[by * 128, k * 32], ws_full[k % 3], "
+                   "128, 32, 64)"));
+    CHECK(contains(text,
+                   "T.tma_load_2d(B_shared[k % 3 * 4096 + 2048], B[k * 32, bx * 128 + 64], "
+                   "ws_full[k % 3], 32, 64, 128)"));
+    CHECK_FALSE(contains(text, "cp_async"));
+    // 512 registers per thread of a warpgroup's share of 65536; a TMA producer 24, consumer
+    // min(240, (512 - 24) / 1) = 240.
+    CHECK(contains(text, "T.set_max_nreg(24, 0)"));
     CHECK(contains(text, "T.set_max_nreg(240, 1)"));
+  }
+
+  TEST_CASE("without TMA the producer's 128 threads copy with cp.async, S - 1 stages in flight") {
+    LowerOptions o;
+    o.warp_specialize_tma = false;
+    std::string text = print_kernel(lower_kernel(example("gemm"), find_target("sm90"), o).kernel);
+    INFO(text);
+    CHECK(contains(text, "T.cp_async_16("));
+    CHECK(contains(text, "T.cp_async_wait_group(2)"));  // num_stages - 1 = 2 groups in flight
+    CHECK(contains(text, "T.set_max_nreg(40, 0)"));
+    CHECK_FALSE(contains(text, "tma_load"));
+  }
+
+  TEST_CASE("a copy TMA cannot make keeps the cp.async producer, and the lowering says why") {
+    // M is symbolic: the tensor map of A would need its shape when the kernel is lowered.
+    const char* src =
+        "import tilelang.language as T\n"
+        "\n"
+        "M = T.dynamic(\"M\")\n"
+        "\n"
+        "\n"
+        "@T.prim_func\n"
+        "def gemm_dyn(A: T.Tensor((M, 64), \"float16\"), B: T.Tensor((64, 64), \"float16\"),\n"
+        "             C: T.Tensor((M, 64), \"float32\")):\n"
+        "    with T.Kernel(1, T.ceildiv(M, 64), threads=128) as (bx, by):\n"
+        "        A_s = T.alloc_shared((64, 32), \"float16\")\n"
+        "        B_s = T.alloc_shared((32, 64), \"float16\")\n"
+        "        C_l = T.alloc_fragment((64, 64), \"float32\")\n"
+        "        T.clear(C_l)\n"
+        "        for k in T.Pipelined(2, num_stages=2):\n"
+        "            T.copy(A[by * 64, k * 32], A_s)\n"
+        "            T.copy(B[k * 32, 0], B_s)\n"
+        "            T.gemm(A_s, B_s, C_l)\n"
+        "        T.copy(C_l, C[by * 64, 0])\n";
+    std::string path = (std::filesystem::temp_directory_path() / "tessel_ws_gemm_dyn.py").string();
+    {
+      std::ofstream f(path);
+      f << src;
+    }
+    LoweredKernel l = lower_kernel(parse_kernel(src, "gemm_dyn.py").kernel, find_target("sm90"));
+    CHECK(l.kernel->threads == 256);
+    CHECK(contains(print_kernel(l.kernel), "T.cp_async_16("));
+    CHECK_FALSE(contains(print_kernel(l.kernel), "tma_load"));
+    REQUIRE(l.notes.size() == 1);
+    CHECK(l.notes[0] ==
+          "the warp-specialised producer copies with cp.async, not TMA: 'A' has a symbolic shape "
+          "(its tensor map's strides are checked when the kernel is lowered)");
+    // M = 100: the second block's rows 64-99 are inside A and C, rows 100-127 guarded.
+    check_clean_run({path, "-D", "M=100"});
+    // K = 36: A's rows are 72 bytes; no tensor map can describe A.
+    LoweredKernel odd = lower_kernel(example("gemm", {{"M", "128"}, {"N", "128"}, {"K", "36"}}),
+                                     find_target("sm90"));
+    REQUIRE(odd.notes.size() == 1);
+    CHECK(contains(odd.notes[0], "the rows of 'A' are 72 bytes, not a multiple of 16"));
   }
 
   TEST_CASE("sm80 keeps the software pipeline and the opt-out gives sm90 the same schedule") {
@@ -157,43 +221,44 @@ TEST_SUITE("warp specialisation") {
     // arrive on ws_empty. Run first (warps in order), they put ws_empty[0] in phase 1 before the
     // producer's first wait for parity 1 (meant: the fresh barrier's phase "-1"), which now
     // means phase 1 and needs the consumers' next arrival; they wait for ws_full[0]'s phase 0,
-    // which the producer never fills: a deadlock.
-    LowerOptions parity;
-    parity.ws_wrong_parity = true;
-    ThreadRunResult r = run_gemm_sm90(parity);
-    auto uninit = of_kind(r, sim::FindingKind::kUninit);
-    REQUIRE(!uninit.empty());
-    CHECK(contains(uninit[0]->message, "_shared"));
-    CHECK(of_kind(r, sim::FindingKind::kDeadlock).size() == 1);
+    // which the producer never fills: a deadlock. Both producers (TMA, cp.async).
+    for (bool tma : {true, false}) {
+      CAPTURE(tma);
+      LowerOptions parity;
+      parity.ws_wrong_parity = true;
+      parity.warp_specialize_tma = tma;
+      ThreadRunResult r = run_gemm_sm90(parity);
+      auto uninit = of_kind(r, sim::FindingKind::kUninit);
+      REQUIRE(!uninit.empty());
+      CHECK(contains(uninit[0]->message, "_shared"));
+      CHECK(of_kind(r, sim::FindingKind::kDeadlock).size() == 1);
+    }
   }
 
   TEST_CASE("a wrong arrival count in the generated protocol is a deadlock") {
     // ws_empty expects T + 1 = 129 arrivals and the 128 consumers give 128: its phase 0 never
     // completes, so the producer waits at k = 3 (round 1 of stage 0) and the consumers at
     // k = 3 for a stage that is never filled.
-    LowerOptions count;
-    count.ws_wrong_arrival_count = true;
-    ThreadRunResult d = run_gemm_sm90(count);
-    auto deadlocks = of_kind(d, sim::FindingKind::kDeadlock);
-    REQUIRE(deadlocks.size() == 1);
-    CHECK(contains(deadlocks[0]->message, "ws_empty[0]"));
-    CHECK(contains(deadlocks[0]->message, "of 129"));
+    for (bool tma : {true, false}) {
+      CAPTURE(tma);
+      LowerOptions count;
+      count.ws_wrong_arrival_count = true;
+      count.warp_specialize_tma = tma;
+      ThreadRunResult d = run_gemm_sm90(count);
+      auto deadlocks = of_kind(d, sim::FindingKind::kDeadlock);
+      REQUIRE(deadlocks.size() == 1);
+      CHECK(contains(deadlocks[0]->message, "ws_empty[0]"));
+      CHECK(contains(deadlocks[0]->message, "of 129"));
+    }
   }
 
-  TEST_CASE("the generated protocol itself has no finding") {
-    ThreadRunResult ok = run_gemm_sm90({});
-    CHECK(ok.report.findings.empty());
-  }
-
-  TEST_CASE("verify proves the warp-specialised GEMM and FlashAttention") {
-    for (std::vector<std::string> args :
-         {std::vector<std::string>{"verify", "gemm", "--target", "sm90"},
-          std::vector<std::string>{"verify", kernel_file("flash_attention.py"), "--target",
-                                   "sm90"}}) {
-      nlohmann::json j = run_json(args);
-      INFO(j.dump(1));
-      CHECK(j["failed"] == 0);
-      CHECK(j["proved"].get<int>() > 0);
+  TEST_CASE("the generated protocol itself has no finding, with either producer") {
+    for (bool tma : {true, false}) {
+      CAPTURE(tma);
+      LowerOptions o;
+      o.warp_specialize_tma = tma;
+      ThreadRunResult ok = run_gemm_sm90(o);
+      CHECK(ok.report.findings.empty());
     }
   }
 
@@ -207,8 +272,8 @@ TEST_SUITE("warp specialisation") {
       }
       return out;
     };
-    // ws_full (128 producer threads arrive, in the loop and in the drain) and ws_empty (the
-    // 128 consumer threads).
+    // ws_full (the TMA producer's first thread, with the boxes' bytes) and ws_empty (the 128
+    // consumer threads).
     std::vector<KernelCheck> ok = arrivals(prove_kernel(lower_kernel(k, sm90), sm90));
     REQUIRE(ok.size() == 2);
     for (const KernelCheck& c : ok) CHECK(c.result == "proved");

@@ -1,6 +1,7 @@
 // `tessel lower KERNEL [--target T] [--print-after-all]`: the thread-level IR the lowering
 // passes produce for a target (and, with --print-after-all, the IR after every pass), with a
-// note for each T.gemm that a target with wgmma lowers another way, and why.
+// note for each T.gemm that a target with wgmma lowers another way, and why, and the lowering's
+// own notes (a pipeline not warp-specialised, a producer copying without TMA).
 #include "core/error.h"
 #include "core/gemm_partition.h"
 #include "core/instruction_family.h"
@@ -64,6 +65,7 @@ void add_lower_command(CLI::App& app, Context& ctx) {
     options.warp_specialize = !no_ws;
     LoweredKernel lowered = lower_kernel(kernel, find_target(target), options);
     std::vector<std::string> notes = wgmma_notes(kernel, find_target(target));
+    notes.insert(notes.end(), lowered.notes.begin(), lowered.notes.end());
     if (ctx.json) {
       nlohmann::json passes = nlohmann::json::array();
       for (const PassSnapshot& p : lowered.snapshots)

@@ -11,6 +11,7 @@
 #include "verify/alignment_proofs.h"
 #include "verify/bank_proofs.h"
 #include "verify/barrier_arrivals.h"
+#include "verify/barrier_bytes.h"
 #include "verify/completeness.h"
 #include "verify/definition_proofs.h"
 #include "verify/global_bounds.h"
@@ -308,6 +309,9 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
     proofs.checks.push_back(std::move(c));
   }
   for (KernelCheck& c : prove_barrier_arrivals(lowered.kernel)) {
+    proofs.checks.push_back(std::move(c));
+  }
+  for (KernelCheck& c : prove_barrier_bytes(lowered.kernel)) {
     proofs.checks.push_back(std::move(c));
   }
   return proofs;

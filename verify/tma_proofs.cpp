@@ -3,6 +3,7 @@
 #include "verify/tma_proofs.h"
 
 #include <map>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/expr_printer.h"
@@ -97,15 +98,17 @@ std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKern
   const Kernel& logical = lowered.before_flatten.defined() ? lowered.before_flatten : kernel;
   collect(logical->body, frames, sites);
   // The swizzle flatten_buffers gave each call and its box's innermost extent (smaller than
-  // the call's when it was split into column panels), by its location and instruction.
-  std::map<std::pair<std::string, int>, std::pair<int64_t, int64_t>> chosen;
+  // the call's when it was split into column panels), by its location, instruction and shared
+  // tile.
+  using Key = std::tuple<std::string, int, std::string>;
+  std::map<Key, std::pair<int64_t, int64_t>> chosen;
   for_each_stmt(lowered.kernel->body, [&](const Stmt& s) {
     const auto* c = s.as<IntrinsicCallNode>();
     if (!c) return;
     const IntrinsicInfo& info = intrinsic_info(c->intrinsic);
     if (info.box_rank == 0) return;
     chosen.try_emplace(
-        {c->loc.str(), static_cast<int>(c->intrinsic)},
+        Key{c->loc.str(), static_cast<int>(c->intrinsic), c->args[info.tma_shared].buffer->name},
         std::make_pair(*as_const_int(c->args[info.box_first + info.box_rank].value),
                        *as_const_int(c->args[info.box_first + info.box_rank - 1].value)));
   });
@@ -117,7 +120,7 @@ std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKern
     const IntrinsicArg& tile = call->args[info.tma_shared];
     const Buffer& b = tile.buffer;
     const Layout* layout = lowered.layouts.shared_layout(b);
-    auto it = chosen.find({call->loc.str(), static_cast<int>(call->intrinsic)});
+    auto it = chosen.find(Key{call->loc.str(), static_cast<int>(call->intrinsic), b->name});
     const int swizzle = static_cast<int>(
         it != chosen.end() ? it->second.first
                            : *as_const_int(call->args[info.box_first + info.box_rank].value));
