@@ -294,12 +294,45 @@ double CudaSession::launch(void* kernel, const EmittedSource& source,
   return ms;
 }
 
+bool CudaSession::encode_tensor_maps(const EmittedSource& source,
+                                     const std::vector<uint64_t>& pointers,
+                                     const std::vector<std::vector<int64_t>>& shapes,
+                                     std::vector<TensorMapBytes>& maps) {
+  maps.assign(source.tensor_maps.size(), TensorMapBytes{});
+  for (size_t j = 0; j < source.tensor_maps.size(); ++j) {
+    const TensorMapArg& m = source.tensor_maps[j];
+    auto it = std::find(source.arguments.begin(), source.arguments.end(), m.tensor);
+    const size_t i = static_cast<size_t>(it - source.arguments.begin());
+    if (it == source.arguments.end() || i >= pointers.size() || i >= shapes.size() ||
+        !pointers[i]) {
+      error_ = "tensor map " + m.name + " names '" + m.tensor +
+               "', which is not a tensor argument of the kernel";
+      return false;
+    }
+    std::optional<TensorMapEncoding> e =
+        encode_tensor_map(m.tensor, m.dtype, shapes[i], m.box, m.swizzle, &error_);
+    if (!e) return false;
+    if (!driver().cuTensorMapEncodeTiled) {
+      error_ = "the CUDA driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)";
+      return false;
+    }
+    CUresult r = driver().cuTensorMapEncodeTiled(
+        &maps[j], e->data_type, e->rank, reinterpret_cast<void*>(pointers[i]), e->global_dim.data(),
+        e->global_strides.data(), e->box_dim.data(), e->element_strides.data(), e->interleave,
+        e->swizzle, e->l2_promotion, e->oob_fill);
+    if (r) {
+      error_ = "encoding tensor map " + m.name + ": " + message(r);
+      return false;
+    }
+  }
+  return true;
+}
+
 GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
                          std::vector<LaunchArg>& args) {
   GpuRunResult out;
-  // The tensor maps' encodings first: a map the driver would refuse is refused before any work.
-  std::vector<TensorMapEncoding> encodings;
-  std::vector<size_t> map_tensor;  // per map: its tensor's argument
+  // The tensor maps' encodings first: a map the driver would refuse is refused before any work
+  // (encode_tensor_maps encodes them again over the device copies).
   for (const TensorMapArg& m : source.tensor_maps) {
     auto it = std::find(source.arguments.begin(), source.arguments.end(), m.tensor);
     const size_t i = static_cast<size_t>(it - source.arguments.begin());
@@ -308,11 +341,8 @@ GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
                         "', which is not a tensor argument of the kernel";
       return out;
     }
-    std::optional<TensorMapEncoding> e =
-        encode_tensor_map(m.tensor, m.dtype, args[i].shape, m.box, m.swizzle, &out.unavailable);
-    if (!e) return out;
-    encodings.push_back(*e);
-    map_tensor.push_back(i);
+    if (!encode_tensor_map(m.tensor, m.dtype, args[i].shape, m.box, m.swizzle, &out.unavailable))
+      return out;
   }
   std::unique_ptr<CudaSession> s = CudaSession::open(&out.unavailable);
   if (!s) return out;
@@ -341,29 +371,15 @@ GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
     }
     params.push_back(&ptrs[i]);
   }
-  // CUtensorMap: 128 opaque bytes, 64-byte aligned, passed by value (__grid_constant__).
-  struct alignas(64) TensorMap {
-    uint64_t opaque[16];
-  };
-  std::vector<TensorMap> maps(encodings.size());
-  if (!encodings.empty() && !driver().cuTensorMapEncodeTiled) {
-    out.unavailable = "the CUDA driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)";
+  std::vector<std::vector<int64_t>> shapes;
+  for (const LaunchArg& a : args) shapes.push_back(a.shape);
+  std::vector<CudaSession::TensorMapBytes> maps;
+  if (!s->encode_tensor_maps(source, ptrs, shapes, maps)) {
+    out.unavailable = s->last_error();
     release();
     return out;
   }
-  for (size_t j = 0; j < encodings.size(); ++j) {
-    const TensorMapEncoding& e = encodings[j];
-    CUresult r = driver().cuTensorMapEncodeTiled(
-        &maps[j], e.data_type, e.rank, reinterpret_cast<void*>(ptrs[map_tensor[j]]),
-        e.global_dim.data(), e.global_strides.data(), e.box_dim.data(), e.element_strides.data(),
-        e.interleave, e.swizzle, e.l2_promotion, e.oob_fill);
-    if (r) {
-      out.unavailable = "encoding tensor map " + source.tensor_maps[j].name + ": " + message(r);
-      release();
-      return out;
-    }
-    params.push_back(&maps[j]);
-  }
+  for (CudaSession::TensorMapBytes& m : maps) params.push_back(&m);
   const size_t flush_bytes = size_t{256} << 20;  // larger than any L2 (H100: 50 MB)
   uint64_t flush = launch.flush_l2 ? s->alloc(flush_bytes) : 0;
   for (int run = 0; run < launch.warmup + launch.repeats; ++run) {

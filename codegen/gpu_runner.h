@@ -72,6 +72,19 @@ class CudaSession {
   /// Times `fn` (which launches work on the default stream) with CUDA events, in ms.
   double time(const std::function<void()>& fn);
 
+  /// A CUtensorMap: 128 opaque bytes, 64-byte aligned, passed to the kernel by value.
+  struct alignas(64) TensorMapBytes {
+    uint64_t opaque[16];
+  };
+  /// Encodes the TMA tensor maps of `source` (source.tensor_maps, which the kernel takes after
+  /// its arguments) with the driver's cuTensorMapEncodeTiled over device tensors: `pointers`
+  /// and `shapes` (outermost first) give each of source.arguments (0 and {} for a scalar).
+  /// Push `&maps[j]` after the arguments' parameters. False with last_error() set when a map
+  /// cannot be made (names the map and the rule).
+  bool encode_tensor_maps(const EmittedSource& source, const std::vector<uint64_t>& pointers,
+                          const std::vector<std::vector<int64_t>>& shapes,
+                          std::vector<TensorMapBytes>& maps);
+
  private:
   CudaSession() = default;
   std::string device_, target_, error_;

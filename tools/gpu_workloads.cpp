@@ -59,47 +59,6 @@ EmittedSource device_source(const Kernel& kernel, const std::string& target_name
   return emit_source(lowered, target);
 }
 
-/// Runs `k` at its own sizes once on the device and compares its outputs with its reference.
-/// Returns "" when they agree, else what differs (or why it could not run).
-std::string check_on_device(const ResolvedKernel& k, const std::string& target) {
-  const Example& example = *k.example;
-  Kernel kernel = example.build(k.params);
-  std::map<std::string, int64_t> dims = run_dims(k);
-  TensorMap tensors = make_tensors(kernel, dims, example.outputs, 1);
-  for (const std::string& name : example.zero_outputs) {
-    HostTensor& t = tensors.at(name);
-    for (int64_t i = 0; i < t.size(); ++i) t.set(i, 0.0);
-  }
-  TensorMap expected = tensors;
-  example.reference(k.params, expected);
-  EmittedSource src = device_source(kernel, target);
-  IntEnv env = bind_tensors(kernel, tensors);
-  GpuLaunch launch;
-  for (const Expr& g : kernel->grid) launch.grid.push_back(eval_int(g, env));
-  std::vector<LaunchArg> args;
-  for (const Buffer& p : kernel->params) {
-    HostTensor& t = tensors.at(p->name);
-    args.push_back(
-        {t.data(), static_cast<size_t>(t.dtype().storage_bytes(t.size())), false, 0, t.shape()});
-  }
-  for (const Var& v : kernel->dynamic_vars)
-    args.push_back(
-        {nullptr, 0, true, static_cast<int>(env.at(static_cast<const VarNode*>(v.get())))});
-  GpuRunResult r = run_on_cuda(src, launch, args);
-  if (!r.ran) return "did not run: " + r.unavailable;
-  for (const std::string& name : example.outputs) {
-    Tolerance tol =
-        example.tolerance ? *example.tolerance : Tolerance::for_dtype(tensors.at(name).dtype());
-    Comparison c = compare(tensors.at(name), expected.at(name), tol);
-    if (!c.passed) {
-      return name + " differs from the reference at " +
-             index_string(tensors.at(name).shape(), c.first_mismatch) + ": " +
-             std::to_string(c.first_actual) + " instead of " + std::to_string(c.first_expected);
-    }
-  }
-  return "";
-}
-
 }  // namespace
 
 std::vector<WorkloadCase> gpu_workload_cases(bool quick) {
@@ -163,6 +122,104 @@ WorkloadCost workload_cost(const ResolvedKernel& k) {
   return cost;
 }
 
+std::string check_on_device(const ResolvedKernel& k, const std::string& target) {
+  const Example& example = *k.example;
+  Kernel kernel = example.build(k.params);
+  std::map<std::string, int64_t> dims = run_dims(k);
+  TensorMap tensors = make_tensors(kernel, dims, example.outputs, 1);
+  for (const std::string& name : example.zero_outputs) {
+    HostTensor& t = tensors.at(name);
+    for (int64_t i = 0; i < t.size(); ++i) t.set(i, 0.0);
+  }
+  TensorMap expected = tensors;
+  example.reference(k.params, expected);
+  EmittedSource src = device_source(kernel, target);
+  IntEnv env = bind_tensors(kernel, tensors);
+  GpuLaunch launch;
+  for (const Expr& g : kernel->grid) launch.grid.push_back(eval_int(g, env));
+  std::vector<LaunchArg> args;
+  for (const Buffer& p : kernel->params) {
+    HostTensor& t = tensors.at(p->name);
+    args.push_back(
+        {t.data(), static_cast<size_t>(t.dtype().storage_bytes(t.size())), false, 0, t.shape()});
+  }
+  for (const Var& v : kernel->dynamic_vars)
+    args.push_back(
+        {nullptr, 0, true, static_cast<int>(env.at(static_cast<const VarNode*>(v.get())))});
+  GpuRunResult r = run_on_cuda(src, launch, args);
+  if (!r.ran) return "did not run: " + r.unavailable;
+  for (const std::string& name : example.outputs) {
+    Tolerance tol =
+        example.tolerance ? *example.tolerance : Tolerance::for_dtype(tensors.at(name).dtype());
+    Comparison c = compare(tensors.at(name), expected.at(name), tol);
+    if (!c.passed) {
+      return name + " differs from the reference at " +
+             index_string(tensors.at(name).shape(), c.first_mismatch) + ": " +
+             std::to_string(c.first_actual) + " instead of " + std::to_string(c.first_expected);
+    }
+  }
+  return "";
+}
+
+DeviceTiming time_on_device(CudaSession& gpu, uint64_t flush, const ResolvedKernel& k,
+                            const std::string& target) {
+  Kernel kernel = k.example->build(k.params);
+  const size_t flush_bytes = size_t{256} << 20;
+  EmittedSource src = device_source(kernel, target);
+  void* fn = gpu.load(src, nullptr);
+  if (!fn) throw UsageError(gpu.last_error());
+  std::map<std::string, int64_t> dims = run_dims(k);
+  TensorMap tensors = make_tensors(kernel, dims, {}, 1);
+  IntEnv env = bind_tensors(kernel, tensors);
+  std::vector<int64_t> grid;
+  for (const Expr& g : kernel->grid) grid.push_back(eval_int(g, env));
+  std::vector<uint64_t> device(kernel->params.size());
+  std::vector<int> scalars;
+  std::vector<void*> params;
+  for (size_t a = 0; a < kernel->params.size(); ++a) {
+    HostTensor& t = tensors.at(kernel->params[a]->name);
+    size_t bytes = static_cast<size_t>(t.dtype().storage_bytes(t.size()));
+    device[a] = gpu.alloc(bytes);
+    if (!device[a] || !gpu.upload(device[a], t.data(), bytes)) throw UsageError(gpu.last_error());
+  }
+  for (const Var& v : kernel->dynamic_vars)
+    scalars.push_back(static_cast<int>(env.at(static_cast<const VarNode*>(v.get()))));
+  for (uint64_t& d : device) params.push_back(&d);
+  for (int& s : scalars) params.push_back(&s);
+  // TMA tensor maps (sm90: the warp-specialised producer's), after the arguments.
+  std::vector<uint64_t> pointers = device;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Buffer& p : kernel->params) shapes.push_back(tensors.at(p->name).shape());
+  pointers.resize(src.arguments.size(), 0);
+  shapes.resize(src.arguments.size());
+  std::vector<CudaSession::TensorMapBytes> maps;
+  if (!gpu.encode_tensor_maps(src, pointers, shapes, maps)) throw UsageError(gpu.last_error());
+  for (CudaSession::TensorMapBytes& m : maps) params.push_back(&m);
+  auto zero_outputs = [&] {
+    for (size_t a = 0; a < kernel->params.size(); ++a) {
+      const std::string& n = kernel->params[a]->name;
+      const auto& z = k.example->zero_outputs;
+      if (std::find(z.begin(), z.end(), n) == z.end()) continue;
+      const HostTensor& t = tensors.at(n);
+      gpu.fill(device[a], 0, static_cast<size_t>(t.dtype().storage_bytes(t.size())));
+    }
+  };
+  double warm = 0;
+  for (int w = 0; w < 100 && warm < 25; ++w) {
+    zero_outputs();
+    warm += gpu.time([&] { gpu.launch(fn, src, grid, params); });
+  }
+  std::vector<double> ms;
+  for (int r = 0; r < 10; ++r) {
+    zero_outputs();
+    gpu.fill(flush, static_cast<uint8_t>(r), flush_bytes);
+    ms.push_back(gpu.time([&] { gpu.launch(fn, src, grid, params); }));
+  }
+  for (uint64_t d : device) gpu.free(d);
+  Sample s = quantiles(ms);
+  return {s.median, s.p20, s.p80};
+}
+
 int run_gpu_workloads(const std::vector<WorkloadCase>& cases, const std::string& csv_path,
                       std::ostream& out) {
   std::string why;
@@ -206,50 +263,8 @@ int run_gpu_workloads(const std::vector<WorkloadCase>& cases, const std::string&
         }
       }
       WorkloadCost cost = workload_cost(k);
-      EmittedSource src = device_source(kernel, gpu->target());
-      void* fn = gpu->load(src, nullptr);
-      if (!fn) throw UsageError(gpu->last_error());
-      std::map<std::string, int64_t> dims = run_dims(k);
-      TensorMap tensors = make_tensors(kernel, dims, {}, 1);
-      IntEnv env = bind_tensors(kernel, tensors);
-      std::vector<int64_t> grid;
-      for (const Expr& g : kernel->grid) grid.push_back(eval_int(g, env));
-      std::vector<uint64_t> device(kernel->params.size());
-      std::vector<int> scalars;
-      std::vector<void*> params;
-      for (size_t a = 0; a < kernel->params.size(); ++a) {
-        HostTensor& t = tensors.at(kernel->params[a]->name);
-        size_t bytes = static_cast<size_t>(t.dtype().storage_bytes(t.size()));
-        device[a] = gpu->alloc(bytes);
-        if (!device[a] || !gpu->upload(device[a], t.data(), bytes))
-          throw UsageError(gpu->last_error());
-      }
-      for (const Var& v : kernel->dynamic_vars)
-        scalars.push_back(static_cast<int>(env.at(static_cast<const VarNode*>(v.get()))));
-      for (uint64_t& d : device) params.push_back(&d);
-      for (int& s : scalars) params.push_back(&s);
-      auto zero_outputs = [&] {
-        for (size_t a = 0; a < kernel->params.size(); ++a) {
-          const std::string& n = kernel->params[a]->name;
-          const auto& z = k.example->zero_outputs;
-          if (std::find(z.begin(), z.end(), n) == z.end()) continue;
-          const HostTensor& t = tensors.at(n);
-          gpu->fill(device[a], 0, static_cast<size_t>(t.dtype().storage_bytes(t.size())));
-        }
-      };
-      double warm = 0;
-      for (int w = 0; w < 100 && warm < 25; ++w) {
-        zero_outputs();
-        warm += gpu->time([&] { gpu->launch(fn, src, grid, params); });
-      }
-      std::vector<double> ms;
-      for (int r = 0; r < 10; ++r) {
-        zero_outputs();
-        gpu->fill(flush, static_cast<uint8_t>(r), flush_bytes);
-        ms.push_back(gpu->time([&] { gpu->launch(fn, src, grid, params); }));
-      }
-      for (uint64_t d : device) gpu->free(d);
-      Sample s = quantiles(ms);
+      DeviceTiming timing = time_on_device(*gpu, flush, k, gpu->target());
+      Sample s{timing.median, timing.p20, timing.p80};
       double tflops = cost.flops / (s.median * 1e-3) / 1e12;
       double gbps = cost.bytes / (s.median * 1e-3) / 1e9;
       std::snprintf(line, sizeof line, "%-22s %-20s %-8s %10.3f %9.1f %9.1f\n", c.kernel.c_str(),

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/gpu_runner.h"
 #include "tools/kernel_source.h"
 
 namespace tessel::cli {
@@ -35,6 +36,22 @@ std::vector<WorkloadCase> gpu_workload_cases(bool quick);
 /// The cost of `k` (docs/workloads.md, "GPU benchmark", gives each formula). UsageError for a
 /// kernel the table has no formula for.
 WorkloadCost workload_cost(const ResolvedKernel& k);
+
+/// Runs `k` at its own sizes once on the first CUDA device, lowered for `target` ("sm80",
+/// "sm90"; the cubin is built for the device), and compares its outputs with its reference.
+/// Returns "" when they agree, else what differs (or why it could not run).
+std::string check_on_device(const ResolvedKernel& k, const std::string& target);
+
+/// Milliseconds of one launch: median, 20th and 80th percentiles.
+struct DeviceTiming {
+  double median = 0, p20 = 0, p80 = 0;
+};
+
+/// Times `k` lowered for `target` on `gpu`: at least 25 ms of warm-up, then 10 runs timed with
+/// CUDA events, each after 256 MB written to `flush` (a cold L2) and the zero-initialised outputs
+/// cleared. UsageError when it cannot be compiled, loaded or given its tensor maps.
+DeviceTiming time_on_device(CudaSession& gpu, uint64_t flush, const ResolvedKernel& k,
+                            const std::string& target);
 
 /// Runs `cases` on the first CUDA device and appends one row per case to `csv_path` (date, device,
 /// kernel, case, correct, median/p20/p80 ms, TFLOP/s, GB/s). Without a GPU it prints why to `out`
