@@ -12,6 +12,7 @@
 #include "verify/bank_proofs.h"
 #include "verify/barrier_arrivals.h"
 #include "verify/barrier_bytes.h"
+#include "verify/barrier_parities.h"
 #include "verify/completeness.h"
 #include "verify/definition_proofs.h"
 #include "verify/global_bounds.h"
@@ -312,6 +313,9 @@ KernelProofs prove_kernel(const LoweredKernel& lowered, const Target& target,
     proofs.checks.push_back(std::move(c));
   }
   for (KernelCheck& c : prove_barrier_bytes(lowered.kernel)) {
+    proofs.checks.push_back(std::move(c));
+  }
+  for (KernelCheck& c : prove_barrier_parities(lowered.kernel, options.timeout_ms)) {
     proofs.checks.push_back(std::move(c));
   }
   return proofs;
