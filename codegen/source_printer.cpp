@@ -36,6 +36,7 @@ class SourcePrinter {
       if (!c) return;
       const IntrinsicInfo& info = intrinsic_info(c->intrinsic);
       if (info.box_rank > 0) tma_tiles_.insert(c->args[info.tma_shared].buffer.get());
+      set_max_nreg_ = set_max_nreg_ || c->intrinsic == IntrinsicId::kSetMaxNreg;
     });
   }
 
@@ -64,7 +65,12 @@ class SourcePrinter {
     std::ostringstream sig;
     sig << "extern \"C\" ";
     if (lang_ == Language::kCuda) {
-      sig << "__global__ void __launch_bounds__(" << k_->threads << ", 1) ";
+      // One block per SM at least lets ptxas use up to 255 registers. Not with setmaxnreg (the
+      // warp-specialised kernels): their warpgroups' budgets are set there, and the minimum
+      // made ptxas compile the sm90 GEMM at 240 registers with 1192 bytes of spills (154 and
+      // none without it; FlashAttention 240 with 768 bytes, 125 and none).
+      sig << "__global__ void __launch_bounds__(" << k_->threads << (set_max_nreg_ ? "" : ", 1")
+          << ") ";
     } else {
       sig << "__attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, " << k_->threads
           << "))) void ";
@@ -591,6 +597,7 @@ class SourcePrinter {
   std::set<std::string> used_;
   std::set<std::string> tensor_maps_;
   std::set<const BufferNode*> tma_tiles_;
+  bool set_max_nreg_ = false;  ///< the kernel rebalances registers with setmaxnreg
   static constexpr int64_t kTmaTileAlign = 1024;
   std::vector<TensorMapArg> tensor_map_args_;
   std::string header_, function_;
