@@ -106,6 +106,20 @@ Stmt without_wgmma_publish_barriers(const Stmt& s) {
   return Drop().mutate(s);
 }
 
+/// `s` without its `fence.proxy.async`s: in the consumer branch of the loop, which writes no
+/// shared memory (split_blocker), they have no generic-proxy write of the thread to order before
+/// a wgmma; the stage data come from TMA (the async proxy) or from a cp.async producer that
+/// fences before it arrives. Each cost a MEMBAR and a FENCE.VIEW.ASYNC per k step.
+Stmt without_proxy_fences(const Stmt& s) {
+  class Drop : public StmtMutator {
+   protected:
+    Stmt visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt& self) override {
+      return op->intrinsic == IntrinsicId::kFenceProxyAsync ? SeqNode::make({}) : self;
+    }
+  };
+  return Drop().mutate(s);
+}
+
 /// The deferred pipelines reachable from the body through sequences and lets only (the ones
 /// every thread of the block reaches), and whether any other exists.
 struct PipelineCensus {
@@ -486,7 +500,7 @@ class Specializer : public StmtMutator {
         intrinsic(IntrinsicId::kMbarrierWaitParity, {element(full, stage), value(parity)}, loc));
     for (const PipelineGroup& g : groups_) {
       if (g.stage == 0) continue;
-      Stmt mine = without_wgmma_publish_barriers(g.stmt);
+      Stmt mine = without_proxy_fences(without_wgmma_publish_barriers(g.stmt));
       consume.push_back(version_accesses(mine, versions_, stage));
     }
     consume.push_back(intrinsic(IntrinsicId::kMbarrierArrive, {element(empty, stage)}, loc));

@@ -102,6 +102,9 @@ TEST_SUITE("warp specialisation") {
                    "T.tma_load_2d(B_shared[k % 3 * 4096 + 2048], B[k * 32, bx * 128 + 64], "
                    "ws_full[k % 3], 32, 64, 128)"));
     CHECK_FALSE(contains(text, "cp_async"));
+    // The consumers write no shared memory in the loop and TMA writes through the async proxy:
+    // no fence.proxy.async anywhere (the gemm lowering's own fence is dropped in the consumers).
+    CHECK_FALSE(contains(text, "fence_proxy_async"));
     // 512 registers per thread of a warpgroup's share of 65536; a TMA producer 24, consumer
     // min(240, (512 - 24) / 1) = 240.
     CHECK(contains(text, "T.set_max_nreg(24, 0)"));
@@ -117,6 +120,14 @@ TEST_SUITE("warp specialisation") {
     CHECK(contains(text, "T.cp_async_wait_group(2)"));  // num_stages - 1 = 2 groups in flight
     CHECK(contains(text, "T.set_max_nreg(40, 0)"));
     CHECK_FALSE(contains(text, "tma_load"));
+    // The producer fences its landed copies in the loop and after the drain's wait; the
+    // consumers do not fence.
+    size_t fences = 0;
+    for (size_t at = text.find("fence_proxy_async"); at != std::string::npos;
+         at = text.find("fence_proxy_async", at + 1)) {
+      ++fences;
+    }
+    CHECK(fences == 2);
   }
 
   TEST_CASE("a copy TMA cannot make keeps the cp.async producer, and the lowering says why") {
