@@ -106,12 +106,36 @@ Kernel build_chunk_scan(const Params& p) {
 /// Per (batch, chunk, head), in double precision: Y = diag(e^dA) C S^T + (L o CB) diag(dt) X
 /// + D[h] X, where L[l][s] = exp(dA[l] - dA[s]) for s <= l and 0 above the diagonal, S the
 /// previous state (headdim x dstate), CB the chunk's cb block, X and C the chunk's rows.
+///
+/// Beside Y it writes a bound on the kernel's rounding error per element (Output:bound). The
+/// inputs are fp16 values, exact in the reference; the kernel rounds as follows, taking every
+/// fp16 operation to round (relative error <= u = 2^-11; an upper bound where it computes in
+/// float), with a = dA * log2e:
+/// - a weight W[l][s] = cb * exp2(a_l - a_s) * dt: the two products by log2e, the difference
+///   and log2e itself err by u (|a_l| + |a_s| + 2 |a_l - a_s|) in the exponent, which exp2
+///   turns into ln 2 times that relative error; exp2 and the two products add 3u. So
+///   eps_w(l, s) = ln2 u (|a_l| + |a_s| + 2 |a_l - a_s|) + 3u, and a term W X errs by
+///   eps_w |W| |X|.
+/// - the decay exp2(a_l): eps_d(l) = 2 ln2 u |a_l| + u, plus 2^-23 for the float product.
+/// - the residual x * D rounds once: u |D| |X|.
+/// - the float accumulator adds at most dstate + chunk + 2 terms: gamma = (dstate + chunk + 2)
+///   2^-24 times M, the sum of the terms' magnitudes.
+/// The bound is twice the sum (second-order terms, exp2 within an ulp before rounding). The
+/// output's own fp16 rounding (u |y|) is the tolerance's rtol; fp16 subnormals (absolute error
+/// up to 2^-25 per rounding, <= 4 roundings on each of <= 256 terms with |x| <= 1) its atol.
+/// A real error -- a term dropped or added by a wrong mask, a chunk's state missed -- moves an
+/// output by a whole term, |W X| or more, far above eps |W X| ~ 4u |W X|.
 void chunk_scan_reference(const Params& p, TensorMap& t) {
   const SsdShape s = SsdShape::from(p, "chunk_scan");
   const SsdTensors in(s, t);
   const HostTensor &cb = t.at("cb"), &prev = t.at("prev_states"), &D = t.at("D");
   HostTensor& out = t.at("Output");
+  HostTensor& bound_out =
+      t.insert_or_assign(error_bound_name("Output"), HostTensor(out.dtype(), out.shape()))
+          .first->second;
   const int64_t Q = s.chunk;
+  const double u = std::ldexp(1.0, -11), ln2 = std::log(2.0), log2e = 1.0 / ln2;
+  const double gamma = static_cast<double>(s.dstate + Q + 2) * std::ldexp(1.0, -24);
   // Each (batch, chunk, head) writes its own rows of Output: spread over the cores.
   parallel_for(s.batch * s.nchunks * s.nheads, [&](int64_t bch) {
     const int64_t b = bch / (s.nchunks * s.nheads), c = bch / s.nheads % s.nchunks,
@@ -119,7 +143,7 @@ void chunk_scan_reference(const Params& p, TensorMap& t) {
     const int64_t g = h / s.heads_per_group();
     MatrixD X = in.x_chunk(b, c, h), Cm = in.C_chunk(b, c, g);
     Eigen::VectorXd dA = in.dA_chunk(b, c, h);
-    MatrixD S(s.headdim, s.dstate), W = MatrixD::Zero(Q, Q);
+    MatrixD S(s.headdim, s.dstate), W = MatrixD::Zero(Q, Q), E = MatrixD::Zero(Q, Q);
     for (int64_t i = 0; i < s.headdim; ++i) {
       for (int64_t n = 0; n < s.dstate; ++n) {
         S(i, n) = prev.at((((b * s.nchunks + c) * s.nheads + h) * s.headdim + i) * s.dstate + n);
@@ -129,13 +153,27 @@ void chunk_scan_reference(const Params& p, TensorMap& t) {
       for (int64_t j = 0; j <= l; ++j) {
         W(l, j) = cb.at((((b * s.nchunks + c) * s.ngroups + g) * Q + l) * Q + j) *
                   std::exp(dA[l] - dA[j]) * in.dt_at(b, c, h, j);
+        const double al = std::fabs(dA[l] * log2e), aj = std::fabs(dA[j] * log2e),
+                     diff = std::fabs((dA[l] - dA[j]) * log2e);
+        E(l, j) = (ln2 * u * (al + aj + 2 * diff) + 3 * u) * std::fabs(W(l, j));
       }
     }
     Eigen::VectorXd decay = dA.array().exp();
     MatrixD Y = decay.asDiagonal() * (Cm * S.transpose()) + W * X + D.at(h) * X;
+    // The bound: the terms' magnitudes (M) and each term's rounding error, as derived above.
+    const MatrixD Xa = X.cwiseAbs();
+    const MatrixD state_terms = decay.asDiagonal() * (Cm.cwiseAbs() * S.cwiseAbs().transpose());
+    const MatrixD M = state_terms + W.cwiseAbs() * Xa + std::fabs(D.at(h)) * Xa;
+    Eigen::VectorXd eps_d(Q);
+    for (int64_t l = 0; l < Q; ++l)
+      eps_d[l] = 2 * ln2 * u * std::fabs(dA[l] * log2e) + u + std::ldexp(1.0, -23);
+    const MatrixD bound =
+        2 * (E * Xa + eps_d.asDiagonal() * state_terms + u * std::fabs(D.at(h)) * Xa + gamma * M);
     for (int64_t l = 0; l < Q && c * Q + l < s.seq_len; ++l) {
       for (int64_t i = 0; i < s.headdim; ++i) {
-        out.set(((b * s.seq_len + c * Q + l) * s.nheads + h) * s.headdim + i, Y(l, i));
+        const int64_t flat = ((b * s.seq_len + c * Q + l) * s.nheads + h) * s.headdim + i;
+        out.set(flat, Y(l, i));
+        bound_out.set(flat, bound(l, i) * (1 + std::ldexp(1.0, -9)));  // rounded to fp16: up
       }
     }
   });
@@ -156,12 +194,13 @@ Example chunk_scan_example() {
                          {"threads", "128", "threads per block"}});
   e.outputs = {"Output"};
   // Each weight cb * exp(dA[l] - dA[s]) * dt is rounded to fp16 for the tensor-core gemm (as in
-  // TileLang's kernel). With the random inputs (uniform in [-1, 1), so dA is not the decreasing
-  // running sum real models give) the decay reaches e^2: a weight's rounding error is up to
-  // e^2 * 2^-11 = 3.6e-3, and over a chunk of 64 positions they add like a random walk to
-  // ~8e-3 typical, 2.5e-2 at three standard deviations. fp16's default 1e-2 absolute fails about
-  // one output in 10^5 on values near zero.
-  e.tolerance = Tolerance{2.5e-2, 1e-2};
+  // TileLang's kernel): the error of an output is a sum of its terms' rounding errors, which the
+  // reference bounds per element (Output:bound, derived at chunk_scan_reference). A fixed
+  // tolerance, statistical or not, fails somewhere once the outputs are many (CC2's 33.5M at a
+  // three-sigma 2.5e-2 did). Beside the bound: rtol 2u = 2^-10 for the output's own fp16
+  // rounding, atol 2^-14 for fp16 subnormals.
+  e.tolerance = Tolerance{std::ldexp(1.0, -14), std::ldexp(1.0, -10)};
+  e.bounded_outputs = {"Output"};
   e.build = build_chunk_scan;
   e.reference = chunk_scan_reference;
   return e;

@@ -55,6 +55,11 @@ struct Example {
   /// The tolerance against the reference where the output dtype's default is too tight for the
   /// kernel's own rounding (the example's documentation derives it); unset: by dtype.
   std::optional<Tolerance> tolerance;
+  /// Outputs whose reference also writes, into the tensor error_bound_name(output) of the
+  /// output's shape and dtype, a bound on the kernel's rounding error derived per element (the
+  /// example documents it): an element passes when |actual - expected| <= tolerance.atol +
+  /// bound + tolerance.rtol * |expected|.
+  std::vector<std::string> bounded_outputs;
   /// Outputs that start as zeros instead of NaN bytes (a kernel that accumulates into its output
   /// with atomics, as split-K does; the host zeroes it before the launch). `run --init` overrides.
   std::vector<std::string> zero_outputs;
@@ -64,6 +69,10 @@ struct Example {
   /// Fills the output tensors of `tensors` from its inputs.
   std::function<void(const Params&, TensorMap& tensors)> reference;
 };
+
+/// The name of the tensor in which a reference writes the error bound of `output`
+/// (Example::bounded_outputs): "Output:bound".
+inline std::string error_bound_name(const std::string& output) { return output + ":bound"; }
 
 /// Every built-in example, in `tessel list` order.
 const std::vector<Example>& examples();

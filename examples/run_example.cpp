@@ -57,7 +57,9 @@ ExampleRun run_example_tile(const Example& example, const Params& params, uint64
     const HostTensor& actual = tensors.at(name);
     OutputCheck check{
         name, {}, example.tolerance.value_or(Tolerance::for_dtype(actual.dtype())), actual.shape()};
-    check.comparison = compare(actual, expected.at(name), check.tolerance);
+    auto bound = expected.find(error_bound_name(name));
+    check.comparison = compare(actual, expected.at(name), check.tolerance,
+                               bound == expected.end() ? nullptr : &bound->second);
     run.passed &= check.comparison.passed;
     run.max_abs_err = std::max(run.max_abs_err, check.comparison.max_abs_err);
     run.max_rel_err = std::max(run.max_rel_err, check.comparison.max_rel_err);

@@ -55,8 +55,10 @@ Tolerance Tolerance::for_dtype(DataType dtype) {
   return {1e-9, 1e-9};
 }
 
-Comparison compare(const HostTensor& actual, const HostTensor& expected, Tolerance tol) {
+Comparison compare(const HostTensor& actual, const HostTensor& expected, Tolerance tol,
+                   const HostTensor* bound) {
   internal_check(actual.size() == expected.size(), "compare: tensors of different sizes");
+  internal_check(!bound || bound->size() == expected.size(), "compare: bound of another size");
   Comparison c;
   for (int64_t i = 0; i < actual.size(); ++i) {
     double a = actual.at(i), e = expected.at(i);
@@ -69,7 +71,7 @@ Comparison compare(const HostTensor& actual, const HostTensor& expected, Toleran
     } else {
       abs_err = std::fabs(a - e);
       rel_err = e != 0 ? abs_err / std::fabs(e) : (abs_err == 0 ? 0 : INFINITY);
-      ok = abs_err <= tol.atol + tol.rtol * std::fabs(e);
+      ok = abs_err <= tol.atol + (bound ? bound->at(i) : 0.0) + tol.rtol * std::fabs(e);
     }
     c.max_abs_err = std::max(c.max_abs_err, abs_err);
     if (std::isfinite(rel_err) || !ok) c.max_rel_err = std::max(c.max_rel_err, rel_err);

@@ -61,7 +61,10 @@ struct Comparison {
 
 /// Compares two tensors of one shape element by element. Values that are not finite are equal
 /// only to themselves: NaN to NaN, +inf to +inf, -inf to -inf; against anything else they differ.
-Comparison compare(const HostTensor& actual, const HostTensor& expected, Tolerance tol);
+/// With `bound` (a tensor of the same shape), element i may differ by bound[i] more: a bound on
+/// the kernel's rounding error that the reference derived for that element.
+Comparison compare(const HostTensor& actual, const HostTensor& expected, Tolerance tol,
+                   const HostTensor* bound = nullptr);
 
 /// "[3, 17]" for a flat index into `shape`.
 std::string index_string(const std::vector<int64_t>& shape, int64_t flat);

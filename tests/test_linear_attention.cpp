@@ -121,6 +121,51 @@ TEST_SUITE("linear attention") {
     }
   }
 
+  TEST_CASE("chunk_scan's per-element error bound passes the kernel and fails a dropped term") {
+    // The reference bounds each output's rounding error (examples/chunk_scan.cpp derives it);
+    // the tile level must lie within it. The same output with the diagonal term of the causal
+    // sum dropped (a mask `s < l` where it should be `s <= l`: minus cb[l][l] * e^0 * dt[l] *
+    // x[l]) must not: that error is a whole term, about |cb dt x| ~ 0.1, where the bound is a few
+    // times 2^-11 of the terms' magnitudes.
+    const Example* e = find_example("chunk_scan");
+    REQUIRE(e);
+    REQUIRE(e->tolerance);
+    Params p = make_params(*e, {{"nheads", "2"}, {"seq_len", "512"}});
+    Kernel k = e->build(p);
+    TensorMap t = make_tensors(k, {}, e->outputs, 5);
+    TensorMap expected = t;
+    run_tile_level(k, t);
+    e->reference(p, expected);
+    const HostTensor& bound = expected.at(error_bound_name("Output"));
+    const HostTensor& want = expected.at("Output");
+    Comparison kernel = compare(t.at("Output"), want, *e->tolerance, &bound);
+    INFO("kernel: max_abs_err " << kernel.max_abs_err << ", mismatches " << kernel.mismatches);
+    CHECK(kernel.passed);
+
+    HostTensor dropped = t.at("Output");
+    const HostTensor &x = t.at("x"), &cb = t.at("cb"), &dt = t.at("dt");
+    const int64_t batch = x.shape()[0], seq = x.shape()[1], heads = x.shape()[2],
+                  dim = x.shape()[3], nchunks = cb.shape()[1], Q = cb.shape()[3];
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t pos = 0; pos < seq; ++pos) {
+        const int64_t c = pos / Q, l = pos % Q;
+        for (int64_t h = 0; h < heads; ++h) {
+          // ngroups = 1: every head reads group 0's cb.
+          const double w = cb.at(((b * nchunks + c) * Q + l) * Q + l) *
+                           dt.at(((b * heads + h) * nchunks + c) * Q + l);
+          for (int64_t i = 0; i < dim; ++i) {
+            const int64_t flat = ((b * seq + pos) * heads + h) * dim + i;
+            dropped.set(flat, dropped.at(flat) - w * x.at(flat));
+          }
+        }
+      }
+    }
+    Comparison bug = compare(dropped, want, *e->tolerance, &bound);
+    INFO("dropped term: " << bug.mismatches << " of " << want.size() << " outside the bound");
+    CHECK_FALSE(bug.passed);
+    CHECK(bug.mismatches > want.size() / 2);
+  }
+
   TEST_CASE("each workload runs at thread level like its tile level on sm80 and gfx942") {
     for (const char* name : kWorkloads) {
       for (const char* target : {"sm80", "gfx942"}) {

@@ -151,7 +151,9 @@ std::string check_on_device(const ResolvedKernel& k, const std::string& target) 
   for (const std::string& name : example.outputs) {
     Tolerance tol =
         example.tolerance ? *example.tolerance : Tolerance::for_dtype(tensors.at(name).dtype());
-    Comparison c = compare(tensors.at(name), expected.at(name), tol);
+    auto bound = expected.find(error_bound_name(name));  // Example::bounded_outputs
+    Comparison c = compare(tensors.at(name), expected.at(name), tol,
+                           bound == expected.end() ? nullptr : &bound->second);
     if (!c.passed) {
       return name + " differs from the reference at " +
              index_string(tensors.at(name).shape(), c.first_mismatch) + ": " +

@@ -239,7 +239,7 @@ int64_t check_host_memory(const std::vector<ParamInfo>& signature,
     double bytes = n * p.dtype.storage_bits() / 8;
     all += bytes;
     elements += std::ceil(n / 1024) * 1024;  // the shadow's pages
-    if (std::find(outputs.begin(), outputs.end(), p.name) != outputs.end()) out += bytes;
+    out += bytes * static_cast<double>(std::count(outputs.begin(), outputs.end(), p.name));
     if (p.written) written += bytes;
     tensors.emplace_back(bytes, p.name + " " + shape_text(p.shape) + " " + p.dtype.name());
   }

@@ -69,7 +69,11 @@ std::vector<OutputCheck> compare_tensors(const TensorMap& actual, const TensorMa
     Tolerance tol = Tolerance::for_dtype(a.dtype());
     tol.atol = atol.value_or(tol.atol);
     tol.rtol = rtol.value_or(tol.rtol);
-    OutputCheck check{name, compare(a, expected.at(name), tol), tol, a.shape()};
+    auto bound = expected.find(error_bound_name(name));  // Example::bounded_outputs
+    OutputCheck check{
+        name,
+        compare(a, expected.at(name), tol, bound == expected.end() ? nullptr : &bound->second), tol,
+        a.shape()};
     checks.push_back(std::move(check));
   }
   return checks;
@@ -291,7 +295,9 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   // shadow (24 bytes per element touched): refused before any is allocated when too large.
   const bool thread = request.level == "thread";
   const bool sampled = thread && !request.blocks.empty() && request.blocks != "all";
-  run.shadow_budget = check_host_memory(run.signature, example.outputs, thread, sampled);
+  std::vector<std::string> kept = example.outputs;  // by the reference, with their bounds
+  kept.insert(kept.end(), example.bounded_outputs.begin(), example.bounded_outputs.end());
+  run.shadow_budget = check_host_memory(run.signature, kept, thread, sampled);
 
   // Checked before anything runs: every array names a parameter and fits it.
   TensorMap given, expected;
@@ -318,8 +324,9 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   TensorMap reference = run.tensors;
   example.reference(k.params, reference);
   for (auto it = reference.begin(); it != reference.end();) {  // only the outputs are compared
-    bool output = std::find(example.outputs.begin(), example.outputs.end(), it->first) !=
-                  example.outputs.end();
+    bool output = std::any_of(
+        example.outputs.begin(), example.outputs.end(),
+        [&](const std::string& o) { return it->first == o || it->first == error_bound_name(o); });
     it = output ? std::next(it) : reference.erase(it);
   }
   run.phases.reference = lap(clock);
