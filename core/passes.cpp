@@ -91,6 +91,10 @@ LoweredKernel lower_kernel(const Kernel& kernel, const Target& target,
       snapshot("split_loops", k);
     }
   }
+  if (Kernel sunk = sink_consumer_code(k); sunk.operator->() != k.operator->()) {
+    k = sunk;
+    snapshot("sink_consumer_code", k);
+  }
   // Pipelining multiplies shared tiles and reductions add workspaces: the lowered kernel again.
   if (options.check_capacity) check_capacity(k, &target);
   out.kernel = k;

@@ -14,6 +14,8 @@
 //   simplify_indices   index arithmetic simplified over the known ranges (pass_simplify.cpp)
 //   split_loops        loops split where masks are provably constant, then simplified again
 //                      (pass_loop_split.cpp)
+//   sink_consumer_code sm90: consumer-only statements around a warp-specialised split moved into
+//                      the consumer branch (pass_ws_sink.cpp)
 #pragma once
 
 #include <map>
@@ -113,6 +115,9 @@ Kernel simplify_indices(const Kernel& kernel);
 /// the comparisons of their select and if conditions that are proved constant on the prefix or
 /// suffix replaced by their values. `changed` (optional) tells whether any loop was split.
 Kernel split_loops(const Kernel& kernel, bool* changed = nullptr);
+/// The guarded statements right before and after a warp-specialised `if` (both branches open
+/// with set_max_nreg) that only the else branch's threads run, moved into that branch.
+Kernel sink_consumer_code(const Kernel& kernel);
 
 /// A copy of `kernel` with another body.
 Kernel with_body(const Kernel& kernel, Stmt body);
