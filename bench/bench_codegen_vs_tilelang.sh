@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Tessel's generated sm_80 code beside TileLang's for the same kernel files (examples/kernels/
-# gemm.py, flash_attention.py): main-loop SASS instructions by class, registers, spills, shared
-# memory, nvcc time (bench/codegen_vs_tilelang.py). TileLang, cuobjdump and nvdisasm come from PyPI
-# into build/tilelang-venv, as benchmark tooling only (the build never uses them); without them
-# the script prints why and exits 0.
-#   bench/bench_codegen_vs_tilelang.sh [--quick] [--only LABEL] [--no-tilelang]
+# Tessel's generated code beside TileLang's for the same kernel files (examples/kernels/
+# gemm.py, flash_attention.py), on sm_80 (mma.sync) or sm_90a (Tessel's sm90 target: wgmma,
+# warp specialisation; TileLang's target arch sm_90a): main-loop SASS instructions by class,
+# registers, spills, shared memory, nvcc time (bench/codegen_vs_tilelang.py). TileLang, cuobjdump
+# and nvdisasm come from PyPI into build/tilelang-venv, as benchmark tooling only (the build never
+# uses them); without them the script prints why and exits 0.
+#   bench/bench_codegen_vs_tilelang.sh [--arch sm_80|sm_90a] [--quick] [--only LABEL] [--no-tilelang]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
