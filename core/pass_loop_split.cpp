@@ -21,6 +21,7 @@
 #include "core/int_eval.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
+#include "core/vector_copy.h"
 
 namespace tessel {
 
@@ -127,7 +128,11 @@ class LoopSplitter : public StmtMutator {
   Stmt visit_For(const ForNode* op, const Stmt& s) override {
     auto min = as_const_int(op->min);
     auto extent = as_const_int(op->extent);
-    if (min && extent && *extent > 0) analyzer_.bind(op->var, *min, *extent);
+    if (min && extent && *extent > 0) {
+      analyzer_.bind(op->var, *min, *extent);
+    } else {
+      bind_symbolic_loop(analyzer_, *op);  // no earlier loop's range over the same variable
+    }
     Stmt body = mutate(op->body);
     Stmt self = body.same_as(op->body) ? s
                                        : ForNode::make(op->var, op->min, op->extent, op->for_kind,

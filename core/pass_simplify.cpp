@@ -10,6 +10,7 @@
 #include "core/expr_functor.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
+#include "core/vector_copy.h"
 
 namespace tessel {
 
@@ -108,7 +109,13 @@ class Simplifier : public StmtMutator {
   Stmt visit_For(const ForNode* op, const Stmt& s) override {
     auto min = as_const_int(op->min);
     auto extent = as_const_int(op->extent);
-    if (min && extent && *extent > 0) analyzer_.bind(op->var, *min, *extent);
+    if (min && extent && *extent > 0) {
+      analyzer_.bind(op->var, *min, *extent);
+    } else if (!min) {
+      bind_symbolic_loop(analyzer_, *op);  // a split loop's part (bx + 1, ...)
+    } else {
+      analyzer_.bind(op->var, IntBound{});  // no earlier loop's range over the same variable
+    }
     return StmtMutator::visit_For(op, s);
   }
   Stmt visit_If(const IfNode* op, const Stmt&) override {

@@ -72,14 +72,21 @@ void bind_loop(Analyzer& analyzer, const ForNode& loop) {
     analyzer.bind(loop.var, *min, *extent);
   } else if (min && *min >= 0) {
     analyzer.bind(loop.var, IntBound{*min, IntBound::kPosInf});
-  } else if (!min) {
-    // A symbolic start (a loop split at a mask, `bx + 1`): the hull of its first and last
-    // values; vacuous when the loop is empty.
-    IntBound first = analyzer.const_int_bound(loop.min);
-    IntBound last = analyzer.const_int_bound(loop.min + loop.extent - 1);
-    if (first.min != IntBound::kNegInf && first.min <= last.max) {
-      analyzer.bind(loop.var, IntBound{first.min, last.max});
-    }
+  } else {
+    bind_symbolic_loop(analyzer, loop);
+  }
+}
+
+void bind_symbolic_loop(Analyzer& analyzer, const ForNode& loop) {
+  // Between the bounds of its first and last values (vacuous when the loop is empty), else
+  // the whole dtype: always rebound, since one variable may head several loops (a split loop's
+  // parts, the producer's and the consumers' loop) and an earlier range must not leak in.
+  IntBound first = analyzer.const_int_bound(loop.min);
+  IntBound last = analyzer.const_int_bound(loop.min + loop.extent - 1);
+  if (first.min <= last.max) {
+    analyzer.bind(loop.var, IntBound{first.min, last.max});
+  } else {
+    analyzer.bind(loop.var, IntBound{});
   }
 }
 

@@ -39,5 +39,8 @@ void bind_kernel_vars(Analyzer& analyzer, const Kernel& kernel);
 /// A loop's variable over its range when constant (from a constant minimum up when only that is;
 /// between the bounds of its first and last values when the minimum is symbolic).
 void bind_loop(Analyzer& analyzer, const ForNode& loop);
+/// A loop's variable between the bounds of its first and last values (the whole dtype when
+/// those are unknown), replacing whatever range an earlier loop over the same variable left.
+void bind_symbolic_loop(Analyzer& analyzer, const ForNode& loop);
 
 }  // namespace tessel
