@@ -151,9 +151,9 @@ TEST_SUITE("loop_split") {
 
   TEST_CASE("a condition that is not affine in the loop variable is not split") {
     // for k in serial(8): out[k, i] = 1 if C(k) else 0 over 64 elements (2 per thread, so the
-    // lowered body has a loop of its own). k * 8 + i < 20 is affine: true for k <= 0 whatever
-    // i (i <= 63 ... no: 8k + 63 < 20 never), false for 8k >= 20, k >= 3: a suffix [3, 8).
-    // k * k < 10 is not affine in k and stays in one loop.
+    // lowered body has a loop of its own). k * 8 + i < 20 is affine: no prefix where it is true
+    // for every i < 64 (8k + 63 >= 20 already at k = 0), false for every i once 8k >= 20, so the
+    // suffix k in [3, 8) folds: two loops. k * k < 10 is not affine in k and stays in one loop.
     for (bool affine : {true, false}) {
       CAPTURE(affine);
       KernelBuilder T("mask");
