@@ -18,44 +18,13 @@
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
 #include "tests/cli_runner.h"
+#include "tests/sm90_test_util.h"
 #include "verify/kernel_proofs.h"
 
 using namespace tessel;
+using namespace tessel::testing;
 
 namespace {
-
-bool contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
-
-Kernel example(const char* name, const std::map<std::string, std::string>& defines = {}) {
-  const Example* e = find_example(name);
-  REQUIRE(e != nullptr);
-  return e->build(make_params(*e, defines));
-}
-
-std::string kernel_file(const char* name) {
-  return std::string(TESSEL_SOURCE_DIR) + "/examples/kernels/" + name;
-}
-
-nlohmann::json run_json(std::vector<std::string> args) {
-  args.push_back("--json");
-  CliResult r = run_tessel(args);
-  INFO(r.out << r.err);
-  REQUIRE(r.status == 0);
-  return nlohmann::json::parse(r.out);
-}
-
-/// The thread-level run of `args` passed with no finding and no bank conflict.
-void check_clean_run(std::vector<std::string> args) {
-  args.insert(args.begin(), "run");
-  for (const char* a : {"--level", "thread", "--target", "sm90"}) args.push_back(a);
-  nlohmann::json j = run_json(args);
-  INFO(j.dump(1));
-  CHECK(j["passed"] == true);
-  CHECK(j["sim"]["findings"].empty());
-  CHECK(j["sim"]["shared"]["bank_conflicts"] == 0);
-}
 
 std::vector<const sim::Finding*> of_kind(const ThreadRunResult& r, sim::FindingKind k) {
   std::vector<const sim::Finding*> out;
@@ -165,7 +134,7 @@ TEST_SUITE("warp specialisation") {
           "the warp-specialised producer copies with cp.async, not TMA: 'A' has a symbolic shape "
           "(its tensor map's strides are checked when the kernel is lowered)");
     // M = 100: the second block's rows 64-99 are inside A and C, rows 100-127 guarded.
-    check_clean_run({path, "-D", "M=100"});
+    check_clean_sm90_run({path, "-D", "M=100"});
     // K = 36: A's rows are 72 bytes; no tensor map can describe A.
     LoweredKernel odd = lower_kernel(example("gemm", {{"M", "128"}, {"N", "128"}, {"K", "36"}}),
                                      find_target("sm90"));
@@ -209,19 +178,19 @@ TEST_SUITE("warp specialisation") {
 
   TEST_CASE("the warp-specialised GEMM equals the tile level with no finding or conflict") {
     // 7 k-steps of 32 over 3 stages: every stage barrier's parity wraps.
-    check_clean_run({"gemm", "-D", "M=128", "-D", "N=128", "-D", "K=224"});
+    check_clean_sm90_run({"gemm", "-D", "M=128", "-D", "N=128", "-D", "K=224"});
   }
 
   TEST_CASE("the warp-specialised GEMM kernel file equals the tile level") {
-    check_clean_run({kernel_file("gemm.py"), "-D", "M=128", "-D", "N=128", "-D", "K=128", "-D",
-                     "num_stages=2"});
+    check_clean_sm90_run({kernel_file("gemm.py"), "-D", "M=128", "-D", "N=128", "-D", "K=128", "-D",
+                          "num_stages=2"});
   }
 
   TEST_CASE("the warp-specialised FlashAttention equals the tile level, causal or not") {
     // seq_len 192 with block_N 64: 3 iterations over 2 stages (stage 0's parity wraps).
     for (const char* causal : {"is_causal=0", "is_causal=1"}) {
       CAPTURE(causal);
-      check_clean_run(
+      check_clean_sm90_run(
           {kernel_file("flash_attention.py"), "-D", "heads=1", "-D", "seq_len=192", "-D", causal});
     }
   }

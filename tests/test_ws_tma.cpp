@@ -17,34 +17,14 @@
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
 #include "tests/cli_runner.h"
+#include "tests/sm90_test_util.h"
 #include "verify/barrier_bytes.h"
 #include "verify/kernel_proofs.h"
 
 using namespace tessel;
+using namespace tessel::testing;
 
 namespace {
-
-bool contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
-
-Kernel example(const char* name, const std::map<std::string, std::string>& defines = {}) {
-  const Example* e = find_example(name);
-  REQUIRE(e != nullptr);
-  return e->build(make_params(*e, defines));
-}
-
-std::string kernel_file(const char* name) {
-  return std::string(TESSEL_SOURCE_DIR) + "/examples/kernels/" + name;
-}
-
-nlohmann::json run_json(std::vector<std::string> args) {
-  args.push_back("--json");
-  CliResult r = run_tessel(args);
-  INFO(r.out << r.err);
-  REQUIRE(r.status == 0);
-  return nlohmann::json::parse(r.out);
-}
 
 /// The checks of `j` (a verify report) whose claim starts with `prefix`.
 std::vector<nlohmann::json> checks_of(const nlohmann::json& j, const std::string& prefix) {
@@ -53,17 +33,6 @@ std::vector<nlohmann::json> checks_of(const nlohmann::json& j, const std::string
     if (c["what"].get<std::string>().starts_with(prefix)) out.push_back(c);
   }
   return out;
-}
-
-/// The thread-level run of `args` on sm90 passed with no finding and no bank conflict.
-void check_clean_run(std::vector<std::string> args) {
-  args.insert(args.begin(), "run");
-  for (const char* a : {"--level", "thread", "--target", "sm90"}) args.push_back(a);
-  nlohmann::json j = run_json(args);
-  INFO(j.dump(1));
-  CHECK(j["passed"] == true);
-  CHECK(j["sim"]["findings"].empty());
-  CHECK(j["sim"]["shared"]["bank_conflicts"] == 0);
 }
 
 /// `k` with the bytes of every arrive_expect_tx replaced by `bytes`.
@@ -109,12 +78,12 @@ TEST_SUITE("warp specialisation with a TMA producer") {
   TEST_CASE("boxes past the tensors' edges and two-panel tiles equal the tile level") {
     // GEMM 200 x 136 x 96: the last row and column blocks' boxes reach past A's and B's edges
     // (zero-filled, like the cp.async producer's guarded copies); the epilogue is guarded.
-    check_clean_run({"gemm", "-D", "M=200", "-D", "N=136", "-D", "K=96"});
+    check_clean_sm90_run({"gemm", "-D", "M=200", "-D", "N=136", "-D", "K=96"});
     // FlashAttention seq_len 100: the second K/V box is 36 rows inside the tensor, 28 past it.
-    check_clean_run({kernel_file("flash_attention.py"), "-D", "heads=2", "-D", "seq_len=100", "-D",
-                     "is_causal=1"});
+    check_clean_sm90_run({kernel_file("flash_attention.py"), "-D", "heads=2", "-D", "seq_len=100",
+                          "-D", "is_causal=1"});
     // dim 128: K's and V's 256-byte rows are two 128-byte panels each, 32768 bytes a stage.
-    check_clean_run(
+    check_clean_sm90_run(
         {kernel_file("flash_attention.py"), "-D", "heads=1", "-D", "seq_len=128", "-D", "dim=128"});
   }
 
