@@ -12,17 +12,27 @@
 
 namespace tessel::sim {
 
+namespace {
+
+/// The request of one thread (a bulk copy's issuing thread) to `buffer`, as the detectors take it.
+WarpRequest one_thread_request(int buffer, Access access, int site, int thread, int warp_size) {
+  WarpRequest req;
+  req.buffer = buffer;
+  req.access = access;
+  req.site = site;
+  req.mask = 1;
+  req.warp = thread / warp_size;
+  req.first_thread = thread;
+  return req;
+}
+
+}  // namespace
+
 void BlockSim::bulk_store(int thread, int site, int buffer, const std::vector<int64_t>& flats,
                           BulkStore store) {
   if (run_.options().detectors) {
     BlockBuffer& b = buffers_[buffer - num_globals_];
-    WarpRequest req;
-    req.buffer = buffer;
-    req.access = Access::kLoad;
-    req.site = site;
-    req.mask = 1;
-    req.warp = thread / warp_size_;
-    req.first_thread = thread;
+    const WarpRequest req = one_thread_request(buffer, Access::kLoad, site, thread, warp_size_);
     Resolved r;
     r.ok = 1;
     for (int64_t e : flats) {
@@ -101,13 +111,8 @@ void BlockSim::bulk_release(const BulkStore& s) {
 void BlockSim::bulk_landed(const BulkStore& s, const std::vector<uint8_t>& same) {
   const BufferDesc& d = run_.global(s.global_buffer);
   if (!run_.options().detectors || d.read_only) return;
-  WarpRequest req;
-  req.buffer = s.global_buffer;
-  req.access = Access::kStore;
-  req.site = s.global_site;
-  req.mask = 1;
-  req.warp = s.thread / warp_size_;
-  req.first_thread = s.thread;
+  const WarpRequest req =
+      one_thread_request(s.global_buffer, Access::kStore, s.global_site, s.thread, warp_size_);
   Resolved r;
   r.ok = 1;
   for (size_t j = 0; j < s.gflats.size(); ++j) {
@@ -121,13 +126,7 @@ void BlockSim::tma_global_reads(int thread, int site, int buffer,
                                 const std::vector<int64_t>& flats) {
   const BufferDesc& d = run_.global(buffer);
   if (!run_.options().detectors || d.read_only) return;
-  WarpRequest req;
-  req.buffer = buffer;
-  req.access = Access::kLoad;
-  req.site = site;
-  req.mask = 1;
-  req.warp = thread / warp_size_;
-  req.first_thread = thread;
+  const WarpRequest req = one_thread_request(buffer, Access::kLoad, site, thread, warp_size_);
   Resolved r;
   r.ok = 1;
   for (int64_t g : flats) {
