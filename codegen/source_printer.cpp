@@ -36,7 +36,6 @@ class SourcePrinter {
       if (!c) return;
       const IntrinsicInfo& info = intrinsic_info(c->intrinsic);
       if (info.box_rank > 0) tma_tiles_.insert(c->args[info.tma_shared].buffer.get());
-      set_max_nreg_ = set_max_nreg_ || c->intrinsic == IntrinsicId::kSetMaxNreg;
     });
   }
 
@@ -65,12 +64,11 @@ class SourcePrinter {
     std::ostringstream sig;
     sig << "extern \"C\" ";
     if (lang_ == Language::kCuda) {
-      // One block per SM at least lets ptxas use up to 255 registers. Not with setmaxnreg (the
-      // warp-specialised kernels): their warpgroups' budgets are set there, and the minimum
-      // made ptxas compile the sm90 GEMM at 240 registers with 1192 bytes of spills (154 and
-      // none without it; FlashAttention 240 with 768 bytes, 125 and none).
-      sig << "__global__ void __launch_bounds__(" << k_->threads << (set_max_nreg_ ? "" : ", 1")
-          << ") ";
+      // At least one block per SM lets ptxas use up to 255 registers. Warp-specialised kernels
+      // too: with sink_consumer_code the consumers' accumulators no longer live on the
+      // producer's path, and without the minimum ptxas (CUDA 13.0, sm_90a) squeezed the GEMM's
+      // consumer into 154 registers at 145 main-loop instructions instead of 114 (0 spills both).
+      sig << "__global__ void __launch_bounds__(" << k_->threads << ", 1) ";
     } else {
       sig << "__attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, " << k_->threads
           << "))) void ";
@@ -597,7 +595,6 @@ class SourcePrinter {
   std::set<std::string> used_;
   std::set<std::string> tensor_maps_;
   std::set<const BufferNode*> tma_tiles_;
-  bool set_max_nreg_ = false;  ///< the kernel rebalances registers with setmaxnreg
   static constexpr int64_t kTmaTileAlign = 1024;
   std::vector<TensorMapArg> tensor_map_args_;
   std::string header_, function_;

@@ -141,13 +141,14 @@ TEST_SUITE("warp specialisation with a TMA producer") {
     CHECK(ok[0].result == "proved");
   }
 
-  TEST_CASE("warp-specialised kernels leave the registers to setmaxnreg, not a blocks minimum") {
-    // With __launch_bounds__(256, 1) ptxas (CUDA 13.0) compiled this GEMM at 240 registers with
-    // 1192 bytes of spill stores; with __launch_bounds__(256), 154 registers and none.
+  TEST_CASE("warp-specialised kernels keep the one-block minimum of __launch_bounds__") {
+    // ptxas (CUDA 13.0, sm_90a) on M0 (128x128x32 tiles, 3 stages), measured 2026-11-26: with (256,
+    // 1): 240 registers, 0 spills, 114 main-loop instructions (TileLang 0.1.15: 114); without the
+    // ", 1": 154 registers, 0 spills, 145 instructions.
     Kernel k = example("gemm");
     std::string sm90 =
         emit_source(lower_kernel(k, find_target("sm90")).kernel, find_target("sm90")).code;
-    CHECK(contains(sm90, "__global__ void __launch_bounds__(256) gemm("));
+    CHECK(contains(sm90, "__global__ void __launch_bounds__(256, 1) gemm("));
     std::string sm80 =
         emit_source(lower_kernel(k, find_target("sm80")).kernel, find_target("sm80")).code;
     CHECK(contains(sm80, "__global__ void __launch_bounds__(128, 1) gemm("));
