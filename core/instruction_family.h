@@ -102,8 +102,8 @@ class InstructionFamily {
   X(atomic_family)                     \
   X(mbarrier_family)                   \
   X(tma_family)                        \
-  X(wgmma_family)                       \
-  X(mfma_i8_cdna2_family)               \
+  X(wgmma_family)                      \
+  X(mfma_i8_cdna2_family)              \
   X(mfma_i8_cdna3_family)
 
 #define TESSEL_FAMILY_FACTORY_(factory) const InstructionFamily& factory();

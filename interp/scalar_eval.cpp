@@ -154,7 +154,8 @@ class Evaluator : public ExprFunctor<Value> {
   TESSEL_CMP_(NE, !=)
   TESSEL_CMP_(LT, <)
   TESSEL_CMP_(LE, <=)
-  TESSEL_CMP_(GT, >) TESSEL_CMP_(GE, >=)
+  TESSEL_CMP_(GT, >)
+  TESSEL_CMP_(GE, >=)
 #undef TESSEL_CMP_
       Value visit_And(const AndNode* op, const Expr&) override {
     return Value::of_int(visit(op->a).i && visit(op->b).i);
