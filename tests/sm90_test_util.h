@@ -1,4 +1,5 @@
-// Helpers shared by the sm90 warp-specialisation tests: examples by name, kernel files, and
+// Helpers shared by the sm90 tests (warp specialisation, mbarriers, TMA): examples by name, kernel
+// files, TileLang sources run at thread level for sm90, findings by kind, and
 // `tessel run --level thread --target sm90` held to no finding and no bank conflict.
 #pragma once
 
@@ -9,8 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_parser.h"
+#include "core/passes.h"
+#include "core/target.h"
 #include "examples/registry.h"
 #include "examples/run_example.h"
+#include "interp/thread_interpreter.h"
 #include "tests/cli_runner.h"
 
 namespace tessel::testing {
@@ -49,6 +54,26 @@ inline void check_clean_sm90_run(std::vector<std::string> args) {
   CHECK(j["passed"] == true);
   CHECK(j["sim"]["findings"].empty());
   CHECK(j["sim"]["shared"]["bank_conflicts"] == 0);
+}
+
+/// `source` (a TileLang file's text, "kernel.py" in locations) lowered for sm90 and run at
+/// thread level on `t` under `schedule`, one worker.
+inline ThreadRunResult run_sm90(const std::string& source, TensorMap& t, const char* schedule) {
+  ThreadRunOptions o;
+  o.target = "sm90";
+  o.schedule = *Schedule::parse(schedule);
+  o.workers = 1;
+  Kernel k = parse_kernel(source, "kernel.py").kernel;
+  return run_thread_level(lower_kernel(k, find_target("sm90")).kernel, t, o);
+}
+
+/// The findings of `r` of kind `k`.
+inline std::vector<const sim::Finding*> of_kind(const ThreadRunResult& r, sim::FindingKind k) {
+  std::vector<const sim::Finding*> out;
+  for (const sim::Finding& f : r.report.findings) {
+    if (f.kind == k) out.push_back(&f);
+  }
+  return out;
 }
 
 }  // namespace tessel::testing

@@ -14,8 +14,10 @@
 #include "core/printer.h"
 #include "interp/thread_interpreter.h"
 #include "interp/tile_interpreter.h"
+#include "tests/sm90_test_util.h"
 
 using namespace tessel;
+using namespace tessel::testing;
 
 namespace {
 
@@ -62,23 +64,6 @@ TensorMap inputs() {
   HostTensor a(DataType::f32(), {512});
   for (int64_t i = 0; i < 512; ++i) a.set(i, static_cast<double>(i % 37) - 18.0);
   return {{"A", a}, {"B", HostTensor(DataType::f32(), {512})}};
-}
-
-ThreadRunResult run_sm90(const std::string& source, TensorMap& t, const char* schedule) {
-  ParsedKernel p = parse_kernel(source, "ws.py");
-  ThreadRunOptions o;
-  o.target = "sm90";
-  o.schedule = *Schedule::parse(schedule);
-  o.workers = 1;
-  return run_thread_level(lower_kernel(p.kernel, find_target("sm90")).kernel, t, o);
-}
-
-std::vector<const sim::Finding*> of_kind(const ThreadRunResult& r, sim::FindingKind k) {
-  std::vector<const sim::Finding*> out;
-  for (const sim::Finding& f : r.report.findings) {
-    if (f.kind == k) out.push_back(&f);
-  }
-  return out;
 }
 
 const char* kSchedules[] = {"in-order", "reverse", "random:1", "random:2"};

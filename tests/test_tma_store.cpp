@@ -13,8 +13,10 @@
 #include "core/passes.h"
 #include "core/printer.h"
 #include "interp/thread_interpreter.h"
+#include "tests/sm90_test_util.h"
 
 using namespace tessel;
+using namespace tessel::testing;
 
 namespace {
 
@@ -51,15 +53,6 @@ TensorMap inputs() {
     for (int64_t c = 0; c < 64; ++c) a.set(i * 64 + c, a_value(i, c));
   }
   return {{"A", a}, {"B", HostTensor(DataType::f32(), {48, 64})}};
-}
-
-ThreadRunResult run_sm90(const std::string& source, TensorMap& t, const char* schedule) {
-  ThreadRunOptions o;
-  o.target = "sm90";
-  o.schedule = *Schedule::parse(schedule);
-  o.workers = 1;
-  Kernel k = parse_kernel(source, "store.py").kernel;
-  return run_thread_level(lower_kernel(k, find_target("sm90")).kernel, t, o);
 }
 
 }  // namespace

@@ -26,14 +26,6 @@ using namespace tessel::testing;
 
 namespace {
 
-std::vector<const sim::Finding*> of_kind(const ThreadRunResult& r, sim::FindingKind k) {
-  std::vector<const sim::Finding*> out;
-  for (const sim::Finding& f : r.report.findings) {
-    if (f.kind == k) out.push_back(&f);
-  }
-  return out;
-}
-
 /// The small GEMM (128 x 128 x 224: one block, 7 k-steps over 3 stages, so each stage barrier
 /// goes through phases 0, 1 and 2 and its parity wraps) lowered for sm90 with `o`, at thread
 /// level.
