@@ -8,9 +8,9 @@
 #include "core/expr_printer.h"
 #include "core/vector_copy.h"
 #include "verify/definition_parts.h"
+#include "verify/enclosed_query.h"
 #include "verify/kernel_accesses.h"
 #include "verify/proof_parts.h"
-#include "verify/proof_session.h"
 
 namespace tessel {
 
@@ -19,18 +19,7 @@ using namespace definition_detail;  // NOLINT(google-build-using-namespace)
 
 namespace {
 
-/// The row-major offset of `indices` in `b`.
-Expr flat(const Buffer& b, const std::vector<Expr>& indices) {
-  Expr off = indices[0];
-  for (size_t d = 1; d < indices.size(); ++d) off = off * b->shape[d] + indices[d];
-  return off;
-}
-
-std::string access_text(const AlignedAccess& a) {
-  std::string s = a.buffer->name + "[";
-  for (size_t d = 0; d < a.indices.size(); ++d) s += (d ? ", " : "") + to_string(a.indices[d]);
-  return s + "]";
-}
+std::string access_text(const AlignedAccess& a) { return indexed_text(a.buffer, a.indices); }
 
 /// What became of one access: "" when proved, else the counterexample (or why undecided).
 struct Outcome {
@@ -41,7 +30,7 @@ struct Outcome {
 /// The bits of the access's offset past a multiple of its size: zero when aligned.
 Expr misalignment(const AlignedAccess& a) {
   const int64_t bits = int64_t{a.buffer->dtype.storage_bits()} * a.buffer->dtype.lanes;
-  return floormod(flat(a.buffer, a.indices) * make_int(bits), make_int(8 * a.bytes));
+  return floormod(row_major_offset(a.buffer, a.indices) * make_int(bits), make_int(8 * a.bytes));
 }
 
 Outcome prove_one(const Kernel& kernel, const AlignedAccess& a, int warp_size,
@@ -56,47 +45,29 @@ Outcome prove_one(const Kernel& kernel, const AlignedAccess& a, int warp_size,
   Expr off = misalignment(a);
   {  // The common case: every term of the offset a multiple of the size.
     Analyzer analyzer;
-    bind_kernel_vars(analyzer, kernel);
-    for (const Enclosing& f : a.enclosing) {
-      if (!f.is_loop() || !f.min.defined()) continue;
-      auto lo = as_const_int(f.min), n = as_const_int(f.extent);
-      if (lo && n && *n > 0) analyzer.bind(f.var, *lo, *n);
-    }
+    bind_frames(analyzer, kernel, a.enclosing);
     if (analyzer.can_prove(off == make_int(0))) return out;
   }
-  VarDomain domain = kernel_domain(kernel);
-  if (!add_enclosing(domain, a.enclosing)) return out;  // never runs
-  bool dropped = false;
-  for (const Enclosing& f : a.enclosing) dropped |= !f.is_loop() && !f.cond.defined();
+  EnclosedQuery q(kernel, a.enclosing);
+  if (!q.runs()) return out;
+  const bool dropped = q.dropped();
   try {
-    Expr bad = off != make_int(0);
-    ProofSession s(domain, {}, {bad, flat(a.buffer, a.indices)}, timeout_ms);
-    z3::check_result res = s.check(s.shared().boolean(bad));
+    z3::check_result res =
+        q.find(off != make_int(0), {row_major_offset(a.buffer, a.indices)}, timeout_ms);
     if (res == z3::unsat) return out;
     if (res == z3::unknown) {
       out.result = "undecided";
-      out.message = "Z3 gave up (timeout " + std::to_string(timeout_ms) + " ms) on " + a.what +
-                    " " + access_text(a);
+      out.message = gave_up_text(timeout_ms) + " on " + a.what + " " + access_text(a);
       return out;
     }
     const int64_t bits = int64_t{a.buffer->dtype.storage_bits()} * a.buffer->dtype.lanes;
-    int64_t byte = s.value(s.shared(), flat(a.buffer, a.indices)) * bits / 8;
-    std::string index = a.buffer->name + "[";
-    for (size_t d = 0; d < a.indices.size(); ++d) {
-      index += (d ? ", " : "") + std::to_string(s.value(s.shared(), a.indices[d]));
-    }
-    index += "]";
-    std::vector<std::pair<std::string, int64_t>> when;
-    for (const auto& [name, value] : s.symbol_values()) {
-      bool fixed = false;
-      for (const auto& [v, r] : domain.ranges) fixed |= v.name() == name && r.min == r.max;
-      if (name != kernel->thread_var.name() && !fixed) when.emplace_back(name, value);
-    }
+    int64_t byte = q.value(row_major_offset(a.buffer, a.indices)) * bits / 8;
     out.result = dropped ? "undecided" : "failed";
-    out.message = thread_words(s.value(s.shared(), kernel->thread_var), warp_size) + " starts " +
-                  a.what + " at " + index + " (byte " + std::to_string(byte) + " of " +
-                  a.buffer->name + ") in `" + statement_text(a.stmt) + "`" + at_text(a.stmt) +
-                  symbols_text(when) + ": not a multiple of " + std::to_string(a.bytes) +
+    out.message = thread_words(q.value(kernel->thread_var), warp_size) + " starts " + a.what +
+                  " at " + q.element_text(a.buffer, a.indices) + " (byte " + std::to_string(byte) +
+                  " of " + a.buffer->name + ") in `" + statement_text(a.stmt) + "`" +
+                  at_text(a.stmt) + symbols_text(q.free_symbols(kernel->thread_var)) +
+                  ": not a multiple of " + std::to_string(a.bytes) +
                   " bytes, which a GPU faults on" +
                   (dropped ? " (a condition on loaded data around it was not modelled)" : "");
   } catch (const UserError& err) {

@@ -19,14 +19,13 @@
 #include "core/intrinsics.h"
 #include "core/stmt_functor.h"
 #include "verify/definition_parts.h"
-#include "verify/kernel_domain.h"
+#include "verify/enclosed_query.h"
+#include "verify/kernel_accesses.h"
 #include "verify/proof_parts.h"
-#include "verify/proof_session.h"
 
 namespace tessel {
 
-using namespace proof_detail;       // NOLINT(google-build-using-namespace): Stopwatch
-using namespace definition_detail;  // NOLINT(google-build-using-namespace): add_enclosing
+using namespace proof_detail;  // NOLINT(google-build-using-namespace): Stopwatch
 
 namespace {
 
@@ -52,40 +51,17 @@ bool only_var(const Expr& e, const Var& v) {
   return ok;
 }
 
-void collect(const Kernel& kernel, const Stmt& s, std::vector<Enclosing>& frames,
-             std::vector<Op>& out) {
-  if (!s.defined()) return;
-  if (const auto* seq = s.as<SeqNode>()) {
-    for (const Stmt& c : seq->stmts) collect(kernel, c, frames, out);
-  } else if (const auto* f = s.as<ForNode>()) {
-    Enclosing e;
-    e.node = f;
-    e.var = f->var;
-    e.min = f->min;
-    e.extent = f->extent;
-    frames.push_back(e);
-    collect(kernel, f->body, frames, out);
-    frames.pop_back();
-  } else if (const auto* i = s.as<IfNode>()) {
-    for (bool negated : {false, true}) {
-      Enclosing e;
-      e.node = i;
-      e.negated = negated;
-      e.cond = negated ? !i->cond : i->cond;
-      e.text = to_string(e.cond);
-      frames.push_back(e);
-      collect(kernel, negated ? i->else_case : i->then_case, frames, out);
-      frames.pop_back();
-    }
-  } else if (const auto* l = s.as<LetNode>()) {
-    Enclosing e;
-    e.node = l;
-    e.cond = Expr(l->var) == l->value;
-    e.text = l->var.name() + " = " + to_string(l->value);
-    frames.push_back(e);
-    collect(kernel, l->body, frames, out);
-    frames.pop_back();
-  } else if (const auto* c = s.as<IntrinsicCallNode>()) {
+/// The waits and arrivals of the kernel, in program order, with their frames.
+class OpCollector : public EnclosingWalker {
+ public:
+  explicit OpCollector(const Kernel& kernel) : kernel_(kernel) {}
+  std::vector<Op> run() {
+    visit(kernel_->body);
+    return std::move(out_);
+  }
+
+ private:
+  void visit_IntrinsicCall(const IntrinsicCallNode* c, const Stmt& s) override {
     const IntrinsicId id = c->intrinsic;
     const bool wait = id == IntrinsicId::kMbarrierWaitParity;
     if (!wait && id != IntrinsicId::kMbarrierArrive && id != IntrinsicId::kMbarrierArriveExpectTx)
@@ -96,39 +72,40 @@ void collect(const Kernel& kernel, const Stmt& s, std::vector<Enclosing>& frames
     op.barrier = c->args[0].buffer;
     op.element = c->args[0].indices.size() == 1 ? c->args[0].indices[0] : Expr();
     if (wait) op.parity = c->args[1].value;
-    op.frames = frames;
-    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+    op.frames = frames();
+    for (auto it = op.frames.rbegin(); it != op.frames.rend(); ++it) {
       if (it->is_loop()) {
         op.loop = static_cast<const ForNode*>(it->node);
         break;
       }
     }
-    for (const Enclosing& e : frames) {
+    for (const Enclosing& e : op.frames) {
       if (e.is_loop() || !e.cond.defined()) continue;
-      if (!uses_var(e.cond, kernel->thread_var)) continue;
-      if (e.node->kind == StmtKind::kLet || !only_var(e.cond, kernel->thread_var)) {
+      if (!uses_var(e.cond, kernel_->thread_var)) continue;
+      if (e.node->kind == StmtKind::kLet || !only_var(e.cond, kernel_->thread_var)) {
         op.decidable = false;
       } else {
         op.thread_conds.push_back(e.cond);
       }
     }
-    out.push_back(std::move(op));
+    out_.push_back(std::move(op));
   }
-}
+
+  const Kernel& kernel_;
+  std::vector<Op> out_;
+};
 
 /// Whether `claim` holds for every value of the kernel's variables under `frames`: true, false
 /// (with the loop variable's value of a counterexample in `at`), or nullopt when Z3 gave up.
 std::optional<bool> holds(const Kernel& kernel, const std::vector<Enclosing>& frames,
                           const Expr& claim, const Var& loop_var, unsigned timeout_ms,
                           int64_t* at) {
-  VarDomain domain = kernel_domain(kernel);
-  if (!add_enclosing(domain, frames)) return true;  // never runs
-  Expr bad = !claim;
-  ProofSession s(domain, {}, {bad, Expr(loop_var)}, timeout_ms);
-  z3::check_result r = s.check(s.shared().boolean(bad));
+  EnclosedQuery q(kernel, frames);
+  if (!q.runs()) return true;
+  z3::check_result r = q.find(!claim, {Expr(loop_var)}, timeout_ms);
   if (r == z3::unknown) return std::nullopt;
   if (r == z3::unsat) return true;
-  if (at) *at = s.value(s.shared(), Expr(loop_var));
+  if (at) *at = q.value(Expr(loop_var));
   return false;
 }
 
@@ -145,9 +122,7 @@ std::string op_text(const Op& op) {
 }  // namespace
 
 std::vector<KernelCheck> prove_barrier_parities(const Kernel& kernel, unsigned timeout_ms) {
-  std::vector<Op> ops;
-  std::vector<Enclosing> frames;
-  collect(kernel, kernel->body, frames, ops);
+  std::vector<Op> ops = OpCollector(kernel).run();
   // The protocols: the ops of the barriers whose every wait and arrival is in loops over one
   // variable, grouped by that variable.
   std::map<const BufferNode*, std::set<const ExprNode*>> loop_vars;

@@ -9,10 +9,9 @@
 #include "core/expr_printer.h"
 #include "core/vector_copy.h"
 #include "verify/definition_parts.h"
+#include "verify/enclosed_query.h"
 #include "verify/kernel_accesses.h"
-#include "verify/kernel_domain.h"
 #include "verify/proof_parts.h"
-#include "verify/proof_session.h"
 
 namespace tessel {
 
@@ -21,23 +20,13 @@ using namespace definition_detail;  // NOLINT(google-build-using-namespace)
 
 namespace {
 
-Expr flat(const Buffer& b, const std::vector<Expr>& indices) {
-  Expr off = indices[0];
-  for (size_t d = 1; d < indices.size(); ++d) off = off * b->shape[d] + indices[d];
-  return off;
-}
-
 Expr elements(const Buffer& b) {
   Expr n = b->shape[0];
   for (size_t d = 1; d < b->shape.size(); ++d) n = n * b->shape[d];
   return n;
 }
 
-std::string access_text(const GlobalAccess& a) {
-  std::string s = a.buffer->name + "[";
-  for (size_t d = 0; d < a.indices.size(); ++d) s += (d ? ", " : "") + to_string(a.indices[d]);
-  return s + "]";
-}
+std::string access_text(const GlobalAccess& a) { return indexed_text(a.buffer, a.indices); }
 
 struct Outcome {
   std::string result = "proved";
@@ -53,7 +42,7 @@ Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, const std::string
     out.message = "the index of the " + what + at_text(a.stmt) + " depends on loaded data";
     return out;
   }
-  const Expr off = flat(a.buffer, a.indices), size = elements(a.buffer);
+  const Expr off = row_major_offset(a.buffer, a.indices), size = elements(a.buffer);
   Expr bad = off < make_int(0) || off >= size;
   std::vector<Expr> divisors;  // of the index's // and %: zero is as wrong as out of bounds
   for (const Expr& index : a.indices) {
@@ -65,56 +54,38 @@ Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, const std::string
   }
   {  // The common case: the Analyzer bounds the offset over the loops' ranges.
     Analyzer analyzer;
-    bind_kernel_vars(analyzer, kernel);
-    for (const Enclosing& f : a.enclosing) {
-      if (!f.is_loop() || !f.min.defined()) continue;
-      auto lo = as_const_int(f.min), n = as_const_int(f.extent);
-      if (lo && n && *n > 0) analyzer.bind(f.var, *lo, *n);
-    }
+    bind_frames(analyzer, kernel, a.enclosing);
     bool nonzero = true;
     for (const Expr& d : divisors) nonzero = nonzero && analyzer.can_prove(d != make_int(0));
     if (!a.guard.defined() && nonzero && analyzer.can_prove(!bad)) return out;
   }
-  VarDomain domain = kernel_domain(kernel);
-  if (!add_enclosing(domain, a.enclosing)) return out;  // never runs
-  if (a.guard.defined()) domain.assume(a.guard);
-  bool dropped = false;
-  for (const Enclosing& f : a.enclosing) dropped |= !f.is_loop() && !f.cond.defined();
+  EnclosedQuery q(kernel, a.enclosing);
+  if (!q.runs()) return out;
+  if (a.guard.defined()) q.domain().assume(a.guard);
+  const bool dropped = q.dropped();
   try {
     for (const Expr& d : divisors) {
-      ProofSession s(domain, {}, {d == make_int(0), d}, timeout_ms);
-      if (s.check(s.shared().boolean(d == make_int(0))) != z3::sat) continue;
+      if (q.find(d == make_int(0), {d}, timeout_ms) != z3::sat) continue;
       out.result = dropped ? "undecided" : "failed";
-      out.message = thread_words(s.value(s.shared(), kernel->thread_var), warp_size) +
-                    " divides by zero (" + to_string(d) + " is 0) in the index of the " + what +
-                    " in `" + statement_text(a.stmt) + "`" + at_text(a.stmt) +
+      out.message = thread_words(q.value(kernel->thread_var), warp_size) + " divides by zero (" +
+                    to_string(d) + " is 0) in the index of the " + what + " in `" +
+                    statement_text(a.stmt) + "`" + at_text(a.stmt) +
                     (dropped ? " (a condition on loaded data around it was not modelled)" : "");
       return out;
     }
-    ProofSession s(domain, {}, {bad, off}, timeout_ms);
-    z3::check_result res = s.check(s.shared().boolean(bad));
+    z3::check_result res = q.find(bad, {off}, timeout_ms);
     if (res == z3::unsat) return out;
     if (res == z3::unknown) {
       out.result = "undecided";
-      out.message = "Z3 gave up (timeout " + std::to_string(timeout_ms) + " ms) on the " + what;
+      out.message = gave_up_text(timeout_ms) + " on the " + what;
       return out;
     }
-    std::string index = a.buffer->name + "[";
-    for (size_t d = 0; d < a.indices.size(); ++d) {
-      index += (d ? ", " : "") + std::to_string(s.value(s.shared(), a.indices[d]));
-    }
-    index += "]";
-    std::vector<std::pair<std::string, int64_t>> when;
-    for (const auto& [name, value] : s.symbol_values()) {
-      bool fixed = false;
-      for (const auto& [v, r] : domain.ranges) fixed |= v.name() == name && r.min == r.max;
-      if (name != kernel->thread_var.name() && !fixed) when.emplace_back(name, value);
-    }
     out.result = dropped ? "undecided" : "failed";
-    out.message = thread_words(s.value(s.shared(), kernel->thread_var), warp_size) +
-                  (a.write ? " stores to " : " loads ") + index + " (element " +
-                  std::to_string(s.value(s.shared(), off)) + ") in `" + statement_text(a.stmt) +
-                  "`" + at_text(a.stmt) + symbols_text(when) + ": outside the " + kind +
+    out.message = thread_words(q.value(kernel->thread_var), warp_size) +
+                  (a.write ? " stores to " : " loads ") + q.element_text(a.buffer, a.indices) +
+                  " (element " + std::to_string(q.value(off)) + ") in `" + statement_text(a.stmt) +
+                  "`" + at_text(a.stmt) + symbols_text(q.free_symbols(kernel->thread_var)) +
+                  ": outside the " + kind +
                   (dropped ? " (a condition on loaded data around it was not modelled)" : "");
   } catch (const UserError& err) {
     out.result = "undecided";

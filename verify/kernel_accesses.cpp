@@ -26,14 +26,7 @@ bool reads_data(const Expr& e) {
   return found;
 }
 
-/// The row-major offset of `indices` in `b`.
-Expr flat_index(const Buffer& b, const std::vector<Expr>& indices) {
-  Expr off = indices[0];
-  for (size_t d = 1; d < indices.size(); ++d) off = off * b->shape[d] + indices[d];
-  return off;
-}
-
-class Collector : public StmtFunctor<void> {
+class Collector : public EnclosingWalker {
  public:
   KernelAccesses run(const Kernel& kernel) {
     bind_kernel_vars(analyzer_, kernel);
@@ -89,13 +82,13 @@ class Collector : public StmtFunctor<void> {
            const Stmt& s, const Expr& guard = Expr()) {
     RegisterAccess a;
     a.buffer = b;
-    Expr index = rewrite(flat_index(b, indices));
+    Expr index = rewrite(row_major_offset(b, indices));
     a.opaque = reads_data(index) || mentions_opaque(index);
     a.index = index;
     a.count = count;
     a.write = write;
     a.guard = guard;
-    a.enclosing = enclosing_;
+    a.enclosing = frames();
     a.order = order_;
     a.stmt = s;
     found_.registers.push_back(std::move(a));
@@ -112,7 +105,7 @@ class Collector : public StmtFunctor<void> {
     }
     a.write = write;
     a.guard = guard;
-    a.enclosing = enclosing_;
+    a.enclosing = frames();
     a.stmt = s;
     found_.global.push_back(std::move(a));
   }
@@ -128,16 +121,13 @@ class Collector : public StmtFunctor<void> {
     }
     a.bytes = bytes;
     a.what = std::move(what);
-    a.enclosing = enclosing_;
+    a.enclosing = frames();
     a.stmt = s;
     found_.aligned.push_back(std::move(a));
   }
 
-  void visit_Seq(const SeqNode* op, const Stmt&) override {
-    for (const Stmt& c : op->stmts) visit(c);
-  }
-
-  void visit_For(const ForNode* op, const Stmt& s) override {
+  Enclosing loop_frame(const ForNode& loop, const Stmt& s) override {
+    const ForNode* op = &loop;
     ++order_;
     scan(op->min, s);
     scan(op->extent, s);
@@ -169,31 +159,23 @@ class Collector : public StmtFunctor<void> {
     e.text = "for " + op->var.name() + " in range(" + to_string(op->min) + ", " +
              to_string(op->min + op->extent) + ")";
     if (data) opaque_vars_.insert(op->var.get());
-    enclosing_.push_back(std::move(e));
-    visit(op->body);
-    enclosing_.pop_back();
+    return e;
   }
 
-  void visit_If(const IfNode* op, const Stmt& s) override {
+  void enter_if(const IfNode& op, const Stmt& s) override {
     ++order_;
-    scan(op->cond, s);
-    Expr c = rewrite(op->cond);
-    bool data = reads_data(c) || mentions_opaque(c);
-    branch(op, false, data ? Expr() : c, "if " + to_string(op->cond), op->then_case);
-    if (op->else_case.defined()) {
-      branch(op, true, data ? Expr() : !c, "if not (" + to_string(op->cond) + ")", op->else_case);
-    }
+    scan(op.cond, s);
   }
 
-  void branch(const IfNode* op, bool negated, Expr cond, std::string text, const Stmt& body) {
+  Enclosing branch_frame(const IfNode& op, bool negated) override {
+    Expr c = rewrite(op.cond);
+    bool data = reads_data(c) || mentions_opaque(c);
     Enclosing e;
-    e.node = op;
+    e.node = &op;
     e.negated = negated;
-    e.cond = std::move(cond);
-    e.text = std::move(text);
-    enclosing_.push_back(std::move(e));
-    visit(body);
-    enclosing_.pop_back();
+    if (!data) e.cond = negated ? !c : c;
+    e.text = negated ? "if not (" + to_string(op.cond) + ")" : "if " + to_string(op.cond);
+    return e;
   }
 
   void visit_Store(const StoreNode* op, const Stmt& s) override {
@@ -214,16 +196,18 @@ class Collector : public StmtFunctor<void> {
     }
   }
 
-  void visit_Let(const LetNode* op, const Stmt& s) override {
+  /// Lets are substituted, not frames: a let whose value depends on loaded data makes what
+  /// mentions it opaque.
+  std::optional<Enclosing> let_frame(const LetNode& op, const Stmt& s) override {
     ++order_;
-    scan(op->value, s);
-    Expr v = rewrite(op->value);
+    scan(op.value, s);
+    Expr v = rewrite(op.value);
     if (reads_data(v) || mentions_opaque(v)) {
-      opaque_vars_.insert(op->var.get());
+      opaque_vars_.insert(op.var.get());
     } else {
-      lets_[op->var.get()] = v;
+      lets_[op.var.get()] = v;
     }
-    visit(op->body);
+    return std::nullopt;
   }
 
   void visit_IntrinsicCall(const IntrinsicCallNode* op, const Stmt& s) override {
@@ -265,7 +249,6 @@ class Collector : public StmtFunctor<void> {
     scan(op->value, s);
   }
 
-  std::vector<Enclosing> enclosing_;
   std::map<const ExprNode*, Expr> lets_;
   std::set<const ExprNode*> opaque_vars_;  ///< lets and loop variables that depend on data
   int64_t order_ = 0;
@@ -274,6 +257,73 @@ class Collector : public StmtFunctor<void> {
 };
 
 }  // namespace
+
+Expr row_major_offset(const Buffer& b, const std::vector<Expr>& indices) {
+  Expr off = indices[0];
+  for (size_t d = 1; d < indices.size(); ++d) off = off * b->shape[d] + indices[d];
+  return off;
+}
+
+Enclosing EnclosingWalker::loop_frame(const ForNode& op, const Stmt&) {
+  Enclosing e;
+  e.node = &op;
+  e.var = op.var;
+  e.min = op.min;
+  e.extent = op.extent;
+  return e;
+}
+
+void EnclosingWalker::enter_if(const IfNode&, const Stmt&) {}
+
+Enclosing EnclosingWalker::branch_frame(const IfNode& op, bool negated) {
+  Enclosing e;
+  e.node = &op;
+  e.negated = negated;
+  e.cond = negated ? !op.cond : op.cond;
+  e.text = to_string(e.cond);
+  return e;
+}
+
+std::optional<Enclosing> EnclosingWalker::let_frame(const LetNode& op, const Stmt&) {
+  Enclosing e;
+  e.node = &op;
+  e.cond = Expr(op.var) == op.value;
+  e.text = op.var.name() + " = " + to_string(op.value);
+  return e;
+}
+
+void EnclosingWalker::visit_Seq(const SeqNode* op, const Stmt&) {
+  for (const Stmt& c : op->stmts) visit(c);
+}
+
+void EnclosingWalker::visit_For(const ForNode* op, const Stmt& s) {
+  visit_under(loop_frame(*op, s), op->body);
+}
+
+void EnclosingWalker::visit_If(const IfNode* op, const Stmt& s) {
+  enter_if(*op, s);
+  // Both frames before either branch: what a branch's statements change must not reach them.
+  Enclosing then_frame = branch_frame(*op, false);
+  std::optional<Enclosing> else_frame;
+  if (op->else_case.defined()) else_frame = branch_frame(*op, true);
+  visit_under(std::move(then_frame), op->then_case);
+  if (else_frame) visit_under(std::move(*else_frame), op->else_case);
+}
+
+void EnclosingWalker::visit_Let(const LetNode* op, const Stmt& s) {
+  if (std::optional<Enclosing> frame = let_frame(*op, s)) {
+    visit_under(std::move(*frame), op->body);
+  } else {
+    visit(op->body);
+  }
+}
+
+void EnclosingWalker::visit_under(Enclosing frame, const Stmt& body) {
+  if (!body.defined()) return;
+  frames_.push_back(std::move(frame));
+  visit(body);
+  frames_.pop_back();
+}
 
 KernelAccesses collect_accesses(const Kernel& kernel) { return Collector().run(kernel); }
 

@@ -13,10 +13,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/kernel.h"
+#include "core/stmt_functor.h"
 
 namespace tessel {
 
@@ -32,6 +34,45 @@ struct Enclosing {
   bool is_loop() const { return var.defined(); }
   /// The same statement and branch.
   bool same(const Enclosing& o) const { return node == o.node && negated == o.negated; }
+};
+
+/// Walks a statement tree keeping `frames()`: the loops, if-branches and lets around the statement
+/// being visited, outermost first. Subclasses override the leaves they collect (visit_Store,
+/// visit_IntrinsicCall, ...; by default leaves are skipped) and, to put other facts in a frame
+/// or to do work when one opens, the frame hooks.
+class EnclosingWalker : public StmtFunctor<void> {
+ protected:
+  const std::vector<Enclosing>& frames() const { return frames_; }
+
+  /// The frame of a loop, made before its body is visited. Default: its variable and its range
+  /// as written.
+  virtual Enclosing loop_frame(const ForNode& op, const Stmt& s);
+  /// Called once for an if, before its branches are visited. Default: nothing.
+  virtual void enter_if(const IfNode& op, const Stmt& s);
+  /// The frame of one branch of an if (`negated`: the else branch). Default: the condition as
+  /// written (negated for the else branch), its text as the IR prints it.
+  virtual Enclosing branch_frame(const IfNode& op, bool negated);
+  /// The frame of a let, or nullopt for none. Default: `var == value`, its text `var = value`.
+  virtual std::optional<Enclosing> let_frame(const LetNode& op, const Stmt& s);
+
+  void visit_Seq(const SeqNode* op, const Stmt& s) override;
+  void visit_For(const ForNode* op, const Stmt& s) override;
+  /// Makes both branches' frames, then visits the then branch and, when there is one, the else
+  /// branch, each under its frame.
+  void visit_If(const IfNode* op, const Stmt& s) override;
+  void visit_Let(const LetNode* op, const Stmt& s) override;
+  void visit_Store(const StoreNode*, const Stmt&) override {}
+  void visit_Alloc(const AllocNode*, const Stmt&) override {}
+  void visit_Barrier(const BarrierNode*, const Stmt&) override {}
+  void visit_TileOpCall(const TileOpCallNode*, const Stmt&) override {}
+  void visit_UseSwizzle(const UseSwizzleNode*, const Stmt&) override {}
+  void visit_IntrinsicCall(const IntrinsicCallNode*, const Stmt&) override {}
+  void visit_Print(const PrintNode*, const Stmt&) override {}
+
+ private:
+  void visit_under(Enclosing frame, const Stmt& body);
+
+  std::vector<Enclosing> frames_;
 };
 
 /// One read or write of consecutive registers of a local buffer by one statement.
@@ -85,6 +126,9 @@ struct KernelAccesses {
 };
 
 KernelAccesses collect_accesses(const Kernel& kernel);
+
+/// The row-major offset of `indices` in `b`'s shape.
+Expr row_major_offset(const Buffer& b, const std::vector<Expr>& indices);
 
 /// The statement on one line, as the IR prints it (a loop or if: its header).
 std::string statement_text(const Stmt& s);

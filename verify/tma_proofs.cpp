@@ -12,15 +12,14 @@
 #include "core/stmt_functor.h"
 #include "core/tma_map.h"
 #include "verify/definition_parts.h"
+#include "verify/enclosed_query.h"
 #include "verify/kernel_accesses.h"
-#include "verify/kernel_domain.h"
 #include "verify/proof_parts.h"
-#include "verify/proof_session.h"
 
 namespace tessel {
 
 using namespace proof_detail;       // NOLINT(google-build-using-namespace): Stopwatch
-using namespace definition_detail;  // NOLINT(google-build-using-namespace): add_enclosing, at_text
+using namespace definition_detail;  // NOLINT(google-build-using-namespace): at_text
 
 namespace {
 
@@ -30,44 +29,21 @@ struct TmaSite {
   std::vector<Enclosing> frames;
 };
 
-void collect(const Stmt& s, std::vector<Enclosing>& frames, std::vector<TmaSite>& out) {
-  if (!s.defined()) return;
-  if (const auto* seq = s.as<SeqNode>()) {
-    for (const Stmt& c : seq->stmts) collect(c, frames, out);
-  } else if (const auto* f = s.as<ForNode>()) {
-    Enclosing e;
-    e.node = f;
-    e.var = f->var;
-    e.min = f->min;
-    e.extent = f->extent;
-    frames.push_back(e);
-    collect(f->body, frames, out);
-    frames.pop_back();
-  } else if (const auto* i = s.as<IfNode>()) {
-    for (bool negated : {false, true}) {
-      Enclosing e;
-      e.node = i;
-      e.negated = negated;
-      e.cond = negated ? !i->cond : i->cond;
-      e.text = to_string(e.cond);
-      frames.push_back(e);
-      collect(negated ? i->else_case : i->then_case, frames, out);
-      frames.pop_back();
-    }
-  } else if (const auto* l = s.as<LetNode>()) {
-    Enclosing e;
-    e.node = l;
-    e.cond = Expr(l->var) == l->value;
-    e.text = l->var.name() + " = " + to_string(l->value);
-    frames.push_back(e);
-    collect(l->body, frames, out);
-    frames.pop_back();
-  } else if (const auto* a = s.as<AllocNode>()) {
-    (void)a;
-  } else if (const auto* c = s.as<IntrinsicCallNode>()) {
-    if (intrinsic_info(c->intrinsic).box_rank > 0) out.push_back({s, frames});
+/// The TMA calls of a statement tree, in program order, with their frames.
+class TmaCollector : public EnclosingWalker {
+ public:
+  std::vector<TmaSite> run(const Stmt& body) {
+    visit(body);
+    return std::move(out_);
   }
-}
+
+ private:
+  void visit_IntrinsicCall(const IntrinsicCallNode* c, const Stmt& s) override {
+    if (intrinsic_info(c->intrinsic).box_rank > 0) out_.push_back({s, frames()});
+  }
+
+  std::vector<TmaSite> out_;
+};
 
 /// `layout` applied to `idx` and linearised (row-major over the buffer without a layout).
 Expr flat_expr(const Buffer& b, const Layout* layout, const std::vector<Expr>& idx) {
@@ -93,10 +69,8 @@ std::string call_text(const Stmt& s) {
 std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKernel& lowered,
                                          unsigned timeout_ms) {
   // The copies as flatten_buffers received them (those the lowering made too), else as written.
-  std::vector<TmaSite> sites;
-  std::vector<Enclosing> frames;
   const Kernel& logical = lowered.before_flatten.defined() ? lowered.before_flatten : kernel;
-  collect(logical->body, frames, sites);
+  std::vector<TmaSite> sites = TmaCollector().run(logical->body);
   // The swizzle flatten_buffers gave each call and its box's innermost extent (smaller than
   // the call's when it was split into column panels), by its location, instruction and shared
   // tile.
@@ -133,8 +107,9 @@ std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKern
     std::vector<int64_t> box;
     for (int d = 0; d < info.box_rank; ++d)
       box.push_back(*as_const_int(call->args[info.box_first + d].value));
-    VarDomain domain = kernel_domain(logical);
-    if (!add_enclosing(domain, site.frames)) continue;  // never runs
+    EnclosedQuery q(logical, site.frames);
+    if (!q.runs()) continue;
+    VarDomain& domain = q.domain();
     // Column panels: panel p is a box of `panel` columns from column p * panel of the call's.
     std::vector<Expr> origin = tile.indices;
     const int64_t panel = it != chosen.end() ? it->second.second : box.back();
@@ -170,24 +145,19 @@ std::vector<KernelCheck> prove_tma_boxes(const Kernel& kernel, const LoweredKern
       domain.assume(idx[d] >= make_int(0) && idx[d] < b->shape[d]);
     }
     try {
-      ProofSession s(domain, {}, {bad, want, got, base}, timeout_ms);
-      z3::check_result r = s.check(s.shared().boolean(bad));
+      z3::check_result r = q.find(bad, {want, got, base}, timeout_ms);
       if (r == z3::unknown) {
         check.result = "undecided";
-        check.counterexample = "Z3 gave up (timeout " + std::to_string(timeout_ms) + " ms)";
+        check.counterexample = gave_up_text(timeout_ms);
       } else if (r == z3::sat) {
-        std::string element = b->name + "[";
-        for (size_t d = 0; d < idx.size(); ++d) {
-          element += (d ? ", " : "") + std::to_string(s.value(s.shared(), idx[d]));
-        }
-        element += "]";
+        const std::string element = q.element_text(b, idx);
         std::string when;
-        for (const auto& [name, value] : s.symbol_values()) {
+        for (const auto& [name, value] : q.session().symbol_values()) {
           if (name.rfind("box", 0) == 0) continue;
           when += (when.empty() ? " when " : ", ") + name + " = " + std::to_string(value);
         }
-        const int64_t w = s.value(s.shared(), want), g = s.value(s.shared(), got);
-        const int64_t at = s.value(s.shared(), base) * esize;
+        const int64_t w = q.value(want), g = q.value(got);
+        const int64_t at = q.value(base) * esize;
         check.result = "failed";
         check.counterexample =
             w != g
