@@ -178,6 +178,10 @@ void BlockExec::run() {
     }
     sim_.barrier(arrivals);
   }
+  // wgmmas a finished warp never waited for are findings; their results are dropped.
+  for (const WarpState& w : warps_) {
+    if (w.done) sim_.wgmma_warp_end(w.id);
+  }
   // Copies nobody waited for land when the block ends.
   for (const sim::AsyncCopy& copy : sim_.async_drain()) {
     for (size_t j = 0; j < copy.cells.size(); ++j)

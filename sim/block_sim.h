@@ -157,8 +157,13 @@ class BlockSim {
   /// wgmma.wait_group n: retires every committed group of the warp but the newest `n`; returns
   /// their register writes, oldest first, for the caller to apply.
   std::vector<RegisterWrite> wgmma_wait(int warp, int n);
-  /// wgmma groups issued and not yet retired, over all warps (end of block: they are dropped).
+  /// wgmma operations issued and not yet retired, over all warps.
   int64_t wgmma_in_flight() const;
+  /// Warp `warp` has ended (finished the kernel). Each wgmma it issued that no wgmma.wait_group
+  /// retired — committed and not waited for, or never committed — is a wgmma_unwaited finding
+  /// (one per wgmma site and state, counted per warp and operation): its results never reach
+  /// the accumulators, which hold undefined values on a GPU. The operations are dropped.
+  void wgmma_warp_end(int warp);
 
   /// TMA stores (block_sim_bulk.cpp). `thread` issues a store whose async proxy reads `flats`
   /// of shared `buffer` until the thread's bulk wait retires its group: the reads count now as
@@ -221,6 +226,15 @@ class BlockSim {
     int16_t async_site = -1;
     int32_t async_thread = -1;
     bool init = false;
+    /// The last generic-proxy write was a shared atomic, kept in BlockBuffer::atomic_writes (the
+    /// fields above keep the last plain write, for the race rules, which exempt atomics).
+    bool atomic = false;
+  };
+  /// A write through the generic proxy, as the proxy fence rules need it.
+  struct GenericWrite {
+    int32_t thread = -1, site = -1;
+    uint32_t epoch = 0, clock = 0;
+    uint32_t fences = 0;  ///< fence.proxy.async the writer had run before the write
   };
   /// Flags of one register (local buffers' `init`, one byte per thread and element).
   static constexpr uint8_t kRegInit = 1;        ///< written
@@ -241,6 +255,9 @@ class BlockSim {
     /// Per register as `init` (sized at the first wgmma.fence): the site of the access that set
     /// kRegUnfenced (the first write since the fence, else the first read).
     std::vector<int32_t> unfenced_site;
+    /// Shared buffers, per cell (sized at the first atomic on the buffer): its last atomic
+    /// update, which counts as a generic-proxy write while Cell::atomic is set.
+    std::vector<GenericWrite> atomic_writes;
     int64_t size = 0;
     size_t reg(int thread, int64_t flat) const {
       return static_cast<size_t>(thread) * static_cast<size_t>(size) + static_cast<size_t>(flat);
@@ -263,6 +280,9 @@ class BlockSim {
   void global_race_across_blocks(int site, Access access, const BufferDesc& d, int64_t e, int t,
                                  const GlobalConflict& c);
   void shared_store(BlockBuffer& b, int64_t e, int thread, int site, bool same);
+  /// A shared atomic by `thread` at `site` updates element `e` of `b`: exempt from the race
+  /// rules, but a generic-proxy write for the proxy fence rules.
+  void shared_atomic(BlockBuffer& b, int64_t e, int thread, int site);
   /// A write by `thread` at `site` to element `e` of `b`, which a wgmma in flight reads.
   void wgmma_race(BlockBuffer& b, int64_t e, int thread, int site, bool copy);
   /// An access by thread `t` at `site` to register `e` of `b` that a pending wgmma reads (A of
@@ -284,6 +304,7 @@ class BlockSim {
   /// One wgmma operation in flight: the shared elements and registers it reads, its register
   /// results.
   struct WgmmaOp {
+    int site = -1, thread = -1;  ///< where it was issued, and its warp's first thread
     std::vector<std::pair<int, int64_t>> reads;
     std::vector<RegisterRead> a_regs;
     std::vector<RegisterWrite> writes;

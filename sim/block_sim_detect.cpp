@@ -145,7 +145,7 @@ void BlockSim::check_shared(const WarpRequest& req, const Resolved& r, BlockBuff
           shared_store(b, e, t, req.site, lane_same);
           break;
         case Access::kAtomic:
-          c.init = true;
+          shared_atomic(b, e, t, req.site);
           break;
         case Access::kAsyncWrite:
           if (c.wgmma) wgmma_race(b, e, t, req.site, true);
@@ -250,9 +250,20 @@ void BlockSim::shared_store(BlockBuffer& b, int64_t e, int t, int site, bool sam
   c.w_clock = own_clock(t);
   c.w_fences = proxy_fences_.empty() ? 0 : static_cast<uint32_t>(proxy_fences_[t].size());
   c.init = true;
+  c.atomic = false;
   // With mbarriers the reads before this write are ordered before it (or were reported): later
   // writes need only be ordered after this one, and later reads are recorded afresh.
   if (hb_) c.r_epoch = 0;
+}
+
+void BlockSim::shared_atomic(BlockBuffer& b, int64_t e, int t, int site) {
+  Cell& c = b.cells[e];
+  c.init = true;
+  c.atomic = true;
+  if (b.atomic_writes.empty()) b.atomic_writes.resize(b.cells.size());
+  const uint32_t fences =
+      proxy_fences_.empty() ? 0 : static_cast<uint32_t>(proxy_fences_[t].size());
+  b.atomic_writes[e] = {t, site, epoch_, own_clock(t), fences};
 }
 
 void BlockSim::check_local(const WarpRequest& req, const Resolved& r, BlockBuffer& b) {

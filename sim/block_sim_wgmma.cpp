@@ -2,6 +2,7 @@
 // each warp's operations join its open group until wgmma.commit_group; wgmma.wait_group N retires
 // every committed group but the newest N. Until then the operation may still read its shared
 // operands, so a write to one of them is a wgmma race, and its accumulators are not yet written.
+// One still pending when its warp ends never writes them: a wgmma_unwaited finding.
 #include <algorithm>
 #include <bit>
 
@@ -13,6 +14,8 @@ void BlockSim::wgmma_issue(int warp, int thread, int site,
                            const std::vector<std::pair<int, int64_t>>& reads,
                            std::vector<RegisterRead> a_regs, std::vector<RegisterWrite> writes) {
   WgmmaOp op;
+  op.site = site;
+  op.thread = thread;
   const bool detectors = run_.options().detectors;
   if (detectors) {
     if (wgmma_fenced_.empty() || !wgmma_fenced_[warp]) {
@@ -133,6 +136,45 @@ int64_t BlockSim::wgmma_in_flight() const {
     for (const auto& g : w.committed) n += static_cast<int64_t>(g.size());
   }
   return n;
+}
+
+void BlockSim::wgmma_warp_end(int warp) {
+  auto it = wgmma_.find(warp);
+  if (it == wgmma_.end()) return;
+  WgmmaWarp& w = it->second;
+  auto report = [&](const WgmmaOp& op, bool committed) {
+    const std::string acc = op.writes.empty() ? "" : buffer(op.writes.front().buffer).name;
+    // Variant 0: committed, not waited for; 1: never committed.
+    findings_.add(
+        FindingKind::kWgmmaUnwaited, false, acc, op.site, -1,
+        [&] {
+          Finding f;
+          f.threads = {op.thread};
+          f.blocks = {block_index_};
+          const int group = op.thread / (4 * warp_size_);
+          f.message = "wgmma never waited for: warp " + std::to_string(warp) + " (warpgroup " +
+                      std::to_string(group) + ") of block " + block_string(block_index_) +
+                      " issues a wgmma by " + site_words(op.site) + " and ends with it pending" +
+                      (committed ? ": no T.wgmma_wait_group retires its group"
+                                 : ": no T.wgmma_commit_group closes its group, so no "
+                                   "T.wgmma_wait_group can wait for it") +
+                      ". Its results never reach the accumulators" +
+                      (acc.empty() ? std::string() : " (" + acc + ")") +
+                      ", which hold undefined values on a GPU. Put " +
+                      (committed ? "" : "T.wgmma_commit_group() and ") +
+                      "T.wgmma_wait_group(0) after the last wgmma, before the accumulators are "
+                      "used and before the warp ends";
+          return f;
+        },
+        committed ? 0 : 1);
+  };
+  if (run_.options().detectors) {
+    for (const auto& group : w.committed) {
+      for (const WgmmaOp& op : group) report(op, true);
+    }
+    for (const WgmmaOp& op : w.open) report(op, false);
+  }
+  wgmma_.erase(it);
 }
 
 void BlockSim::wgmma_race(BlockBuffer& b, int64_t e, int thread, int site, bool copy) {

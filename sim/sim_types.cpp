@@ -41,6 +41,8 @@ const char* finding_kind_name(FindingKind kind) {
       return "wgmma_fence";
     case FindingKind::kProxyFence:
       return "proxy_fence";
+    case FindingKind::kWgmmaUnwaited:
+      return "wgmma_unwaited";
   }
   return "?";
 }

@@ -140,9 +140,10 @@ enum class FindingKind : uint8_t {
   kWgmmaFence,  ///< a register the thread's code accessed, then a wgmma's, no wgmma.fence between
   kProxyFence,  ///< shared memory written by the generic proxy, read by the async proxy, no
                 ///< fence.proxy.async between
+  kWgmmaUnwaited,  ///< a wgmma still pending (not retired by wgmma.wait_group) when its warp ends
 };
 /// "race", "oob", "uninit", "barrier_divergence", "async_race", "write_conflict", "misaligned",
-/// "deadlock", "mbarrier", "wgmma_race", "wgmma_fence", "proxy_fence".
+/// "deadlock", "mbarrier", "wgmma_race", "wgmma_fence", "proxy_fence", "wgmma_unwaited".
 const char* finding_kind_name(FindingKind kind);
 
 /// One problem the models found, aggregated over its occurrences: the first occurrence is

@@ -3,6 +3,8 @@
 // schedules, and its fixed twin is clean and right.
 #include <doctest/doctest.h>
 
+#include <sstream>
+
 #include "core/kernel_parser.h"
 #include "core/printer.h"
 #include "examples/registry.h"
@@ -176,6 +178,103 @@ TEST_SUITE("hopper findings: wgmma.fence") {
   }
 }
 
+TEST_SUITE("hopper findings: wgmma never waited for") {
+  TEST_CASE("reading the accumulators before wait_group is already a wgmma race on the register") {
+    // bug_wgmma_unwaited's epilogue: the loop's wgmma_wait_group(1) after step 1 retires step
+    // 0 only, so step 1's wgmma (m64n32k16: 64 x 32 / 128 = 16 accumulators per thread) still
+    // writes every accumulator when store_c reads acc[0..15] in each of the 128 threads:
+    // 128 x 16 = 2048 reads.
+    CorpusRun r = run_corpus("bug_wgmma_unwaited", false);
+    REQUIRE(r.findings().size() == 2);
+    const sim::Finding& f = r.findings()[0];
+    CHECK(f.kind == FindingKind::kWgmmaRace);
+    CHECK(f.buffer == "acc");
+    CHECK(f.element == "[0]");
+    CHECK(f.count == 2048);
+    CHECK(f.threads == std::vector<int>{0});
+    CHECK(r.site(f, 0).access == "load");
+    CHECK(r.site(f, 0).statement.find("C[") == 0);
+    CHECK(f.message.find("wgmma race on register acc[0]: thread 0 (warp 0, lane 0) of block (0,) "
+                         "reads it by load of acc") == 0);
+    CHECK(f.message.find("Put T.wgmma_wait_group(0) before the read") != std::string::npos);
+  }
+
+  TEST_CASE("bug_wgmma_unwaited: a wgmma still pending when its warp ends is a finding") {
+    // Step 1's wgmma is the one group no wait retires: one operation in each of the warpgroup's
+    // 4 warps, all at the one wgmma_rs statement of the loop: one finding, 4 occurrences, named
+    // by warp 0 (warpgroup 0, first thread 0).
+    CorpusRun r = run_corpus("bug_wgmma_unwaited", false);
+    REQUIRE(r.findings().size() == 2);
+    const sim::Finding& f = r.findings()[1];
+    CHECK(f.kind == FindingKind::kWgmmaUnwaited);
+    CHECK(sim::finding_kind_name(f.kind) == std::string("wgmma_unwaited"));
+    CHECK(f.buffer == "acc");
+    CHECK(f.count == 4);
+    CHECK(f.threads == std::vector<int>{0});
+    REQUIRE(f.sites.size() == 1);
+    CHECK(r.site(f, 0).statement.find("T.wgmma_rs_f16(acc[0], a[ko * 8], B_s[ko, 0]") == 0);
+    CHECK(f.message.find("wgmma never waited for: warp 0 (warpgroup 0) of block (0,) issues a "
+                         "wgmma by ") == 0);
+    CHECK(f.message.find("ends with it pending: no T.wgmma_wait_group retires its group") !=
+          std::string::npos);
+    CHECK(f.message.find("never reach the accumulators (acc)") != std::string::npos);
+    // C lacks step 1's product A[:, 16:32] B[16:32, :].
+    CHECK_FALSE(r.matches_reference);
+  }
+
+  TEST_CASE("the unwaited wgmma is found under every schedule and the fixed twin is clean") {
+    for (const char* s : kSchedules) {
+      INFO("bug_wgmma_unwaited under " << s);
+      CorpusRun bug = run_corpus("bug_wgmma_unwaited", false, s);
+      int64_t unwaited = 0, races = 0;
+      for (const sim::Finding& f : bug.findings()) {
+        if (f.kind == FindingKind::kWgmmaUnwaited) unwaited += f.count;
+        if (f.kind == FindingKind::kWgmmaRace) races += f.count;
+      }
+      CHECK(bug.findings().size() == 2);
+      CHECK(unwaited == 4);  // one pending operation per warp, as above
+      CHECK(races == 2048);
+      CorpusRun fixed = run_corpus("bug_wgmma_unwaited", true, s);
+      CHECK(fixed.findings().empty());
+      CHECK(fixed.matches_reference);
+    }
+  }
+
+  TEST_CASE("a warp that ends with wgmmas it never waited for, or never committed") {
+    // The fixed twin without its epilogue and its waits: each warp's two k-step wgmmas (one
+    // statement) stay pending, 4 warps x 2 = 8 operations, and no register is read before a
+    // wait, so the end of the warps is the only finding. Without the commits too, the same 8
+    // are in the warps' open groups, which no wait_group could retire.
+    const Example* e = find_example("bug_wgmma_unwaited");
+    Kernel k = e->build(make_params(*e, {{"fixed", "true"}}));
+    const std::string text = print_kernel(k);
+    for (bool commits : {true, false}) {
+      INFO((commits ? "committed" : "never committed"));
+      // The epilogue is the kernel's last loop (`for i in T.serial(16):` storing C).
+      const size_t epilogue = text.rfind("        for i in T.serial(16):\n");
+      REQUIRE(epilogue != std::string::npos);
+      std::string edited;
+      std::istringstream lines(text.substr(0, epilogue));
+      for (std::string line; std::getline(lines, line);) {
+        if (line.find("T.wgmma_wait_group(") != std::string::npos) continue;
+        if (!commits && line.find("T.wgmma_commit_group()") != std::string::npos) continue;
+        edited += line + "\n";
+      }
+      REQUIRE(edited.find("C[") == std::string::npos);
+      TensorMap t = make_tensors(k, {}, {"C"}, 1);
+      ThreadRunResult r = run_source(edited, t, "in-order");
+      REQUIRE(r.report.findings.size() == 1);
+      const sim::Finding& f = r.report.findings[0];
+      CHECK(f.kind == FindingKind::kWgmmaUnwaited);
+      CHECK(f.count == 8);
+      CHECK(f.variant == (commits ? 0 : 1));
+      CHECK(f.message.find(commits
+                               ? "no T.wgmma_wait_group retires its group"
+                               : "no T.wgmma_commit_group closes its group") != std::string::npos);
+    }
+  }
+}
+
 TEST_SUITE("hopper findings: fence.proxy.async") {
   TEST_CASE("bug_missing_proxy_fence: stores read by a wgmma descriptor with no proxy fence") {
     // One finding per wgmma instruction (k step): each of the 4 warps' wgmma reads its step's
@@ -240,6 +339,54 @@ TEST_SUITE("hopper findings: fence.proxy.async before a TMA store") {
         }
       }
     }
+  }
+}
+
+TEST_SUITE("hopper findings: shared atomics before the async proxy") {
+  TEST_CASE("bug_atomic_proxy_fence: atomics read by a TMA store with no proxy fence") {
+    // The TMA store reads all 32 x 32 = 1024 elements of s; each was last updated by a shared
+    // atomic after the threads' fence: 1024 unfenced reads. The first, s[0, 0], is thread 0's
+    // (i = 0, tx = 0), and thread 0 issues the store.
+    CorpusRun r = run_corpus("bug_atomic_proxy_fence", false);
+    REQUIRE(r.findings().size() == 1);
+    const sim::Finding& f = r.findings()[0];
+    CHECK(f.kind == FindingKind::kProxyFence);
+    CHECK(f.buffer == "s");
+    CHECK(f.element == "[0, 0]");
+    CHECK(f.count == 1024);
+    CHECK(f.threads == std::vector<int>{0, 0});
+    CHECK(r.site(f, 0).statement.find("T.atom_add(s[") == 0);
+    CHECK(r.site(f, 1).statement.find("T.tma_store_2d(B[0, 0], s[0, 0]") == 0);
+    CHECK(f.message.find("missing fence.proxy.async on shared s[0, 0] in block (0,): thread 0 "
+                         "(warp 0, lane 0) updates it atomically by ") == 0);
+    CHECK(f.message.find("the TMA store of thread 0 (warp 0, lane 0) reads it") !=
+          std::string::npos);
+    // The simulated TMA store reads the cells as they are: B is right here.
+    CHECK(r.matches_reference);
+  }
+
+  TEST_CASE("the unfenced atomics are found under every schedule and the fixed twin is clean") {
+    check_schedules("bug_atomic_proxy_fence", FindingKind::kProxyFence);
+  }
+
+  TEST_CASE("a plain store after the atomic is the write the fence rules see") {
+    // The broken kernel with each thread storing its elements again (plain, fenced by the
+    // threads before the barrier) after its atomics: the store replaces the atomic as the last
+    // generic write, and its fence covers it, so nothing is reported.
+    const Example* e = find_example("bug_atomic_proxy_fence");
+    Kernel k = e->build(make_params(*e, {{"fixed", "false"}}));
+    std::string text = print_kernel(k);
+    const std::string atomic_line = "T.atom_add(s[i * 4 + tx // 32, tx % 32], 1.0)\n";
+    const size_t at = text.find(atomic_line);
+    REQUIRE(at != std::string::npos);
+    const size_t end = at + atomic_line.size();
+    text.insert(end,
+                "            s[i * 4 + tx // 32, tx % 32] = A[i * 4 + tx // 32, tx % 32] * "
+                "2.0 + 1.0\n        T.fence_proxy_async()\n");
+    INFO(text);
+    TensorMap t = make_tensors(k, {}, {"B"}, 1);
+    ThreadRunResult r = run_source(text, t, "in-order");
+    CHECK(r.report.findings.empty());
   }
 }
 

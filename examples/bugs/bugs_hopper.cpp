@@ -139,6 +139,44 @@ Kernel build_wgmma_missing_fence(const Params& p) {
   return T.finish();
 }
 
+/// Both k steps' A fragments sit in registers (a[8 ko + i]); each step's wgmma_rs is committed as
+/// its own group and the loop keeps one group in flight (wgmma_wait_group(1) after each commit,
+/// as a pipelined main loop does). The broken kernel stores the accumulators right after the
+/// loop: step 1's wgmma is still pending when the threads read acc and when the warps end. The
+/// fixed twin drains the last group with wgmma_wait_group(0) first.
+Kernel build_wgmma_unwaited(const Params& p) {
+  const bool fixed = p.boolean("fixed");
+  const DataType f16 = DataType::f16(), f32 = DataType::f32();
+  KernelBuilder T("bug_wgmma_unwaited");
+  auto A = T.tensor("A", {64, 32}, f16);
+  auto B = T.tensor("B", {32, 32}, f16);
+  auto C = T.tensor("C", {64, 32}, f32);
+  T.kernel1(1, 128);
+  Var tx = T.get_thread_binding();
+  auto B_s = T.alloc_shared("B_s", {2, 512}, f16);
+  auto a = T.alloc_local("a", {16}, f16);
+  auto acc = T.alloc_local("acc", {16}, f32);
+  T.serial(
+      16, [&](Var i) { acc(i) = make_const(f32, 0); }, "i");
+  T.serial(
+      16, [&](Var i) { a(i) = a_element(A, tx, i / 8, i % 8); }, "i");
+  fill_b(T, B_s, B, tx);
+  T.intrinsic(IntrinsicId::kFenceProxyAsync, {});
+  T.sync_threads();
+  T.intrinsic(IntrinsicId::kWgmmaFence, {});
+  T.serial(
+      2,
+      [&](Var ko) {
+        wgmma_rs(T, acc, a, ko * 8, B_s, ko);
+        T.intrinsic(IntrinsicId::kWgmmaCommitGroup, {});
+        T.intrinsic(IntrinsicId::kWgmmaWaitGroup, {imm(1)});
+      },
+      "ko");
+  if (fixed) T.intrinsic(IntrinsicId::kWgmmaWaitGroup, {imm(0)});
+  store_c(T, C, acc, tx);
+  return T.finish();
+}
+
 /// The threads store B's two k steps into B_s, then a barrier, then one wgmma_rs per step reads
 /// them through its descriptor (the async proxy). The broken kernel has no fence.proxy.async on
 /// the way; the fixed twin fences after the stores, before the barrier.
@@ -189,6 +227,48 @@ void stage_and_store(KernelBuilder& T, const BufferRef& A, const BufferRef& B, B
                  imm(32), imm(0)});
     T.intrinsic(IntrinsicId::kTmaStoreArrive, {});
   });
+}
+
+/// The threads stage s = 2 A (32 x 32, f32) with plain stores, fence them for the async proxy,
+/// then a barrier; each thread adds 1 to its own 8 elements of s with a shared atomic
+/// (T.atom_add), and after a barrier thread 0 stores s to B with a TMA store. The atomics write
+/// through the generic proxy too: the broken kernel has no fence.proxy.async after them, the
+/// fixed twin fences before the barrier.
+Kernel build_atomic_proxy_fence(const Params& p) {
+  const bool fixed = p.boolean("fixed");
+  const DataType f32 = DataType::f32();
+  KernelBuilder T("bug_atomic_proxy_fence");
+  auto A = T.tensor("A", {32, 32}, f32);
+  auto B = T.tensor("B", {32, 32}, f32);
+  T.kernel1(1, 128);
+  Var tx = T.get_thread_binding();
+  auto s = T.alloc_shared("s", {32, 32}, f32);
+  T.serial(
+      8,
+      [&](Var i) {
+        Expr r = i * 4 + tx / 32, c = tx % 32;
+        s(r, c) = A(r, c) * make_const(f32, 2.0);
+      },
+      "i");
+  T.intrinsic(IntrinsicId::kFenceProxyAsync, {});
+  T.sync_threads();
+  T.serial(
+      8,
+      [&](Var i) {
+        T.intrinsic(IntrinsicId::kAtomAdd, {at(s, {i * 4 + tx / 32, tx % 32}),
+                                            IntrinsicArg{{}, {}, make_const(f32, 1.0)}});
+      },
+      "i");
+  if (fixed) T.intrinsic(IntrinsicId::kFenceProxyAsync, {});
+  T.sync_threads();
+  T.if_then(tx == 0, [&] {
+    T.intrinsic(IntrinsicId::kTmaStore2D,
+                {at(B, {make_int(0), make_int(0)}), at(s, {make_int(0), make_int(0)}), imm(32),
+                 imm(32), imm(0)});
+    T.intrinsic(IntrinsicId::kTmaStoreArrive, {});
+  });
+  T.intrinsic(IntrinsicId::kTmaStoreWait, {imm(0)});
+  return T.finish();
 }
 
 /// Two blocks store their 32-row tiles of 2 A with TMA. The broken kernel places block bx's
@@ -278,6 +358,24 @@ Example bug_tma_store_read_early_example() {
   return e;
 }
 
+Example bug_atomic_proxy_fence_example() {
+  Example e;
+  e.name = "bug_atomic_proxy_fence";
+  e.description =
+      "BUG (sm90): the threads update a shared tile with atomics and a TMA store then reads it "
+      "with no fence.proxy.async after the atomics (proxy_fence; -D fixed=true fences after "
+      "them)";
+  e.params = {{"fixed", "false", "put T.fence_proxy_async() after the atomics"}};
+  e.outputs = {"B"};
+  e.build = build_atomic_proxy_fence;
+  e.reference = [](const Params&, TensorMap& t) {
+    const HostTensor& a = t.at("A");
+    HostTensor& b = t.at("B");
+    for (int64_t i = 0; i < 32 * 32; ++i) b.set(i, 2.0 * a.at(i) + 1.0);
+  };
+  return e;
+}
+
 Example bug_missing_proxy_fence_example() {
   Example e;
   e.name = "bug_missing_proxy_fence";
@@ -314,6 +412,21 @@ Example bug_wgmma_missing_fence_example() {
       }
     }
   };
+  return e;
+}
+
+Example bug_wgmma_unwaited_example() {
+  Example e;
+  e.name = "bug_wgmma_unwaited";
+  e.description =
+      "BUG (sm90): a wgmma GEMM keeps one group in flight per k step and stores its "
+      "accumulators without draining the last one: the threads read them before the wgmma "
+      "completes (wgmma race) and the warps end with it pending (wgmma_unwaited; -D fixed=true "
+      "waits with wgmma_wait_group(0) first)";
+  e.params = {{"fixed", "false", "wait for the last wgmma group before the epilogue"}};
+  e.outputs = {"C"};
+  e.build = build_wgmma_unwaited;
+  e.reference = gemm_reference;
   return e;
 }
 

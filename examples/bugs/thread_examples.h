@@ -21,7 +21,9 @@ Example bug_global_race_example();
 Example bug_wgmma_stage_race_example();
 Example bug_wgmma_rs_overwrite_example();
 Example bug_wgmma_missing_fence_example();
+Example bug_wgmma_unwaited_example();
 Example bug_missing_proxy_fence_example();
+Example bug_atomic_proxy_fence_example();
 Example bug_tma_store_overlap_example();
 Example bug_tma_store_read_early_example();
 // Correct, with bank conflicts (row_sum_bank_conflicts) and without (row_sum_padded).
