@@ -14,16 +14,19 @@ using namespace tessel::sim;
 
 namespace {
 
-enum SiteId { kStore, kLoad, kBarrierA, kBarrierB, kCopy, kStoreC, kLoadC };
+enum SiteId { kStore, kLoad, kBarrierA, kBarrierB, kCopy, kStoreC, kLoadC, kAtom, kWgmma };
 
 std::vector<Site> sites() {
-  return {Site{"store", "s", "s[i] = x", "k.cpp:1:1", ""},
-          Site{"load", "s", "y = s[i]", "k.cpp:2:1", ""},
-          Site{"T.sync_threads()", "", "T.sync_threads()", "k.cpp:3:1", ""},
-          Site{"T.sync_threads()", "", "T.sync_threads()", "k.cpp:4:1", ""},
-          Site{"cp_async_16 dst", "s", "T.cp_async_16(s[i], A[i], 16)", "k.cpp:5:1", ""},
-          Site{"store", "C", "C[i] = x", "k.cpp:6:1", ""},
-          Site{"load", "C", "y = C[i]", "k.cpp:7:1", ""}};
+  return {
+      Site{"store", "s", "s[i] = x", "k.cpp:1:1", ""},
+      Site{"load", "s", "y = s[i]", "k.cpp:2:1", ""},
+      Site{"T.sync_threads()", "", "T.sync_threads()", "k.cpp:3:1", ""},
+      Site{"T.sync_threads()", "", "T.sync_threads()", "k.cpp:4:1", ""},
+      Site{"cp_async_16 dst", "s", "T.cp_async_16(s[i], A[i], 16)", "k.cpp:5:1", ""},
+      Site{"store", "C", "C[i] = x", "k.cpp:6:1", ""},
+      Site{"load", "C", "y = C[i]", "k.cpp:7:1", ""},
+      Site{"atom_add dst", "s", "T.atom_add(s[i], 1.0)", "k.cpp:8:1", ""},
+      Site{"wgmma_ss_f16", "s", "T.wgmma_ss_f16(acc[0], s[0, 0], s[0, 0], ...)", "k.cpp:9:1", ""}};
 }
 
 /// A launch with a global C[16], and per block a shared s[8, 8] and a local acc[4].
@@ -462,3 +465,39 @@ TEST_SUITE("sim: races between blocks") {
   }
 
 }  // TEST_SUITE
+
+TEST_SUITE("sim: shared atomics and the async proxy") {
+  /// Thread 0 stores s[0, 0] and fences; a barrier; thread 33 adds to it atomically (and fences
+  /// when `atomic_fenced`); a barrier; warp 0's wgmma reads s[0, 0] through the async proxy.
+  std::vector<Finding> atomic_then_wgmma(bool atomic_fenced) {
+    Rig rig;
+    Rig::Block b(rig, 0);
+    b.touch(b.s, Access::kStore, kStore, 0, {0, 0});
+    b.sim.fence_proxy_async(0);
+    b.barrier_all();
+    b.touch(b.s, Access::kAtomic, kAtom, 33, {0, 0});
+    if (atomic_fenced) b.sim.fence_proxy_async(33);
+    b.barrier_all(kBarrierB);
+    b.sim.wgmma_fence(0);
+    b.sim.wgmma_issue(0, 0, kWgmma, {{b.s, 0}}, {}, {});
+    return b.findings();
+  }
+
+  TEST_CASE("a wgmma reading what a shared atomic wrote with no fence after it: proxy_fence") {
+    // The plain store was fenced; the atomic after it is the last generic-proxy write and has
+    // no fence on the way to the wgmma.
+    std::vector<Finding> f = atomic_then_wgmma(false);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].kind == FindingKind::kProxyFence);
+    CHECK(f[0].buffer == "s");
+    CHECK(f[0].element == "[0, 0]");
+    CHECK(f[0].threads == std::vector<int>{33, 0});
+    CHECK(f[0].sites == std::vector<int>{kAtom, kWgmma});
+    CHECK(f[0].message.find("thread 33 (warp 1, lane 1) updates it atomically by") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("the atomic's own fence before the barrier clears it") {
+    CHECK(atomic_then_wgmma(true).empty());
+  }
+}
