@@ -9,6 +9,7 @@
 
 #include "codegen/emit.h"
 #include "core/dtype.h"
+#include "core/instruction_family.h"
 #include "core/intrinsics.h"
 
 namespace tessel::codegen {
@@ -32,13 +33,11 @@ std::string shuffle_call(Language lang, const std::string& kind, const std::stri
 /// A float literal of the given C type.
 std::string float_literal(Language lang, DataType t, double value);
 
-/// The call of one intrinsic with its operands already printed: register and memory operands
-/// as pointers (`&C_local[4]`), values as expressions. Records the helpers it needs in `used`.
-/// `buffers` and `indices`: per operand, the buffer's name and printed indices (empty for values).
-std::string intrinsic_call(Language lang, const IntrinsicInfo& info, DataType dst_type,
-                           const std::vector<std::string>& args, std::set<std::string>& used,
-                           const std::vector<std::string>& buffers = {},
-                           const std::vector<std::vector<std::string>>& indices = {});
+/// The call of one intrinsic with its operands already printed (CallText: register and memory
+/// operands as pointers, `&C_local[4]`, values as expressions; the buffers, indices and 16-byte
+/// offsets per operand where known). Fills in `text.c_type`; records the helpers the call needs
+/// in `used`.
+std::string intrinsic_call(const IntrinsicInfo& info, CallText text, std::set<std::string>& used);
 /// The definitions of the helpers in `used`, the headers and macros every kernel needs.
 std::string prelude(Language lang, const std::set<std::string>& used);
 

@@ -156,13 +156,10 @@ template <typename T> TESSEL_DEVICE T tessel_atomic_min(T* p, T v) { return atom
 
 }  // namespace
 
-std::string intrinsic_call(Language lang, const IntrinsicInfo& info, DataType dst_type,
-                           const std::vector<std::string>& args, std::set<std::string>& used,
-                           const std::vector<std::string>& buffers,
-                           const std::vector<std::vector<std::string>>& indices) {
+std::string intrinsic_call(const IntrinsicInfo& info, CallText text, std::set<std::string>& used) {
   internal_check(info.home != nullptr, "an intrinsic without its family's home");
-  CallText text{lang,    args,   dst_type, [lang](DataType t) { return c_type(lang, t); },
-                buffers, indices};
+  const Language lang = text.lang;
+  text.c_type = [lang](DataType t) { return c_type(lang, t); };
   return info.home->call(info, text, used);
 }
 

@@ -37,6 +37,7 @@ class SourcePrinter {
       const IntrinsicInfo& info = intrinsic_info(c->intrinsic);
       if (info.box_rank > 0) tma_tiles_.insert(c->args[info.tma_shared].buffer.get());
     });
+    shared_address_bound_ = shared_address_bound();
   }
 
   EmittedSource run() {
@@ -522,6 +523,7 @@ class SourcePrinter {
         int64_t bytes = b->dtype.storage_bytes(*size);
         const int64_t align = std::max<int64_t>(
             shared_align(b), tma_tiles_.count(b.get()) ? kTmaTileAlign : int64_t{16});
+        internal_check(align <= kTmaTileAlign, "a shared buffer aligned beyond 1024 bytes");
         max_shared_align_ = std::max(max_shared_align_, align);
         shared_offset_ = (shared_offset_ + align - 1) / align * align;
         line(o, type + "* " + name(b) + " = reinterpret_cast<" + type + "*>(tessel_shared + " +
@@ -546,21 +548,35 @@ class SourcePrinter {
 
   void intrinsic(std::ostream& o, const IntrinsicCallNode& call) {
     const IntrinsicInfo& info = intrinsic_info(call.intrinsic);
-    std::vector<std::string> args, buffers;
-    std::vector<std::vector<std::string>> indices;
+    CallText text;
+    text.lang = lang_;
+    text.shared_address_bound = shared_address_bound_;
+    std::vector<std::string>& args = text.args;
+    std::vector<std::string>& buffers = text.buffers;
     std::optional<DataType> dst_type;
     for (const IntrinsicArg& a : call.args) {
       buffers.emplace_back();
-      indices.emplace_back();
+      text.indices.emplace_back();
+      text.offsets16.emplace_back();
       if (a.buffer.defined()) {
         if (!dst_type) dst_type = a.buffer->dtype;
         args.push_back(element_pointer(a.buffer, a.indices));
         buffers.back() = name(a.buffer);
-        for (const Expr& i : a.indices) indices.back().push_back(expr_text(i));
+        for (const Expr& i : a.indices) text.indices.back().push_back(expr_text(i));
+        const bool shared =
+            a.buffer->scope == Scope::kShared || a.buffer->scope == Scope::kSharedDyn;
+        if (lang_ == Language::kCuda && shared) {
+          // Every shared buffer starts 16-byte aligned (alloc), so the element's address >> 4 is
+          // the buffer's address >> 4 plus this.
+          const int64_t eb = a.buffer->dtype.storage_bytes(1);
+          Expr bytes = flat_offset(a.buffer, a.indices) * make_int(eb);
+          text.offsets16.back() = expr_text(analyzer_.simplify(floordiv(bytes, make_int(16))));
+        }
       } else {
         args.push_back(expr_text(a.value));
       }
     }
+    text.dst_type = dst_type.value_or(DataType::f32());
     if (info.box_rank > 0) {
       // A TMA copy reaches its global tensor through a tensor map the host builds: a kernel
       // parameter.
@@ -578,8 +594,26 @@ class SourcePrinter {
       }
       used_.insert("tensor_maps");
     }
-    line(o, codegen::intrinsic_call(lang_, info, dst_type.value_or(DataType::f32()), args, used_,
-                                    buffers, indices));
+    line(o, codegen::intrinsic_call(info, std::move(text), used_));
+  }
+
+  /// An upper bound of every shared address of the block (CUDA): the 1 KB the driver reserves
+  /// at the start of a block's shared window (compute capability 8.0 and later) plus each shared
+  /// buffer's bytes and its alignment padding (alloc). 0 for HIP.
+  int64_t shared_address_bound() const {
+    if (lang_ != Language::kCuda) return 0;
+    int64_t bound = kSharedReserved;
+    for_each_stmt(k_->body, [&](const Stmt& s) {
+      const auto* a = s.as<AllocNode>();
+      if (!a || (a->buffer->scope != Scope::kShared && a->buffer->scope != Scope::kSharedDyn)) {
+        return;
+      }
+      const auto size = a->buffer->const_size();
+      if (!size) return;  // alloc refuses it with a user error
+      // alloc pads below the buffer's alignment, at most kTmaTileAlign (checked there).
+      bound += a->buffer->dtype.storage_bytes(*size) + kTmaTileAlign;
+    });
+    return bound;
   }
 
   const Kernel& k_;
@@ -596,6 +630,8 @@ class SourcePrinter {
   std::set<std::string> tensor_maps_;
   std::set<const BufferNode*> tma_tiles_;
   static constexpr int64_t kTmaTileAlign = 1024;
+  static constexpr int64_t kSharedReserved = 1024;  ///< see shared_address_bound
+  int64_t shared_address_bound_ = 0;
   std::vector<TensorMapArg> tensor_map_args_;
   std::string header_, function_;
   int64_t shared_offset_ = 0;

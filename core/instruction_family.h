@@ -43,6 +43,13 @@ struct CallText {
   /// Per operand: the buffer's name and its printed indices ("" and none for values).
   std::vector<std::string> buffers;
   std::vector<std::vector<std::string>> indices;
+  /// Per operand that is an element of a shared buffer (CUDA): floor(its byte offset from the
+  /// buffer's start / 16), printed and simplified ("" for other operands). The buffer's start
+  /// (`buffers[i]`) is 16-byte aligned, so its shared address >> 4 plus this is the element's
+  /// address >> 4 (families that address shared memory in 16-byte units: wgmma descriptors).
+  std::vector<std::string> offsets16;
+  /// An upper bound of every shared-memory address of the block, in bytes (0: unknown).
+  int64_t shared_address_bound = 0;
 };
 
 /// The kernel parameter holding the TMA tensor map of `tensor` for a box of extents `box`

@@ -2,6 +2,7 @@
 // calls, thread level against tile level (no findings, no bank conflicts), verify's descriptor
 // proofs (and a deliberately wrong layout that fails with a counterexample), and the sm_90a CUDA.
 #include <doctest/doctest.h>
+#include <z3++.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "codegen/toolchain.h"
 #include "core/builtin_layouts.h"
 #include "core/gemm_partition.h"
+#include "core/instruction_family.h"
 #include "core/intrinsics.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
@@ -205,6 +207,79 @@ TEST_SUITE("wgmma: emit") {
     } else {
       CHECK_MESSAGE(c.compiled, c.log);
     }
+  }
+
+  TEST_CASE("a wgmma descriptor is its buffer's descriptor plus the operand's 16-byte offset") {
+    // gemm 128x128x64 on sm90: 128x128x32 tiles, 3 stages (k < 2, so k % 3 is k). A_shared is
+    // one 128x32 f16 tile per stage (8192 bytes = 512 units of 16 B), K-major, 64-byte swizzle:
+    // rows 64 i .. of k step ko start at byte 64 i * 64 + 32 ko (row 64 i's swizzle XOR,
+    // ((byte >> 7) & 3) << 4, is 0), i.e. 256 i + 2 ko units. B_shared is 32x128 per stage,
+    // MN-major, 128-byte swizzle: k step ko starts at row 16 ko, byte 2048 ko (XOR
+    // ((2048 ko >> 7) & 7) << 4 = 0), i.e. 128 ko units. The printer writes those offsets
+    // before nvcc unrolls i and ko.
+    const Target& sm90 = find_target("sm90");
+    EmittedSource src = emit_source(lower_kernel(gemm(kSmall), sm90).kernel, sm90);
+    CHECK(src.code.find("tessel_wgmma_desc_at(A_shared, ((k * 512) + (((((i * 4096) + (ko * 32)) "
+                        "^ (((((i * 4096) + (ko * 32)) >> 7) & 3) << 4)) / 2) / 8)), 16u, 512u, "
+                        "2ull);") != std::string::npos);
+    CHECK(src.code.find("tessel_wgmma_desc_at(B_shared, ((k * 512) + ((((ko * 2048) ^ ((((ko * "
+                        "2048) >> 7) & 7) << 4)) / 2) / 8)), 4096u, 1024u, 1ull);") !=
+          std::string::npos);
+    CHECK(src.code.find("tessel_wgmma_desc(&") == std::string::npos);
+  }
+
+  TEST_CASE(
+      "without a bound below 2^18 on the shared addresses the descriptor is built from the "
+      "address") {
+    const IntrinsicInfo& ss = intrinsic_info(IntrinsicId::kWgmmaSsF16);
+    // D, A, B, n, A's swizzle/LBO/SBO/mn_major, B's, scale_d.
+    auto text = [](int64_t bound) {
+      CallText t;
+      t.args = {"&C_local[0]", "&A_shared[8]", "&B_shared[16]", "64", "128", "16", "1024", "0",
+                "128",         "16",           "1024",          "0",  "1"};
+      t.buffers = {"C_local", "A_shared", "B_shared", "", "", "", "", "", "", "", "", "", ""};
+      t.offsets16 = {"", "1", "2", "", "", "", "", "", "", "", "", "", ""};
+      t.shared_address_bound = bound;
+      return t;
+    };
+    std::set<std::string> used;
+    // 2^18 itself still fits: every address is below it.
+    std::string fast = ss.home->call(ss, text(int64_t{1} << 18), used);
+    CHECK(fast.find("tessel_wgmma_desc_at(A_shared, 1, 16u, 1024u, 1ull)") != std::string::npos);
+    CHECK(fast.find("tessel_wgmma_desc_at(B_shared, 2, 16u, 1024u, 1ull)") != std::string::npos);
+    for (int64_t bound : {int64_t{0}, (int64_t{1} << 18) + 16}) {
+      std::string slow = ss.home->call(ss, text(bound), used);
+      CHECK(slow.find("tessel_wgmma_desc(&A_shared[8], 16u, 1024u, 1ull)") != std::string::npos);
+      CHECK(slow.find("tessel_wgmma_desc(&B_shared[16], 16u, 1024u, 1ull)") != std::string::npos);
+      CHECK(slow.find("desc_at") == std::string::npos);
+    }
+  }
+
+  TEST_CASE(
+      "adding the 16-byte offset to the descriptor's low word equals the descriptor of the "
+      "address, for addresses below 2^18 (Z3)") {
+    // tessel_wgmma_desc's low word: ((addr & 0x3FFFF) >> 4) | (lbo >> 4) << 16 (PTX ISA matrix
+    // descriptor: start >> 4 in bits 0-13, LBO >> 4 in 16-29); tessel_wgmma_desc_at adds off16
+    // to the buffer's. The high word (SBO, swizzle) does not depend on the address.
+    z3::context c;
+    z3::expr base = c.bv_const("base", 32), off16 = c.bv_const("off16", 32),
+             lbo = c.bv_const("lbo16", 32);
+    auto low = [&](const z3::expr& addr) {
+      return z3::lshr(addr & c.bv_val(0x3FFFF, 32), c.bv_val(4, 32)) |
+             z3::shl(lbo, c.bv_val(16, 32));
+    };
+    z3::expr addr = base + off16 * c.bv_val(16, 32);
+    z3::expr claim = low(base) + off16 == low(addr);
+    z3::expr common = z3::urem(base, c.bv_val(16, 32)) == c.bv_val(0, 32) &&
+                      z3::ult(lbo, c.bv_val(1 << 14, 32)) && z3::ult(off16, c.bv_val(1 << 14, 32));
+    z3::solver s(c);
+    s.add(common && z3::ult(base, c.bv_val(1 << 18, 32)) && z3::ult(addr, c.bv_val(1 << 18, 32)) &&
+          !claim);
+    CHECK(s.check() == z3::unsat);
+    // The bound is needed: past 2^18 the sum carries into bit 14 (and the mask wraps the address).
+    z3::solver t(c);
+    t.add(common && z3::ult(base, c.bv_val(1 << 18, 32)) && !claim);
+    CHECK(t.check() == z3::sat);
   }
 
   TEST_CASE("sm80 CUDA of the GEMM has no wgmma") {

@@ -196,6 +196,16 @@ class WgmmaFamily final : public InstructionFamily {
            "         (static_cast<unsigned long long>((lbo >> 4) & 0x3FFF) << 16) |\n"
            "         (static_cast<unsigned long long>((sbo >> 4) & 0x3FFF) << 32) | "
            "(swizzle << 62);\n"
+           "}\n"
+           // The tile 16 * off16 bytes into a shared buffer that starts 16-byte aligned: the
+           // buffer's descriptor (loop-invariant: nvcc builds it once) plus off16 in the start
+           // field. The caller makes it only where every shared address of the block is below
+           // 2^18 (call()): then (start >> 4) + off16 = (start + 16 off16) >> 4 < 2^14 and the
+           // add cannot carry out of bits 0-13, so it is the low word's alone.
+           "__device__ __forceinline__ unsigned long long tessel_wgmma_desc_at(const void* "
+           "base, unsigned off16, unsigned lbo, unsigned sbo, unsigned long long swizzle) {\n"
+           "  const unsigned long long d = tessel_wgmma_desc(base, lbo, sbo, swizzle);\n"
+           "  return (d & 0xFFFFFFFF00000000ull) | (static_cast<unsigned>(d) + off16);\n"
            "}\n";
   }
 
@@ -214,10 +224,22 @@ class WgmmaFamily final : public InstructionFamily {
     const int n = std::stoi(text.args[3]);
     const bool rs = a_in_regs(info);
     const std::string t = info.operands[1].dtypes[0] == DataType::f16() ? "f16" : "bf16";
-    auto desc = [&](char x, const std::string& ptr) {
+    // The 14-bit start field holds shared addresses below 2^18; where every address of the
+    // block is provably below that (CallText::shared_address_bound), a descriptor is the
+    // buffer's plus the operand's 16-byte offset (tessel_wgmma_desc_at), else it is built from
+    // the operand's address.
+    const bool offsets =
+        text.shared_address_bound > 0 && text.shared_address_bound <= (int64_t{1} << 18);
+    auto desc = [&](char x, size_t operand) {
       size_t at = desc_at(info, x);
-      return "tessel_wgmma_desc(" + ptr + ", " + text.args[at + 1] + "u, " + text.args[at + 2] +
-             "u, " + std::to_string(wgmma_swizzle_code(std::stoi(text.args[at]))) + "ull)";
+      const std::string fields = text.args[at + 1] + "u, " + text.args[at + 2] + "u, " +
+                                 std::to_string(wgmma_swizzle_code(std::stoi(text.args[at]))) +
+                                 "ull)";
+      if (offsets && operand < text.offsets16.size() && !text.offsets16[operand].empty()) {
+        return "tessel_wgmma_desc_at(" + text.buffers[operand] + ", " + text.offsets16[operand] +
+               ", " + fields;
+      }
+      return "tessel_wgmma_desc(" + text.args[operand] + ", " + fields;
     };
     const int d = n / 2;
     std::ostringstream o;
@@ -226,8 +248,8 @@ class WgmmaFamily final : public InstructionFamily {
       o << "  const unsigned* tessel_a = reinterpret_cast<const unsigned*>(" << text.args[1]
         << ");\n";
     else
-      o << "  unsigned long long tessel_da = " << desc('a', text.args[1]) << ";\n";
-    o << "  unsigned long long tessel_db = " << desc('b', text.args[2]) << ";\n";
+      o << "  unsigned long long tessel_da = " << desc('a', 1) << ";\n";
+    o << "  unsigned long long tessel_db = " << desc('b', 2) << ";\n";
     // Inputs after the d outputs: ss: desc A, desc B, scale_d, trans A, trans B; rs: A's four
     // registers, desc B, scale_d, trans B.
     o << "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" << d + (rs ? 5 : 2)
