@@ -9,6 +9,7 @@
 
 #include "codegen/dialect.h"
 #include "codegen/emit.h"
+#include "codegen/loop_unroll.h"
 #include "core/analyzer.h"
 #include "core/capacity.h"
 #include "core/error.h"
@@ -395,15 +396,21 @@ class SourcePrinter {
         if (f->for_kind == ForKind::kUnrolled || f->for_kind == ForKind::kVectorized) {
           line(o, "#pragma unroll");
         }
+        // The outermost serial loop around serial loops (a pipeline's main loop; nvcc unrolls the
+        // small inner ones) is the one whose terms element_pointer moves out, and, in an sm90
+        // consumer, the one unrolled over its stage period (codegen/loop_unroll.h).
+        bool outer =
+            f->for_kind == ForKind::kSerial && !stage_loop_.defined() && has_serial_loop(f->body);
+        if (outer && lang_ == Language::kCuda) {
+          if (const int64_t n = codegen::consumer_unroll(*f)) {
+            line(o, "#pragma unroll " + std::to_string(n));
+          }
+        }
         std::string v = name(f->var);
         line(o, "for (" + c_type(lang_, f->var.dtype()) + " " + v + " = " + expr_text(f->min) +
                     "; " + v + " < " + expr_text(analyzer_.simplify(f->min + f->extent)) + "; ++" +
                     v + ") {");
         ++indent_;
-        // The outermost serial loop around serial loops (a pipeline's main loop; nvcc unrolls the
-        // small inner ones) is the one whose terms element_pointer moves out.
-        bool outer =
-            f->for_kind == ForKind::kSerial && !stage_loop_.defined() && has_serial_loop(f->body);
         if (outer) stage_loop_ = f->var;
         stmt(o, f->body);
         if (outer) stage_loop_ = Var();
