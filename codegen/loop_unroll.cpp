@@ -74,7 +74,9 @@ int64_t consumer_unroll(const ForNode& f) {
   if (!wgmma) return 0;
   const int64_t period = index_period(f.body, f.var);
   const int64_t cost = std::max<int64_t>(executed_statements(f.body), 1);
+  const std::optional<int64_t> extent = as_const_int(f.extent);
   for (int64_t d = period; d >= 2; --d) {
+    if (extent && d > *extent) continue;  // more copies than iterations: nothing to gain
     if (period % d == 0 && d * cost <= kUnrollBudget) return d;
   }
   return 0;

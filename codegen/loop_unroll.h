@@ -19,9 +19,10 @@ int64_t executed_statements(const Stmt& body);
 
 /// The unroll factor for the loop `f` (CUDA), or 0 for none: only for a serial loop holding a
 /// wgmma (the printer asks for an sm90 consumer's main loop) with a period P > 1
-/// (index_period): the largest divisor d >= 2 of P with d * executed_statements(body) <=
-/// kUnrollBudget. With a whole period in one iteration the stage offsets and mbarrier phases
-/// are constants. Unrolling never changes what the loop computes, only the code nvcc makes.
+/// (index_period): the largest divisor d >= 2 of P, at most a constant trip count, with
+/// d * executed_statements(body) <= kUnrollBudget. With a whole period in one iteration the stage
+/// offsets and mbarrier phases are constants. Unrolling never changes what the loop computes, only
+/// the code nvcc makes.
 int64_t consumer_unroll(const ForNode& f);
 
 /// The budget of consumer_unroll, in executed statements of the unrolled body. Measured

@@ -68,6 +68,15 @@ TEST_SUITE("codegen: consumer unroll") {
       // One such pragma: the producer's loop holds no wgmma.
       CHECK(code.find("#pragma unroll ") == code.rfind("#pragma unroll "));
     }
+    // No more copies than iterations: chunk_scan's consumer loop runs once (k < 1) though its
+    // phase (k / 2) % 2 has period 4 (2 stages).
+    const Example* cs = find_example("chunk_scan");
+    REQUIRE(cs != nullptr);
+    const Target& sm90 = find_target("sm90");
+    std::string chunk =
+        emit_source(lower_kernel(cs->build(make_params(*cs, {})), sm90).kernel, sm90).code;
+    CHECK(chunk.find("for (int k = 0; k < 1; ++k) {") != std::string::npos);
+    CHECK(chunk.find("#pragma unroll ") == std::string::npos);
     std::string sm80 = emit_gemm("sm80", "3");
     for (char d = '1'; d <= '9'; ++d)
       CHECK(sm80.find(std::string("#pragma unroll ") + d) == std::string::npos);
