@@ -52,6 +52,17 @@ HostTensor& BlockState::storage(const Buffer& buffer, int t) {
              "; allocate it (T.alloc_*) before the first statement that uses it");
 }
 
+HostTensor* BlockState::find_storage(const Buffer& buffer, int t) {
+  const BufferNode* b = buffer.get();
+  if (b->scope == Scope::kGlobal) {
+    auto it = global_.tensors.find(b);
+    return it == global_.tensors.end() ? nullptr : it->second;
+  }
+  auto& table = is_per_thread(b->scope) ? threads_[t].locals : block_buffers_;
+  auto it = table.find(b);
+  return it == table.end() ? nullptr : &it->second;
+}
+
 void BlockState::allocate(const Buffer& buffer, int t) {
   const BufferNode* b = buffer.get();
   auto& table = is_per_thread(b->scope) ? threads_[t].locals : block_buffers_;

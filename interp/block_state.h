@@ -47,6 +47,8 @@ class BlockState {
 
   /// Storage of `buffer` as thread `t` sees it (its own copy of a local buffer).
   HostTensor& storage(const Buffer& buffer, int t);
+  /// As storage(), or null where storage() reports an error (not allocated, not a parameter).
+  HostTensor* find_storage(const Buffer& buffer, int t);
   /// Creates storage for an allocation (once per block, or per thread for locals), filled with
   /// 0xFF bytes so that reading it before writing shows up as NaN / -1 in results.
   void allocate(const Buffer& buffer, int t);

@@ -16,6 +16,7 @@
 #include "core/tile_op.h"
 #include "interp/print_output.h"
 #include "interp/scalar_eval.h"
+#include "interp/tile_parallel.h"
 
 namespace tessel {
 
@@ -46,7 +47,9 @@ class OpExec : public TileExec {
 
 class BlockRunner {
  public:
-  BlockRunner(BlockState& block, RunControl* control) : block_(block), steps_(control) {}
+  /// `parallel`: where T.Parallel nests run compiled (null: every nest runs generically).
+  BlockRunner(BlockState& block, RunControl* control, ParallelCache* parallel)
+      : block_(block), steps_(control), parallel_(parallel) {}
 
   void run() {
     Lanes all(block_.num_threads());
@@ -158,6 +161,7 @@ class BlockRunner {
     if (op->for_kind == ForKind::kParallel && !in_parallel_) {
       // A T.Parallel nest is element-wise work of the whole block: run every iteration once,
       // in the context of the first thread.
+      if (parallel_ && parallel_->run(op, block_, lanes[0], steps_)) return;
       in_parallel_ = true;
       exec_for_uniform(op, var, {lanes[0]});
       in_parallel_ = false;
@@ -238,6 +242,7 @@ class BlockRunner {
 
   BlockState& block_;
   StepCounter steps_;
+  ParallelCache* parallel_;
   bool in_parallel_ = false;
   std::vector<int64_t> store_index_;
 };
@@ -379,6 +384,7 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
   int64_t failed_block = count;
   std::mutex failure_lock;
   auto worker = [&] {
+    ParallelCache parallel;  // each worker compiles the nests it meets
     int64_t id = 0;
     try {
       for (id = next++; id < count; id = next++) {
@@ -389,7 +395,7 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
           rest /= grid[d];
         }
         BlockState block(kernel, global, index, dyn);
-        BlockRunner(block, options.control).run();
+        BlockRunner(block, options.control, options.compiled_parallel ? &parallel : nullptr).run();
         if (options.control) options.control->block_done();
       }
     } catch (...) {

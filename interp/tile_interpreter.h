@@ -21,6 +21,9 @@ struct TileRunOptions {
   RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
   /// Only these linear block ids (x + gx * (y + gy * z)), in this order; every block when null.
   const std::vector<int64_t>* only_blocks = nullptr;
+  /// T.Parallel nests run compiled (interp/tile_parallel.h); false: through the generic
+  /// evaluator only (the tests compare the two).
+  bool compiled_parallel = true;
 };
 
 struct TileRunStats {

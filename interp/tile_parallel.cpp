@@ -1,0 +1,284 @@
+// Compiled T.Parallel nests: the statements of a nest as closures, and the per-worker cache that
+// binds a nest's variables and buffers once per run and writes its variables back after it.
+#include "interp/tile_parallel.h"
+
+#include "interp/scalar_eval.h"
+#include "interp/tile_parallel_nodes.h"
+
+namespace tessel {
+
+namespace tile_parallel {
+
+namespace {
+
+/// A compiled statement. exec counts the statement as a step and records its source location,
+/// as the generic interpreter does for every statement it executes.
+class Statement {
+ public:
+  explicit Statement(const StmtNode* s) : s_(s) {}
+  virtual ~Statement() = default;
+  virtual void exec(Frame& f) const = 0;
+
+ protected:
+  void enter(Frame& f) const {
+    if (s_->loc.known()) f.block.set_current_loc(s_->loc);
+    f.steps.step([&] {
+      return "kernel '" + f.block.kernel()->name + "', " + f.block.block_name() +
+             (s_->loc.known() ? " (at " + s_->loc.str() + ")" : "");
+    });
+  }
+  const StmtNode* s_;
+};
+using StatementPtr = std::unique_ptr<const Statement>;
+
+inline void bind(Frame& f, int slot, Value v) {
+  f.slots[slot] = v;
+  f.bound[slot] = 1;
+  f.assigned[slot] = 1;
+}
+
+class Seq final : public Statement {
+ public:
+  Seq(const StmtNode* s, std::vector<StatementPtr> body) : Statement(s), body_(std::move(body)) {}
+  void exec(Frame& f) const override {
+    enter(f);
+    for (const StatementPtr& c : body_) c->exec(f);
+  }
+
+ private:
+  std::vector<StatementPtr> body_;
+};
+
+}  // namespace
+
+/// A loop of the nest; the outermost one is the program (its own step is counted by the caller).
+class Loop final : public Statement {
+ public:
+  Loop(const ForNode* s, int slot, NodePtr min, NodePtr extent, StatementPtr body)
+      : Statement(s),
+        slot_(slot),
+        min_(std::move(min)),
+        extent_(std::move(extent)),
+        body_(std::move(body)) {}
+  void exec(Frame& f) const override {
+    enter(f);
+    run(f);
+  }
+  void run(Frame& f) const {
+    const int64_t lo = min_->eval(f).i;
+    const int64_t n = extent_->eval(f).i;
+    for (int64_t it = 0; it < n; ++it) {
+      bind(f, slot_, Value::of_int(lo + it));
+      body_->exec(f);
+    }
+  }
+
+ private:
+  int slot_;
+  NodePtr min_, extent_;
+  StatementPtr body_;
+};
+
+namespace {
+
+class If final : public Statement {
+ public:
+  If(const StmtNode* s, NodePtr cond, StatementPtr then_case, StatementPtr else_case)
+      : Statement(s),
+        cond_(std::move(cond)),
+        then_(std::move(then_case)),
+        else_(std::move(else_case)) {}
+  void exec(Frame& f) const override {
+    enter(f);
+    if (cond_->eval(f).i) {
+      then_->exec(f);
+    } else if (else_) {
+      else_->exec(f);
+    }
+  }
+
+ private:
+  NodePtr cond_;
+  StatementPtr then_, else_;
+};
+
+class Let final : public Statement {
+ public:
+  Let(const StmtNode* s, int slot, NodePtr value, StatementPtr body)
+      : Statement(s), slot_(slot), value_(std::move(value)), body_(std::move(body)) {}
+  void exec(Frame& f) const override {
+    enter(f);
+    bind(f, slot_, value_->eval(f));
+    body_->exec(f);
+  }
+
+ private:
+  int slot_;
+  NodePtr value_;
+  StatementPtr body_;
+};
+
+/// A statement that does nothing inside a nest (a barrier, a swizzle hint): counted only.
+class Nothing final : public Statement {
+ public:
+  using Statement::Statement;
+  void exec(Frame& f) const override { enter(f); }
+};
+
+class Store final : public Statement {
+ public:
+  static constexpr size_t kMaxRank = 8;
+  Store(const StoreNode* s, int buffer, std::vector<NodePtr> indices, NodePtr value)
+      : Statement(s),
+        op_(s),
+        buffer_(buffer),
+        kind_(elem_kind(s->buffer->dtype)),
+        value_float_(s->value.dtype().is_float()),
+        indices_(std::move(indices)),
+        value_(std::move(value)) {}
+  void exec(Frame& f) const override {
+    enter(f);
+    const size_t rank = indices_.size();
+    int64_t idx[kMaxRank];
+    for (size_t d = 0; d < rank; ++d) idx[d] = indices_[d]->eval(f).i;
+    Value v = value_->eval(f);
+    HostTensor& t = *f.tensors[buffer_];
+    const std::vector<int64_t>& shape = t.shape();
+    int64_t flat = 0;
+    bool inside = rank == shape.size();
+    for (size_t d = 0; inside && d < rank; ++d) {
+      inside = idx[d] >= 0 && idx[d] < shape[d];
+      flat = flat * shape[d] + idx[d];
+    }
+    if (!inside) {
+      flat = checked_flat_index(f.block, f.thread, op_->buffer, t,
+                                std::vector<int64_t>(idx, idx + rank), "store to");
+    }
+    store_elem(kind_, t, flat, value_float_ ? v.f : static_cast<double>(v.i));
+  }
+
+ private:
+  const StoreNode* op_;
+  int buffer_;
+  ElemKind kind_;
+  bool value_float_;
+  std::vector<NodePtr> indices_;
+  NodePtr value_;
+};
+
+StatementPtr compile_stmt(const Stmt& s, Tables& tables);
+
+std::unique_ptr<Loop> compile_loop(const ForNode* op, Tables& tables) {
+  NodePtr min = compile_expr(op->min, tables, {}), extent = compile_expr(op->extent, tables, {});
+  StatementPtr body = compile_stmt(op->body, tables);
+  if (!min || !extent || !body) return nullptr;
+  const int slot = tables.slot(static_cast<const VarNode*>(op->var.get()));
+  return std::make_unique<Loop>(op, slot, std::move(min), std::move(extent), std::move(body));
+}
+
+StatementPtr compile_stmt(const Stmt& s, Tables& tables) {
+  switch (s.kind()) {
+    case StmtKind::kSeq: {
+      std::vector<StatementPtr> body;
+      for (const Stmt& c : s.as<SeqNode>()->stmts) {
+        body.push_back(compile_stmt(c, tables));
+        if (!body.back()) return nullptr;
+      }
+      return std::make_unique<Seq>(s.get(), std::move(body));
+    }
+    case StmtKind::kFor:
+      return compile_loop(s.as<ForNode>(), tables);
+    case StmtKind::kIf: {
+      const auto* op = s.as<IfNode>();
+      NodePtr cond = compile_expr(op->cond, tables, {});
+      StatementPtr then_case = compile_stmt(op->then_case, tables), else_case;
+      if (op->else_case.defined() && !(else_case = compile_stmt(op->else_case, tables)))
+        return nullptr;
+      if (!cond || !then_case) return nullptr;
+      return std::make_unique<If>(s.get(), std::move(cond), std::move(then_case),
+                                  std::move(else_case));
+    }
+    case StmtKind::kLet: {
+      const auto* op = s.as<LetNode>();
+      NodePtr value = compile_expr(op->value, tables, {});
+      StatementPtr body = compile_stmt(op->body, tables);
+      if (!value || !body) return nullptr;
+      const int slot = tables.slot(static_cast<const VarNode*>(op->var.get()));
+      return std::make_unique<Let>(s.get(), slot, std::move(value), std::move(body));
+    }
+    case StmtKind::kStore: {
+      const auto* op = s.as<StoreNode>();
+      if (op->indices.size() > Store::kMaxRank || op->buffer->dtype.lanes != 1) return nullptr;
+      IndexContext ctx{"store to", op->buffer.get(), &op->indices};
+      std::vector<NodePtr> indices;
+      for (const Expr& i : op->indices) {
+        indices.push_back(compile_expr(i, tables, ctx));
+        if (!indices.back()) return nullptr;
+      }
+      NodePtr value = compile_expr(op->value, tables, {});
+      if (!value) return nullptr;
+      return std::make_unique<Store>(op, tables.buffer(op->buffer), std::move(indices),
+                                     std::move(value));
+    }
+    case StmtKind::kBarrier:
+    case StmtKind::kUseSwizzle:
+      return std::make_unique<Nothing>(s.get());
+    default:  // tile operators, allocations, prints, intrinsics: the generic path runs them
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+/// One compiled nest and the variables and buffers it reads.
+class Program {
+ public:
+  explicit Program(const ForNode* loop) : root(compile_loop(loop, tables)) {}
+  Tables tables;
+  std::unique_ptr<Loop> root;  ///< null when the nest cannot be compiled
+};
+
+}  // namespace tile_parallel
+
+bool parallel_nest_compiles(const ForNode* loop) {
+  return tile_parallel::Program(loop).root != nullptr;
+}
+
+ParallelCache::ParallelCache() = default;
+ParallelCache::~ParallelCache() = default;
+
+bool ParallelCache::run(const ForNode* loop, BlockState& block, int thread, StepCounter& steps) {
+  auto it = programs_.find(loop);
+  if (it == programs_.end()) {
+    auto program = std::make_unique<tile_parallel::Program>(loop);
+    it = programs_.emplace(loop, program->root ? std::move(program) : nullptr).first;
+  }
+  const tile_parallel::Program* p = it->second.get();
+  if (!p) return false;
+  const auto& buffers = p->tables.buffers();
+  tensors_.resize(buffers.size());
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    tensors_[b] = block.find_storage(buffers[b], thread);
+    if (!tensors_[b] || tensors_[b]->dtype() != buffers[b]->dtype) return false;
+  }
+  const auto& vars = p->tables.vars();
+  auto& map = block.thread(thread).vars;
+  slots_.assign(vars.size(), Value{});
+  bound_.assign(vars.size(), 0);
+  assigned_.assign(vars.size(), 0);
+  for (size_t v = 0; v < vars.size(); ++v) {
+    auto found = map.find(vars[v]);
+    if (found == map.end()) continue;
+    slots_[v] = found->second;
+    bound_[v] = 1;
+  }
+  tile_parallel::Frame frame{block,         thread,           steps,          slots_.data(),
+                             bound_.data(), assigned_.data(), tensors_.data()};
+  p->root->run(frame);
+  for (size_t v = 0; v < vars.size(); ++v) {
+    if (assigned_[v]) map[vars[v]] = slots_[v];
+  }
+  return true;
+}
+
+}  // namespace tessel

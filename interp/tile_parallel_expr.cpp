@@ -1,0 +1,388 @@
+// Compiles an expression of a T.Parallel nest into nodes that read variables from slots and
+// buffers from a table resolved once per run of the nest. Each node computes exactly what the
+// generic evaluator (scalar_eval.cpp) computes, in the same order, with the same errors.
+#include <cmath>
+#include <cstdlib>
+
+#include "core/expr_printer.h"
+#include "core/int_eval.h"
+#include "interp/division_error.h"
+#include "interp/float_builtin.h"
+#include "interp/scalar_eval.h"
+#include "interp/tile_parallel_nodes.h"
+
+namespace tessel::tile_parallel {
+
+int Tables::slot(const VarNode* v) {
+  auto [it, inserted] = slot_of_.emplace(v, static_cast<int>(vars_.size()));
+  if (inserted) vars_.push_back(v);
+  return it->second;
+}
+
+int Tables::buffer(const Buffer& b) {
+  auto [it, inserted] = buffer_of_.emplace(b.get(), static_cast<int>(buffers_.size()));
+  if (inserted) buffers_.push_back(b);
+  return it->second;
+}
+
+std::string thread_where(const BlockState& block, int thread) {
+  const SourceLoc& loc = block.current_loc();
+  return "kernel '" + block.kernel()->name + "', " + block.block_name() + ", thread " +
+         std::to_string(thread) + (loc.known() ? " (at " + loc.str() + ")" : "");
+}
+
+namespace {
+
+/// round_to with the f32 case inline (the accumulators' type).
+inline double round_fast(DataType t, double x) {
+  return t == DataType::f32() ? static_cast<double>(static_cast<float>(x)) : round_to(t, x);
+}
+
+/// wrap_int with the int32 case inline (index arithmetic).
+inline int64_t wrap_fast(DataType t, int64_t v) {
+  return t == DataType::i32() ? static_cast<int64_t>(static_cast<int32_t>(v)) : wrap_int(t, v);
+}
+
+class IntImm final : public Node {
+ public:
+  explicit IntImm(int64_t v) : v_(Value::of_int(v)) {}
+  Value eval(Frame&) const override { return v_; }
+
+ private:
+  Value v_;
+};
+
+class FloatImm final : public Node {
+ public:
+  explicit FloatImm(double v) : v_(Value::of_float(v)) {}
+  Value eval(Frame&) const override { return v_; }
+
+ private:
+  Value v_;
+};
+
+class VarRead final : public Node {
+ public:
+  VarRead(int slot, const VarNode* var) : slot_(slot), var_(var) {}
+  Value eval(Frame& f) const override {
+    if (!f.bound[slot_]) {
+      user_error("kernel '" + f.block.kernel()->name + "': variable '" + var_->name +
+                 "' is used outside the scope that defines it");
+    }
+    return f.slots[slot_];
+  }
+
+ private:
+  int slot_;
+  const VarNode* var_;
+};
+
+/// A division or modulo node's divisor check: the generic evaluator's message, word for word.
+struct DivisionSite {
+  Expr division;
+  IndexContext ctx;
+  int64_t nonzero(Frame& f, int64_t y) const {
+    if (y == 0) {
+      std::string access =
+          ctx.access ? access_words(ctx.access, ctx.buffer->name, *ctx.indices) : "";
+      user_error(division_by_zero_message(thread_where(f.block, f.thread), division, access));
+    }
+    return y;
+  }
+};
+
+// Binary arithmetic: Op::f on doubles for float dtypes, Op::i on integers (which may check the
+// divisor through the site).
+#define TESSEL_BINOP_(Name, int_expr, float_expr, has_float)                      \
+  struct Name##Op {                                                               \
+    static constexpr bool kFloat = has_float;                                     \
+    static double f(double x, double y) { return float_expr; }                    \
+    static int64_t i(int64_t x, int64_t y, Frame& fr, const DivisionSite& site) { \
+      (void)fr;                                                                   \
+      (void)site;                                                                 \
+      return int_expr;                                                            \
+    }                                                                             \
+  };
+using U = uint64_t;
+TESSEL_BINOP_(Add, static_cast<int64_t>(static_cast<U>(x) + static_cast<U>(y)), x + y, true)
+TESSEL_BINOP_(Sub, static_cast<int64_t>(static_cast<U>(x) - static_cast<U>(y)), x - y, true)
+TESSEL_BINOP_(Mul, static_cast<int64_t>(static_cast<U>(x) * static_cast<U>(y)), x* y, true)
+TESSEL_BINOP_(Div, floor_div(x, site.nonzero(fr, y)), x / y, true)
+TESSEL_BINOP_(FloorDiv, floor_div(x, site.nonzero(fr, y)), std::floor(x / y), true)
+TESSEL_BINOP_(FloorMod, floor_mod(x, site.nonzero(fr, y)), x - std::floor(x / y) * y, true)
+TESSEL_BINOP_(Min, std::min(x, y), std::fmin(x, y), true)
+TESSEL_BINOP_(Max, std::max(x, y), std::fmax(x, y), true)
+TESSEL_BINOP_(BitAnd, x& y, 0.0, false)
+TESSEL_BINOP_(BitOr, x | y, 0.0, false)
+TESSEL_BINOP_(BitXor, x ^ y, 0.0, false)
+TESSEL_BINOP_(Shl, (y < 0 || y >= 64) ? 0 : static_cast<int64_t>(static_cast<U>(x) << y), 0.0,
+              false)
+TESSEL_BINOP_(Shr, x >> std::clamp<int64_t>(y, 0, 63), 0.0, false)
+#undef TESSEL_BINOP_
+
+template <typename Op>
+class FloatBinary final : public Node {
+ public:
+  FloatBinary(DataType t, NodePtr a, NodePtr b) : t_(t), a_(std::move(a)), b_(std::move(b)) {}
+  Value eval(Frame& f) const override {
+    double x = a_->eval(f).f;
+    double y = b_->eval(f).f;
+    return Value::of_float(round_fast(t_, Op::f(x, y)));
+  }
+
+ private:
+  DataType t_;
+  NodePtr a_, b_;
+};
+
+template <typename Op>
+class IntBinary final : public Node {
+ public:
+  IntBinary(DataType t, NodePtr a, NodePtr b, DivisionSite site)
+      : t_(t), a_(std::move(a)), b_(std::move(b)), site_(std::move(site)) {}
+  Value eval(Frame& f) const override {
+    int64_t x = a_->eval(f).i;
+    int64_t y = b_->eval(f).i;
+    return Value::of_int(wrap_fast(t_, Op::i(x, y, f, site_)));
+  }
+
+ private:
+  DataType t_;
+  NodePtr a_, b_;
+  DivisionSite site_;
+};
+
+#define TESSEL_CMPOP_(Name, cmp)                            \
+  struct Name##Cmp {                                        \
+    static bool f(double x, double y) { return x cmp y; }   \
+    static bool i(int64_t x, int64_t y) { return x cmp y; } \
+  };
+TESSEL_CMPOP_(EQ, ==)
+TESSEL_CMPOP_(NE, !=)
+TESSEL_CMPOP_(LT, <)
+TESSEL_CMPOP_(LE, <=)
+TESSEL_CMPOP_(GT, >)
+TESSEL_CMPOP_(GE, >=)
+#undef TESSEL_CMPOP_
+
+template <typename Op, bool kFloat>
+class Compare final : public Node {
+ public:
+  Compare(NodePtr a, NodePtr b) : a_(std::move(a)), b_(std::move(b)) {}
+  Value eval(Frame& f) const override {
+    Value a = a_->eval(f);
+    Value b = b_->eval(f);
+    if constexpr (kFloat) return Value::of_int(Op::f(a.f, b.f));
+    return Value::of_int(Op::i(a.i, b.i));
+  }
+
+ private:
+  NodePtr a_, b_;
+};
+
+class Logic final : public Node {
+ public:
+  Logic(bool is_and, NodePtr a, NodePtr b) : and_(is_and), a_(std::move(a)), b_(std::move(b)) {}
+  Value eval(Frame& f) const override {
+    if (and_) return Value::of_int(a_->eval(f).i && b_->eval(f).i);
+    return Value::of_int(a_->eval(f).i || b_->eval(f).i);
+  }
+
+ private:
+  bool and_;
+  NodePtr a_, b_;
+};
+
+class Not final : public Node {
+ public:
+  explicit Not(NodePtr a) : a_(std::move(a)) {}
+  Value eval(Frame& f) const override { return Value::of_int(!a_->eval(f).i); }
+
+ private:
+  NodePtr a_;
+};
+
+class Select final : public Node {
+ public:
+  Select(NodePtr c, NodePtr t, NodePtr e) : c_(std::move(c)), t_(std::move(t)), e_(std::move(e)) {}
+  Value eval(Frame& f) const override { return c_->eval(f).i ? t_->eval(f) : e_->eval(f); }
+
+ private:
+  NodePtr c_, t_, e_;
+};
+
+class Cast final : public Node {
+ public:
+  Cast(DataType from, DataType to, NodePtr v) : from_(from), to_(to), v_(std::move(v)) {}
+  Value eval(Frame& f) const override {
+    Value v = v_->eval(f);
+    if (to_.is_float()) return Value::of_float(round_fast(to_, v.as_double(from_)));
+    if (from_.is_float())
+      return Value::of_int(static_cast<int64_t>(round_to(to_, std::trunc(v.f))));
+    return Value::of_int(wrap_fast(to_, v.i));
+  }
+
+ private:
+  DataType from_, to_;
+  NodePtr v_;
+};
+
+class Call final : public Node {
+ public:
+  Call(DataType t, Builtin op, NodePtr a, NodePtr b)
+      : t_(t), op_(op), a_(std::move(a)), b_(std::move(b)) {}
+  Value eval(Frame& f) const override {
+    Value a = a_->eval(f);
+    if (op_ == Builtin::kAbs && !t_.is_float()) return Value::of_int(wrap_int(t_, std::llabs(a.i)));
+    double y = op_ == Builtin::kPow ? b_->eval(f).f : 0.0;
+    return Value::of_float(round_fast(t_, float_builtin(op_, a.f, y)));
+  }
+
+ private:
+  DataType t_;
+  Builtin op_;
+  NodePtr a_, b_;
+};
+
+class Load final : public Node {
+ public:
+  static constexpr size_t kMaxRank = 8;
+  Load(const BufferLoadNode* op, int buffer, std::vector<NodePtr> indices)
+      : op_(op),
+        buffer_(buffer),
+        kind_(elem_kind(op->buffer->dtype)),
+        is_float_(op->dtype.is_float()),
+        indices_(std::move(indices)) {}
+  Value eval(Frame& f) const override {
+    const size_t rank = indices_.size();
+    int64_t idx[kMaxRank];
+    for (size_t d = 0; d < rank; ++d) idx[d] = indices_[d]->eval(f).i;
+    const HostTensor& t = *f.tensors[buffer_];
+    const std::vector<int64_t>& shape = t.shape();
+    int64_t flat = 0;
+    bool inside = rank == shape.size();
+    for (size_t d = 0; inside && d < rank; ++d) {
+      inside = idx[d] >= 0 && idx[d] < shape[d];
+      flat = flat * shape[d] + idx[d];
+    }
+    if (!inside) {  // the checked path names the access
+      flat = checked_flat_index(f.block, f.thread, op_->buffer, t,
+                                std::vector<int64_t>(idx, idx + rank), "load of");
+    }
+    double v = load_elem(kind_, t, flat);
+    return is_float_ ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
+  }
+
+ private:
+  const BufferLoadNode* op_;
+  int buffer_;
+  ElemKind kind_;
+  bool is_float_;
+  std::vector<NodePtr> indices_;
+};
+
+template <typename Op>
+NodePtr binary(const Expr& e, const Expr& a, const Expr& b, Tables& tables,
+               const IndexContext& ctx) {
+  NodePtr x = compile_expr(a, tables, ctx), y = compile_expr(b, tables, ctx);
+  if (!x || !y) return nullptr;
+  if (Op::kFloat && e.dtype().is_float()) {
+    return std::make_unique<FloatBinary<Op>>(e.dtype(), std::move(x), std::move(y));
+  }
+  return std::make_unique<IntBinary<Op>>(e.dtype(), std::move(x), std::move(y),
+                                         DivisionSite{e, ctx});
+}
+
+template <typename Op>
+NodePtr compare(const Expr& a, const Expr& b, Tables& tables, const IndexContext& ctx) {
+  NodePtr x = compile_expr(a, tables, ctx), y = compile_expr(b, tables, ctx);
+  if (!x || !y) return nullptr;
+  if (a.dtype().is_float()) return std::make_unique<Compare<Op, true>>(std::move(x), std::move(y));
+  return std::make_unique<Compare<Op, false>>(std::move(x), std::move(y));
+}
+
+}  // namespace
+
+NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx) {
+  if (e.dtype().lanes != 1) return nullptr;
+  switch (e.kind()) {
+    case ExprKind::kIntImm:
+      return std::make_unique<IntImm>(e.as<IntImmNode>()->value);
+    case ExprKind::kFloatImm:
+      return std::make_unique<FloatImm>(e.as<FloatImmNode>()->value);
+    case ExprKind::kVar: {
+      const auto* v = e.as<VarNode>();
+      return std::make_unique<VarRead>(tables.slot(v), v);
+    }
+#define TESSEL_CASE_(Name, ...)                               \
+  case ExprKind::k##Name: {                                   \
+    const auto* op = static_cast<const Name##Node*>(e.get()); \
+    return binary<Name##Op>(e, op->a, op->b, tables, ctx);    \
+  }
+      TESSEL_BINARY_NODES(TESSEL_CASE_)
+#undef TESSEL_CASE_
+#define TESSEL_CASE_(Name)                                    \
+  case ExprKind::k##Name: {                                   \
+    const auto* op = static_cast<const Name##Node*>(e.get()); \
+    return compare<Name##Cmp>(op->a, op->b, tables, ctx);     \
+  }
+      TESSEL_CASE_(EQ)
+      TESSEL_CASE_(NE)
+      TESSEL_CASE_(LT)
+      TESSEL_CASE_(LE)
+      TESSEL_CASE_(GT)
+      TESSEL_CASE_(GE)
+#undef TESSEL_CASE_
+    case ExprKind::kAnd:
+    case ExprKind::kOr: {
+      const auto* a = e.kind() == ExprKind::kAnd ? &static_cast<const AndNode*>(e.get())->a
+                                                 : &static_cast<const OrNode*>(e.get())->a;
+      const auto* b = e.kind() == ExprKind::kAnd ? &static_cast<const AndNode*>(e.get())->b
+                                                 : &static_cast<const OrNode*>(e.get())->b;
+      NodePtr x = compile_expr(*a, tables, ctx), y = compile_expr(*b, tables, ctx);
+      if (!x || !y) return nullptr;
+      return std::make_unique<Logic>(e.kind() == ExprKind::kAnd, std::move(x), std::move(y));
+    }
+    case ExprKind::kNot: {
+      NodePtr x = compile_expr(e.as<NotNode>()->a, tables, ctx);
+      return x ? std::make_unique<Not>(std::move(x)) : nullptr;
+    }
+    case ExprKind::kSelect: {
+      const auto* op = e.as<SelectNode>();
+      NodePtr c = compile_expr(op->cond, tables, ctx), t = compile_expr(op->t, tables, ctx),
+              f = compile_expr(op->f, tables, ctx);
+      if (!c || !t || !f) return nullptr;
+      return std::make_unique<Select>(std::move(c), std::move(t), std::move(f));
+    }
+    case ExprKind::kCast: {
+      const auto* op = e.as<CastNode>();
+      NodePtr v = compile_expr(op->value, tables, ctx);
+      if (!v) return nullptr;
+      return std::make_unique<Cast>(op->value.dtype(), op->dtype, std::move(v));
+    }
+    case ExprKind::kCall: {
+      const auto* op = e.as<CallNode>();
+      if (is_shuffle(op->op) || op->args.empty()) return nullptr;  // reads another lane
+      NodePtr a = compile_expr(op->args[0], tables, ctx), b;
+      if (!a) return nullptr;
+      if (op->op == Builtin::kPow) {
+        if (op->args.size() < 2 || !(b = compile_expr(op->args[1], tables, ctx))) return nullptr;
+      }
+      return std::make_unique<Call>(op->dtype, op->op, std::move(a), std::move(b));
+    }
+    case ExprKind::kBufferLoad: {
+      const auto* op = e.as<BufferLoadNode>();
+      if (op->indices.size() > Load::kMaxRank || op->buffer->dtype.lanes != 1) return nullptr;
+      IndexContext inner{"load of", op->buffer.get(), &op->indices};
+      std::vector<NodePtr> indices;
+      for (const Expr& i : op->indices) {
+        indices.push_back(compile_expr(i, tables, inner));
+        if (!indices.back()) return nullptr;
+      }
+      return std::make_unique<Load>(op, tables.buffer(op->buffer), std::move(indices));
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace tessel::tile_parallel

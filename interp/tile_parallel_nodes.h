@@ -1,0 +1,113 @@
+// The pieces of a compiled T.Parallel nest (interp/tile_parallel.h): the frame a nest runs in and
+// the compiled expression nodes, each a closure over slot-indexed variables and buffers.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/expr.h"
+#include "interp/block_state.h"
+#include "interp/run_control.h"
+
+namespace tessel::tile_parallel {
+
+/// What one run of a compiled nest reads and writes: the block and the thread whose context the
+/// nest runs in, one slot per variable the nest reads or binds (with whether it holds a value, as
+/// the thread's variable map would), and the storage of each buffer it touches.
+struct Frame {
+  BlockState& block;
+  int thread;
+  StepCounter& steps;
+  Value* slots;
+  uint8_t* bound;     ///< per slot: 1 when the slot holds a value
+  uint8_t* assigned;  ///< per slot: 1 when the nest bound it (written back at the end)
+  HostTensor* const* tensors;
+};
+
+/// A compiled expression. eval returns exactly what the generic evaluator (scalar_eval.cpp)
+/// returns for the same expression in the same state, errors included.
+class Node {
+ public:
+  virtual ~Node() = default;
+  virtual Value eval(Frame& f) const = 0;
+};
+using NodePtr = std::unique_ptr<const Node>;
+
+/// The access whose indices an expression is part of, for division-by-zero messages.
+struct IndexContext {
+  const char* access = nullptr;  ///< "load of", "store to"; null outside an index
+  const BufferNode* buffer = nullptr;
+  const std::vector<Expr>* indices = nullptr;
+};
+
+/// Numbers the variables and buffers of one nest while it is compiled.
+class Tables {
+ public:
+  int slot(const VarNode* v);
+  int buffer(const Buffer& b);
+  const std::vector<const VarNode*>& vars() const { return vars_; }
+  const std::vector<Buffer>& buffers() const { return buffers_; }
+
+ private:
+  std::unordered_map<const VarNode*, int> slot_of_;
+  std::unordered_map<const BufferNode*, int> buffer_of_;
+  std::vector<const VarNode*> vars_;
+  std::vector<Buffer> buffers_;
+};
+
+/// The compiled form of `e`, or null when `e` holds something only the generic evaluator runs
+/// (a warp shuffle, a load of rank above 8, a vector dtype).
+NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx);
+
+/// "kernel 'K', block (1, 0), thread 3 (at file:line)" for runtime errors.
+std::string thread_where(const BlockState& block, int thread);
+
+/// Reads and writes one buffer element in its storage format, as HostTensor::at / set do, with
+/// the common dtypes (f32, f16, i32) decoded without a switch.
+enum class ElemKind : uint8_t { kF32, kF16, kI32, kOther };
+
+inline ElemKind elem_kind(DataType t) {
+  if (t == DataType::f32()) return ElemKind::kF32;
+  if (t == DataType::f16()) return ElemKind::kF16;
+  if (t == DataType::i32()) return ElemKind::kI32;
+  return ElemKind::kOther;
+}
+
+inline double load_elem(ElemKind k, const HostTensor& t, int64_t flat) {
+  switch (k) {
+    case ElemKind::kF32: {
+      float v;
+      std::memcpy(&v, t.data() + flat * 4, 4);
+      return v;
+    }
+    case ElemKind::kF16: {
+      uint16_t bits;
+      std::memcpy(&bits, t.data() + flat * 2, 2);
+      return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+    }
+    case ElemKind::kI32: {
+      int32_t v;
+      std::memcpy(&v, t.data() + flat * 4, 4);
+      return v;
+    }
+    case ElemKind::kOther:
+      break;
+  }
+  return t.at(flat);
+}
+
+inline void store_elem(ElemKind k, HostTensor& t, int64_t flat, double value) {
+  if (k == ElemKind::kF32) {
+    float v = static_cast<float>(value);
+    std::memcpy(t.data() + flat * 4, &v, 4);
+    return;
+  }
+  t.set(flat, value);
+}
+
+}  // namespace tessel::tile_parallel

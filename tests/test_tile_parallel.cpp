@@ -1,0 +1,203 @@
+// The tile level's compiled T.Parallel nests (interp/tile_parallel.h) against the generic
+// evaluator they replace: the same bytes in every tensor, the same errors, the same step counts;
+// and the blocks of a kernel with tile atomics giving the same bytes on one worker or two.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "core/kernel_parser.h"
+#include "core/stmt_functor.h"
+#include "examples/run_example.h"
+#include "interp/tile_interpreter.h"
+#include "interp/tile_parallel.h"
+
+using namespace tessel;
+
+namespace {
+
+/// What one tile-level run left: every tensor, and the user error it raised ("" when none).
+struct Outcome {
+  TensorMap tensors;
+  std::string error;
+};
+
+Outcome run(const Kernel& k, const TensorMap& inputs, bool compiled, int workers = 1,
+            RunControl* control = nullptr) {
+  Outcome o{inputs, ""};
+  TileRunOptions options;
+  options.workers = workers;
+  options.control = control;
+  options.compiled_parallel = compiled;
+  try {
+    run_tile_level(k, o.tensors, options);
+  } catch (const UserError& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+/// The names of the tensors whose bytes differ between `a` and `b` ("" when none).
+std::string differing(const TensorMap& a, const TensorMap& b) {
+  std::string out;
+  for (const auto& [name, t] : a) {
+    const HostTensor& u = b.at(name);
+    size_t bytes = static_cast<size_t>(t.dtype().storage_bytes(t.size()));
+    if (t.size() != u.size() || std::memcmp(t.data(), u.data(), bytes) != 0) out += name + " ";
+  }
+  return out;
+}
+
+TensorMap inputs_of(const Example& e, const Kernel& k, const Params& p, uint64_t seed) {
+  std::map<std::string, int64_t> dims;
+  if (e.dynamic_dims) dims = e.dynamic_dims(p);
+  TensorMap t = make_tensors(k, dims, e.outputs, seed);
+  for (const std::string& name : e.zero_outputs) {
+    HostTensor& z = t.at(name);
+    for (int64_t i = 0; i < z.size(); ++i) z.set(i, 0.0);
+  }
+  return t;
+}
+
+/// The T.Parallel loops of `k` (of each launch) and how many of them compile.
+struct Nests {
+  int loops = 0, compiled = 0;
+};
+Nests nests_of(const Kernel& k) {
+  Nests n;
+  for (const Kernel& launch : launches_of(k)) {
+    for_each_stmt(launch->body, [&](const Stmt& s) {
+      const auto* loop = s.as<ForNode>();
+      if (!loop || loop->for_kind != ForKind::kParallel) return;
+      ++n.loops;
+      n.compiled += parallel_nest_compiles(loop);
+    });
+  }
+  return n;
+}
+
+Kernel parse(const std::string& source) { return parse_kernel(source, "nest.py", {}).kernel; }
+
+}  // namespace
+
+TEST_SUITE("tile level: compiled T.Parallel nests") {
+  // Every built-in example at its default (small) sizes: the generic evaluator's result is the
+  // expected one, since it is the tile level's reference semantics the compiled nests must keep.
+  TEST_CASE("every built-in example gives the generic evaluator's bytes") {
+    int compared = 0, loops = 0;
+    for (const Example& e : examples()) {
+      Params p = make_params(e, {});
+      Kernel k = e.build(p);
+      TensorMap in = inputs_of(e, k, p, 7);
+      Outcome generic = run(k, in, false), compiled = run(k, in, true);
+      INFO(e.name);
+      CHECK(generic.error == compiled.error);
+      CHECK(differing(generic.tensors, compiled.tensors) == "");
+      compared += generic.error.empty();
+      Nests n = nests_of(k);
+      CHECK(n.compiled == n.loops);  // the examples hold nothing the compiled path refuses
+      loops += n.loops;
+    }
+    CHECK(compared >= 20);  // most examples run at tile level (a few use intrinsics only)
+    // softmax 4, flash_attention 10, mla_decode 8, mla_decode_split 17, chunk_scan 6, the ten
+    // dequant formats 2 each, ...: far more than 50 nests were compared.
+    CHECK(loops >= 50);
+  }
+
+  // One nest with each kind of expression node: integer floor division and modulo of negative
+  // numbers, min/max, bit operations and shifts, comparisons of floats and of integers, and/or/not,
+  // select, casts both ways (f32 -> i32 truncates, i32 -> f16 rounds), builtins, an int abs, a let,
+  // a serial loop and an if/else inside the nest, stores to a fragment, a local and a global buffer
+  // of four dtypes.
+  TEST_CASE("each expression and statement kind in a nest gives the generic evaluator's bytes") {
+    Kernel k = parse(R"(import tilelang.language as T
+
+
+@T.prim_func
+def nest(A: T.Tensor((16, 8), "float16"), I: T.Tensor((16, 8), "int32"),
+         F: T.Tensor((16, 8), "float32"), H: T.Tensor((16, 8), "float16"),
+         J: T.Tensor((16, 8), "int32"), G: T.Tensor((16, 8), "int8")):
+    with T.Kernel(2, threads=32) as bx:
+        acc = T.alloc_fragment((16, 8), "float32")
+        for i, j in T.Parallel(16, 8):
+            q = (i - 7) // 3 + (j - 5) % 3
+            acc[i, j] = T.exp2(A[i, j] * 0.5) + T.max(A[i, j], 0.25) * T.cast(q, "float32")
+            if (i & 3) == (j >> 1) or not (i < j):
+                J[i, j] = T.min(I[i, j] ^ (i << 2), T.abs(I[i, j] - 3)) | (j % 2)
+            else:
+                J[i, j] = T.if_then_else(A[i, j] > 0.0, i * 8 + j, -i)
+            for s in T.serial(3):
+                acc[i, j] = acc[i, j] + T.sqrt(T.abs(acc[i, j])) * s
+        for i, j in T.Parallel(16, 8):
+            F[i, j] = acc[i, j] + bx
+            H[i, j] = T.cast(T.cast(acc[i, j] * 100.0, "int32"), "float16")
+            G[i, j] = T.cast(I[i, j] * 37 + bx, "int8")
+)");
+    Nests n = nests_of(k);
+    CHECK(n.loops == 4);  // two 2-d nests: an i loop holding a j loop each
+    CHECK(n.compiled == 4);
+    TensorMap in = make_tensors(k, {}, {"F", "H", "J", "G"}, 3);
+    Outcome generic = run(k, in, false), compiled = run(k, in, true);
+    CHECK(generic.error == "");
+    CHECK(compiled.error == "");
+    CHECK(differing(generic.tensors, compiled.tensors) == "");
+  }
+
+  TEST_CASE("an out-of-bounds load in a nest is the generic evaluator's error") {
+    Kernel k = parse(R"(import tilelang.language as T
+
+
+@T.prim_func
+def oob(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        for i in T.Parallel(16):
+            B[i] = A[i + 3]
+)");
+    TensorMap in = make_tensors(k, {}, {"B"}, 1);
+    Outcome generic = run(k, in, false), compiled = run(k, in, true);
+    CHECK(generic.error.find("load of A[16] is out of bounds") != std::string::npos);
+    CHECK(compiled.error == generic.error);
+    // The elements before the failing one were stored by both (B[0..12] = A[3..15]).
+    CHECK(differing(generic.tensors, compiled.tensors) == "");
+  }
+
+  TEST_CASE("a division by zero in a nest's load or store index is the generic evaluator's error") {
+    for (const char* store : {"B[i % (i - 9) % 16] = A[i]", "B[i] = A[16 // (i - 9) % 16]"}) {
+      Kernel k = parse(std::string(R"(import tilelang.language as T
+
+
+@T.prim_func
+def div(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        for i in T.Parallel(16):
+            )") + store +
+                       "\n");
+      TensorMap in = make_tensors(k, {}, {"B"}, 1);
+      Outcome generic = run(k, in, false), compiled = run(k, in, true);
+      std::string what = std::string(store) + " -> " + generic.error;
+      INFO(what);
+      CHECK(generic.error.find("integer division by zero") != std::string::npos);
+      CHECK(generic.error.find("in an index of the") != std::string::npos);
+      CHECK(compiled.error == generic.error);
+    }
+  }
+
+  // --max-steps stops a run at the same statement when every executed statement counts one step in
+  // both paths: the message names where it stopped and how many steps were taken.
+  TEST_CASE("a step limit stops a compiled nest where it stops the generic one") {
+    const Example* e = find_example("softmax");
+    Params p = make_params(*e, {});
+    Kernel k = e->build(p);
+    TensorMap in = inputs_of(*e, k, p, 1);
+    for (int64_t limit : {100, 5000, 20000}) {
+      RunControl a(limit), b(limit);
+      Outcome generic = run(k, in, false, 1, &a), compiled = run(k, in, true, 1, &b);
+      INFO(limit);
+      CHECK(generic.error.find("steps") != std::string::npos);
+      CHECK(compiled.error == generic.error);
+      CHECK(a.steps() == b.steps());
+    }
+  }
+
+}  // TEST_SUITE
