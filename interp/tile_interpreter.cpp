@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "core/capacity.h"
@@ -25,10 +27,47 @@ namespace {
 /// The threads taking part in a statement.
 using Lanes = std::vector<int>;
 
+/// Makes the tile atomics of a run land in the order the blocks are handed out, whatever the
+/// number of workers: a block's first atomic waits until every block handed out before it has
+/// finished. Floating-point addition does not associate, so split-K sums would otherwise depend
+/// on how the workers interleave; this way they are those of one worker, while the blocks' work
+/// before their first atomic still overlaps.
+class AtomicOrder {
+ public:
+  explicit AtomicOrder(int64_t count) : done_(static_cast<size_t>(count), 0) {}
+  /// Blocks until blocks 0 .. id-1 (in hand-out order) have all finished.
+  void wait_for_earlier(int64_t id) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    earlier_done_.wait(lock, [&] { return prefix_ >= id; });
+  }
+  /// Block `id` finished (or failed: the blocks after it must not wait for it forever).
+  void finish(int64_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_[static_cast<size_t>(id)] = 1;
+    while (prefix_ < static_cast<int64_t>(done_.size()) && done_[static_cast<size_t>(prefix_)])
+      ++prefix_;
+    earlier_done_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable earlier_done_;
+  std::vector<uint8_t> done_;
+  int64_t prefix_ = 0;  ///< blocks 0 .. prefix_-1 have finished
+};
+
+/// Where a block stands in its run's atomic order.
+struct AtomicTurn {
+  AtomicOrder* order = nullptr;
+  int64_t id = 0;
+  bool waited = false;
+};
+
 /// TileExec for one operator call: evaluates in the representative thread's context.
 class OpExec : public TileExec {
  public:
-  OpExec(BlockState& block, int thread) : block_(block), thread_(thread) {}
+  OpExec(BlockState& block, int thread, AtomicTurn& turn)
+      : block_(block), thread_(thread), turn_(turn) {}
   int64_t eval_int(const Expr& e) override { return eval_scalar(e, block_, thread_).i; }
   double eval_value(const Expr& e) override {
     return eval_scalar(e, block_, thread_).as_double(e.dtype());
@@ -37,19 +76,25 @@ class OpExec : public TileExec {
     return block_.storage(buffer, thread_).view(buffer.get());
   }
   std::unique_lock<std::mutex> lock_atomics() override {
+    if (turn_.order && !turn_.waited) {
+      turn_.order->wait_for_earlier(turn_.id);
+      turn_.waited = true;
+    }
     return std::unique_lock<std::mutex>(block_.global().atomics);
   }
 
  private:
   BlockState& block_;
   int thread_;
+  AtomicTurn& turn_;
 };
 
 class BlockRunner {
  public:
-  /// `parallel`: where T.Parallel nests run compiled (null: every nest runs generically).
-  BlockRunner(BlockState& block, RunControl* control, ParallelCache* parallel)
-      : block_(block), steps_(control), parallel_(parallel) {}
+  /// `parallel`: where T.Parallel nests run compiled (null: every nest runs generically);
+  /// `turn`: the block's place in the order of atomics.
+  BlockRunner(BlockState& block, RunControl* control, ParallelCache* parallel, AtomicTurn turn)
+      : block_(block), steps_(control), parallel_(parallel), turn_(turn) {}
 
   void run() {
     Lanes all(block_.num_threads());
@@ -125,7 +170,7 @@ class BlockRunner {
               return is_per_thread(r.buffer->scope);
             });
         for (int t : per_thread ? lanes : Lanes{lanes[0]}) {
-          OpExec ctx(block_, t);
+          OpExec ctx(block_, t, turn_);
           op.run_reference(ctx);
         }
         break;
@@ -243,6 +288,7 @@ class BlockRunner {
   BlockState& block_;
   StepCounter steps_;
   ParallelCache* parallel_;
+  AtomicTurn turn_;
   bool in_parallel_ = false;
   std::vector<int64_t> store_index_;
 };
@@ -383,6 +429,8 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
   std::exception_ptr failure;
   int64_t failed_block = count;
   std::mutex failure_lock;
+  std::optional<AtomicOrder> order;
+  if (workers > 1) order.emplace(count);
   auto worker = [&] {
     ParallelCache parallel;  // each worker compiles the nests it meets
     int64_t id = 0;
@@ -395,10 +443,14 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
           rest /= grid[d];
         }
         BlockState block(kernel, global, index, dyn);
-        BlockRunner(block, options.control, options.compiled_parallel ? &parallel : nullptr).run();
+        AtomicTurn turn{order ? &*order : nullptr, id};
+        BlockRunner(block, options.control, options.compiled_parallel ? &parallel : nullptr, turn)
+            .run();
+        if (order) order->finish(id);
         if (options.control) options.control->block_done();
       }
     } catch (...) {
+      if (order && id < count) order->finish(id);
       std::lock_guard<std::mutex> lock(failure_lock);
       if (id < failed_block) {
         failure = std::current_exception();

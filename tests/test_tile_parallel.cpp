@@ -201,3 +201,42 @@ def div(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
   }
 
 }  // TEST_SUITE
+
+TEST_SUITE("tile level: blocks on several workers") {
+  // gemm_splitk adds each block's partial C tile into C with T.atomic_add: 4 x 4 output tiles of
+  // 64 x 64, K = 512 split over the third grid axis. In float the sum of the partials depends on
+  // their order, so two workers must apply them in the order one worker does.
+  TEST_CASE("split-K tile atomics give one worker's bytes on two workers, run after run") {
+    const Example* e = find_example("gemm_splitk");
+    Params p = make_params(*e, {});
+    Kernel k = e->build(p);
+    TensorMap in = inputs_of(*e, k, p, 11);
+    Outcome one = run(k, in, true, 1);
+    CHECK(one.error == "");
+    for (int rep = 0; rep < 4; ++rep) {
+      Outcome two = run(k, in, true, 2);
+      INFO(rep);
+      CHECK(two.error == "");
+      CHECK(differing(one.tensors, two.tensors) == "");
+    }
+  }
+
+  // A failing block must not leave the blocks after it waiting for their turn at the atomics.
+  TEST_CASE("a failing block does not hold up the atomics of the blocks after it") {
+    Kernel k = parse(R"(import tilelang.language as T
+
+
+@T.prim_func
+def fail_then_add(A: T.Tensor((8, 16), "float32"), C: T.Tensor((16,), "float32")):
+    with T.Kernel(8, threads=32) as bx:
+        acc = T.alloc_fragment((16,), "float32")
+        for i in T.Parallel(16):
+            acc[i] = A[bx, i + bx // 7]
+        T.atomic_add(C[0:16], acc)
+)");
+    TensorMap in = make_tensors(k, {}, {}, 2);
+    Outcome two = run(k, in, true, 2);  // block 7 reads A[7, 16]: out of bounds
+    CHECK(two.error.find("load of A[7, 16] is out of bounds") != std::string::npos);
+  }
+
+}  // TEST_SUITE
