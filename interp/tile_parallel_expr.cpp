@@ -33,9 +33,11 @@ std::string thread_where(const BlockState& block, int thread) {
 
 namespace {
 
-/// round_to with the f32 case inline (the accumulators' type).
+/// round_to with the f32 (accumulators) and f16 cases inline.
 inline double round_fast(DataType t, double x) {
-  return t == DataType::f32() ? static_cast<double>(static_cast<float>(x)) : round_to(t, x);
+  if (t == DataType::f32()) return static_cast<double>(static_cast<float>(x));
+  if (t == DataType::f16()) return round_f16(x);
+  return round_to(t, x);
 }
 
 /// wrap_int with the int32 case inline (index arithmetic).

@@ -101,11 +101,27 @@ inline double load_elem(ElemKind k, const HostTensor& t, int64_t flat) {
   return t.at(flat);
 }
 
+/// round_to(f16, x). When x is exact in float, rounding it to odd first (what round_to does
+/// against double rounding) leaves it as it is, so the half is made from the float directly.
+inline double round_f16(double x) {
+  float n = static_cast<float>(x);
+  if (static_cast<double>(n) == x) return static_cast<float>(Eigen::half(n));
+  return round_to(DataType::f16(), x);
+}
+
 inline void store_elem(ElemKind k, HostTensor& t, int64_t flat, double value) {
   if (k == ElemKind::kF32) {
     float v = static_cast<float>(value);
     std::memcpy(t.data() + flat * 4, &v, 4);
     return;
+  }
+  if (k == ElemKind::kF16) {  // encode(f16, value), with round_f16's shortcut
+    float n = static_cast<float>(value);
+    if (static_cast<double>(n) == value) {
+      uint16_t bits = Eigen::numext::bit_cast<uint16_t>(Eigen::half(n));
+      std::memcpy(t.data() + flat * 2, &bits, 2);
+      return;
+    }
   }
   t.set(flat, value);
 }

@@ -3,7 +3,10 @@
 // and the blocks of a kernel with tile atomics giving the same bytes on one worker or two.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
 #include <string>
 
 #include "core/error.h"
@@ -12,6 +15,7 @@
 #include "examples/run_example.h"
 #include "interp/tile_interpreter.h"
 #include "interp/tile_parallel.h"
+#include "interp/tile_parallel_nodes.h"
 
 using namespace tessel;
 
@@ -198,6 +202,57 @@ def div(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
       CHECK(compiled.error == generic.error);
       CHECK(a.steps() == b.steps());
     }
+  }
+
+}  // TEST_SUITE
+
+TEST_SUITE("tile level: element fast paths") {
+  // The compiled nests round to f16 and store f16 without round_to's double-rounding guard when
+  // the value is exact in float; every other value takes round_to / encode themselves. Compared on
+  // values of each kind: exact products of halves, doubles between two floats and between two
+  // halves (the guard's cases), ties, the overflow edge 65520, subnormals, signed zeros, inf, NaN.
+  TEST_CASE("f16 rounding and stores equal round_to and encode on every kind of value") {
+    std::vector<double> values = {0.0,
+                                  -0.0,
+                                  1.0,
+                                  65504.0,
+                                  65519.99,
+                                  65520.0,
+                                  -65520.0,
+                                  1e-8,
+                                  -6e-8,
+                                  std::numeric_limits<double>::infinity(),
+                                  -std::numeric_limits<double>::infinity(),
+                                  std::numeric_limits<double>::quiet_NaN(),
+                                  1.0 + 0x1p-11,
+                                  1.0 + 0x1p-11 + 0x1p-40,
+                                  1.0 + 0x1p-11 - 0x1p-40,
+                                  0x1p-24,
+                                  0x1p-25};
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> u(-4.0, 4.0);
+    for (int i = 0; i < 20000; ++i) {
+      double a = round_to(DataType::f16(), u(rng)), b = round_to(DataType::f16(), u(rng));
+      values.push_back(a * b);                // exact in float
+      values.push_back(a * b * 1.000000001);  // between two floats
+      values.push_back(u(rng) * std::ldexp(1.0, static_cast<int>(rng() % 40) - 25));
+    }
+    HostTensor fast(DataType::f16(), {1}), slow(DataType::f16(), {1});
+    int mismatches = 0;
+    for (double x : values) {
+      double r = tile_parallel::round_f16(x), want = round_to(DataType::f16(), x);
+      bool same = std::isnan(want) ? std::isnan(r) : std::memcmp(&r, &want, sizeof r) == 0;
+      tile_parallel::store_elem(tile_parallel::ElemKind::kF16, fast, 0, x);
+      slow.set(0, x);
+      same = same && std::memcmp(fast.data(), slow.data(), 2) == 0;
+      if (!same) {
+        ++mismatches;
+        INFO(x);
+        CHECK(same);
+      }
+    }
+    CHECK(mismatches == 0);
+    CHECK(values.size() > 60000);
   }
 
 }  // TEST_SUITE
