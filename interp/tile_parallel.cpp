@@ -2,6 +2,9 @@
 // binds a nest's variables and buffers once per run and writes its variables back after it.
 #include "interp/tile_parallel.h"
 
+#include <algorithm>
+
+#include "core/stmt_functor.h"
 #include "interp/scalar_eval.h"
 #include "interp/tile_parallel_nodes.h"
 
@@ -33,6 +36,7 @@ using StatementPtr = std::unique_ptr<const Statement>;
 
 inline void bind(Frame& f, int slot, Value v) {
   f.slots[slot] = v;
+  f.version[slot] = ++f.tick;
   f.bound[slot] = 1;
   f.assigned[slot] = 1;
 }
@@ -168,9 +172,18 @@ class Store final : public Statement {
 
 StatementPtr compile_stmt(const Stmt& s, Tables& tables);
 
+/// Records that `var` is bound at the current loop depth (for the invariance of expressions).
+void bound_here(const Var& var, Tables& tables) {
+  int& d = tables.depth_of[static_cast<const VarNode*>(var.get())];
+  d = std::max(d, tables.depth);
+}
+
 std::unique_ptr<Loop> compile_loop(const ForNode* op, Tables& tables) {
   NodePtr min = compile_expr(op->min, tables, {}), extent = compile_expr(op->extent, tables, {});
+  ++tables.depth;
+  bound_here(op->var, tables);
   StatementPtr body = compile_stmt(op->body, tables);
+  --tables.depth;
   if (!min || !extent || !body) return nullptr;
   const int slot = tables.slot(static_cast<const VarNode*>(op->var.get()));
   return std::make_unique<Loop>(op, slot, std::move(min), std::move(extent), std::move(body));
@@ -201,6 +214,7 @@ StatementPtr compile_stmt(const Stmt& s, Tables& tables) {
     case StmtKind::kLet: {
       const auto* op = s.as<LetNode>();
       NodePtr value = compile_expr(op->value, tables, {});
+      bound_here(op->var, tables);
       StatementPtr body = compile_stmt(op->body, tables);
       if (!value || !body) return nullptr;
       const int slot = tables.slot(static_cast<const VarNode*>(op->var.get()));
@@ -233,7 +247,12 @@ StatementPtr compile_stmt(const Stmt& s, Tables& tables) {
 /// One compiled nest and the variables and buffers it reads.
 class Program {
  public:
-  explicit Program(const ForNode* loop) : root(compile_loop(loop, tables)) {}
+  explicit Program(const ForNode* loop) {
+    for_each_stmt(loop->body, [&](const Stmt& s) {
+      if (const auto* store = s.as<StoreNode>()) tables.stored.insert(store->buffer.get());
+    });
+    root = compile_loop(loop, tables);
+  }
   Tables tables;
   std::unique_ptr<Loop> root;  ///< null when the nest cannot be compiled
 };
@@ -272,8 +291,10 @@ bool ParallelCache::run(const ForNode* loop, BlockState& block, int thread, Step
     slots_[v] = found->second;
     bound_[v] = 1;
   }
-  tile_parallel::Frame frame{block,         thread,           steps,          slots_.data(),
-                             bound_.data(), assigned_.data(), tensors_.data()};
+  version_.assign(vars.size(), 0);
+  tile_parallel::Frame frame{
+      block,           thread,          steps, slots_.data(), bound_.data(), assigned_.data(),
+      tensors_.data(), version_.data(), 0,     ++runs_};
   p->root->run(frame);
   for (size_t v = 0; v < vars.size(); ++v) {
     if (assigned_[v]) map[vars[v]] = slots_[v];

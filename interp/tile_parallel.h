@@ -44,6 +44,8 @@ class ParallelCache {
   // One run's frame, reused.
   std::vector<Value> slots_;
   std::vector<uint8_t> bound_, assigned_;
+  std::vector<uint64_t> version_;
+  uint64_t runs_ = 0;
   std::vector<HostTensor*> tensors_;
 };
 

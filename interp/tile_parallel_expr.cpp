@@ -1,9 +1,12 @@
 // Compiles an expression of a T.Parallel nest into nodes that read variables from slots and
 // buffers from a table resolved once per run of the nest. Each node computes exactly what the
 // generic evaluator (scalar_eval.cpp) computes, in the same order, with the same errors.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
+#include "core/expr_functor.h"
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
 #include "interp/division_error.h"
@@ -283,6 +286,66 @@ class Load final : public Node {
   std::vector<NodePtr> indices_;
 };
 
+/// The value of a sub-expression that does not change in the innermost loop around it, cached:
+/// it is computed again only when one of the variables it reads was bound since (its version
+/// moved past the tick of the cached value) or in another run of the nest. It reads no buffer the
+/// nest stores to, and nothing else writes during a run, so the cached value is the value the
+/// generic evaluator would compute; an error is raised by the first evaluation, as generically.
+class Memo final : public Node {
+ public:
+  Memo(NodePtr inner, std::vector<int> deps) : inner_(std::move(inner)), deps_(std::move(deps)) {}
+  Value eval(Frame& f) const override {
+    if (run_ == f.run) {
+      bool valid = true;
+      for (int d : deps_) valid = valid && f.version[d] <= at_;
+      if (valid) return cached_;
+    }
+    Value v = inner_->eval(f);
+    cached_ = v;
+    at_ = f.tick;
+    run_ = f.run;
+    return v;
+  }
+
+ private:
+  NodePtr inner_;
+  std::vector<int> deps_;
+  mutable Value cached_;
+  mutable uint64_t at_ = 0, run_ = 0;
+};
+
+/// The slots `e` reads, when `e` is worth caching in the innermost loop: invariant in it, reading
+/// no buffer the nest stores to, and more than a leaf (a load, a call or a few operations).
+std::optional<std::vector<int>> memo_deps(const Expr& e, Tables& tables) {
+  if (!tables.memo || tables.depth == 0 || e.kind() == ExprKind::kVar ||
+      e.kind() == ExprKind::kIntImm || e.kind() == ExprKind::kFloatImm) {
+    return std::nullopt;
+  }
+  bool invariant = true, costly = e.tree_size() >= 4;
+  std::vector<const VarNode*> vars;
+  pre_order_visit(e, [&](const Expr& x) {
+    if (const auto* v = x.as<VarNode>()) {
+      auto d = tables.depth_of.find(v);
+      if (d != tables.depth_of.end() && d->second >= tables.depth) invariant = false;
+      vars.push_back(v);
+    } else if (const auto* load = x.as<BufferLoadNode>()) {
+      if (tables.stored.count(load->buffer.get())) invariant = false;
+      costly = true;
+    } else if (x.kind() == ExprKind::kCall) {
+      costly = true;
+    }
+  });
+  if (!invariant || !costly) return std::nullopt;
+  std::vector<int> deps;
+  for (const VarNode* v : vars) {
+    int slot = tables.slot(v);
+    if (std::find(deps.begin(), deps.end(), slot) == deps.end()) deps.push_back(slot);
+  }
+  return deps;
+}
+
+NodePtr compile_node(const Expr& e, Tables& tables, const IndexContext& ctx);
+
 template <typename Op>
 NodePtr binary(const Expr& e, const Expr& a, const Expr& b, Tables& tables,
                const IndexContext& ctx) {
@@ -306,6 +369,18 @@ NodePtr compare(const Expr& a, const Expr& b, Tables& tables, const IndexContext
 }  // namespace
 
 NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx) {
+  std::optional<std::vector<int>> deps = memo_deps(e, tables);
+  if (!deps) return compile_node(e, tables, ctx);
+  tables.memo = false;  // nothing to cache inside a cached value
+  NodePtr inner = compile_node(e, tables, ctx);
+  tables.memo = true;
+  if (!inner) return nullptr;
+  return std::make_unique<Memo>(std::move(inner), std::move(*deps));
+}
+
+namespace {
+
+NodePtr compile_node(const Expr& e, Tables& tables, const IndexContext& ctx) {
   if (e.dtype().lanes != 1) return nullptr;
   switch (e.kind()) {
     case ExprKind::kIntImm:
@@ -386,5 +461,7 @@ NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx) {
   }
   return nullptr;
 }
+
+}  // namespace
 
 }  // namespace tessel::tile_parallel

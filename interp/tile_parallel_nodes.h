@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/expr.h"
@@ -27,6 +28,11 @@ struct Frame {
   uint8_t* bound;     ///< per slot: 1 when the slot holds a value
   uint8_t* assigned;  ///< per slot: 1 when the nest bound it (written back at the end)
   HostTensor* const* tensors;
+  /// Loop-invariant sub-expressions are cached (see Memo in tile_parallel_expr.cpp): a slot's
+  /// version is the tick at which it was last bound; `run` numbers the runs of the cache.
+  uint64_t* version;
+  uint64_t tick;
+  uint64_t run;
 };
 
 /// A compiled expression. eval returns exactly what the generic evaluator (scalar_eval.cpp)
@@ -52,6 +58,15 @@ class Tables {
   int buffer(const Buffer& b);
   const std::vector<const VarNode*>& vars() const { return vars_; }
   const std::vector<Buffer>& buffers() const { return buffers_; }
+
+  // Where a sub-expression is invariant in the innermost loop around it (compile_expr then caches
+  // its value): the loop depth of the statement being compiled (0: outside every loop of the
+  // nest), the deepest loop depth at which each variable is bound in the nest, the buffers the
+  // nest stores to (a load of those is never cached), and whether caching is on.
+  int depth = 0;
+  std::unordered_map<const VarNode*, int> depth_of;
+  std::unordered_set<const BufferNode*> stored;
+  bool memo = true;
 
  private:
   std::unordered_map<const VarNode*, int> slot_of_;

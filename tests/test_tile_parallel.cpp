@@ -148,6 +148,43 @@ def nest(A: T.Tensor((16, 8), "float16"), I: T.Tensor((16, 8), "int32"),
     CHECK(differing(generic.tensors, compiled.tensors) == "");
   }
 
+  // The compiled nests cache sub-expressions invariant in the innermost loop (exp(A[k, i] * 0.5)
+  // and w[i] in the j loop, i * 3 + bx under the let). The cache must be dropped when an outer
+  // loop moves (i), in the next run of the nest (A[k, 0] reads only k, bound outside the nest by
+  // the serial loop; w is rewritten by another nest between the runs), and never hold a load of a
+  // buffer the nest stores to (acc[i, 0], written at j = 0 and read at every j). Each of the
+  // three rules broken on its own fails this test.
+  TEST_CASE("cached loop-invariant sub-expressions give the generic evaluator's bytes") {
+    Kernel k = parse(R"(import tilelang.language as T
+
+
+@T.prim_func
+def memo(A: T.Tensor((3, 16), "float16"), W: T.Tensor((16,), "float32"),
+         C: T.Tensor((2, 16, 8), "float32")):
+    with T.Kernel(2, threads=32) as bx:
+        acc = T.alloc_fragment((16, 8), "float32")
+        w = T.alloc_fragment((16,), "float32")
+        for i, j in T.Parallel(16, 8):
+            acc[i, j] = 0.0
+        for i in T.Parallel(16):
+            w[i] = W[i]
+        for k in T.serial(3):
+            for i, j in T.Parallel(16, 8):
+                row = i * 3 + bx
+                acc[i, j] = (acc[i, j] * 0.75 + T.exp(A[k, i] * 0.5) * w[i] + row +
+                             acc[i, 7 - j] + A[k, 0] * 2.0 + acc[i, 0])
+            for i in T.Parallel(16):
+                w[i] = w[i] * 0.5 + acc[i, 0]
+        for i, j in T.Parallel(16, 8):
+            C[bx, i, j] = acc[i, j]
+)");
+    TensorMap in = make_tensors(k, {}, {"C"}, 4);
+    Outcome generic = run(k, in, false), compiled = run(k, in, true);
+    CHECK(generic.error == "");
+    CHECK(compiled.error == "");
+    CHECK(differing(generic.tensors, compiled.tensors) == "");
+  }
+
   TEST_CASE("an out-of-bounds load in a nest is the generic evaluator's error") {
     Kernel k = parse(R"(import tilelang.language as T
 
