@@ -80,6 +80,10 @@ class TokenCursor {
   const Token& expect_name(std::string_view what);
   size_t position() const { return pos_; }
   void rewind(size_t position) { pos_ = position; }
+  /// The token at an absolute position (the last, kEnd, past the end).
+  const Token& token(size_t position) const {
+    return tokens_[std::min(position, tokens_.size() - 1)];
+  }
   const std::string& source() const { return source_; }
   /// Names the source in error locations (file:line:column), for kernel files.
   void set_file(std::string file) { file_ = std::move(file); }

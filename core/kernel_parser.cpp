@@ -49,6 +49,7 @@ void Parser::start() {
   auto module = std::make_shared<NameScope>();
   module->parent = scope_;
   scope_ = module;
+  module_scope_ = module;
   parse_module();
 }
 
@@ -105,6 +106,10 @@ std::vector<KernelFileEntry> Parser::list() {
         if (tensor) continue;
         KernelFileParam param{p.name.text, std::nullopt, loc_of(p.name)};
         if (p.default_value) param.default_text = define_text(*p.default_value);
+        if (auto passed = host_argument(e.name, p.position, p.name.text)) {
+          param.default_text = define_text(passed->value);
+          param.host_call = loc_of(passed->call);
+        }
         entry.params.push_back(param);
       }
       if (e.scan.role == DefRole::kGenerator) {

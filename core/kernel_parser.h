@@ -51,6 +51,9 @@ struct KernelFileParam {
   std::optional<std::string> default_text;  ///< the default as -D would spell it; nullopt: none
   SourceLoc loc;
   Kind kind = Kind::kParameter;
+  /// Set when the default is what the file's host code passes (`matmul(1024, ...)` in main()):
+  /// that call.
+  std::optional<SourceLoc> host_call = std::nullopt;
 };
 
 /// One kernel a file defines (a top-level def that makes a kernel): what --kernel NAME picks.

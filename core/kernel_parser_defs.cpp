@@ -145,6 +145,7 @@ std::vector<SignatureParam> Parser::read_signature(const std::string& function) 
         p.default_value = host;
       }
     }
+    p.position = params.size();
     params.push_back(std::move(p));
     if (!cur_->accept_op(",")) break;
   }
@@ -160,17 +161,25 @@ void Parser::bind_compile_time_params(const std::vector<const SignatureParam*>& 
                                       const std::string& function, NameScope& scope) {
   for (const SignatureParam* sp : params) {
     KernelFileParam param{sp->name.text, std::nullopt, loc_of(sp->name)};
-    if (sp->default_value) param.default_text = define_text(*sp->default_value);
+    // Without -D a parameter is what the file's own call of the def passes, else its default.
+    std::optional<Value> fallback = sp->default_value;
+    std::string why;
+    if (auto passed = host_argument(function, sp->position, param.name, &why)) {
+      fallback = passed->value;
+      param.host_call = loc_of(passed->call);
+    }
+    if (fallback) param.default_text = define_text(*fallback);
     result_.params.push_back(param);
     auto it = defines_.find(param.name);
     Value v;
     if (it != defines_.end()) {
-      v = define_value(param, it->second, sp->default_value);
-    } else if (sp->default_value) {
-      v = *sp->default_value;
+      v = define_value(param, it->second, fallback);
+    } else if (fallback) {
+      v = *fallback;
     } else {
-      fail(sp->name, "parameter '" + param.name + "' of '" + function +
-                         "' has no default; give it with -D " + param.name + "=VALUE");
+      fail(sp->name, "parameter '" + param.name + "' of '" + function + "' has no default" +
+                         (why.empty() ? "" : " and " + why) + "; give it with -D " + param.name +
+                         "=VALUE");
     }
     scope.names[param.name] = Binding{v, param.loc, false};
   }

@@ -73,6 +73,8 @@ struct Value {
   std::vector<std::string> outputs;  ///< kKernel: its output tensors (T.empty, out_idx)
   DataType storage;                  ///< kConverter: the packed storage type
   GemmWarpPolicy policy = GemmWarpPolicy::kSquare;
+  /// kHost: attributes Tessel knows (argparse's namespace: each option's default)
+  std::shared_ptr<const std::map<std::string, Value>> attributes;
 
   static Value none() { return Value{}; }
   static Value of(Expr e);
@@ -166,6 +168,7 @@ struct SignatureParam {
   size_t annotation = 0;        ///< token position of the ':' of its annotation (0: none)
   std::string annotation_head;  ///< the annotation's dotted head, normalised: "T.Tensor", "int"
   std::optional<Value> default_value;
+  size_t position = 0;  ///< its index in the signature
 };
 
 /// Where the statement being read sits, which decides what it may be.
@@ -495,6 +498,39 @@ class Parser {
   void parse_tma_store(const CallArgs& call, const BufferRegion& src, const BufferRegion& dst,
                        const std::vector<int64_t>& box, std::vector<Stmt>& out);
 
+  // ---- kernel_parser_host_calls.cpp: the values the file's host code passes to a def ---------
+ public:
+  /// A value the host code passes and the call that passes it.
+  struct HostArgument {
+    Value value;
+    Token call;
+  };
+  /// The first call of a def in the host code whose every argument Tessel can evaluate.
+  struct HostCall {
+    bool found = false;
+    Token at;
+    std::vector<Value> positional;
+    std::map<std::string, Value> keywords;
+    std::string why;  ///< why the first call that could not be used could not (else empty)
+  };
+
+ private:
+  /// The value the file's own host code passes for parameter `index` (`name`) of the top-level
+  /// def `function` in host_call(function); nullopt when that call leaves it to its default or
+  /// there is no such call (`why` then says why a call found could not be used).
+  std::optional<HostArgument> host_argument(const std::string& function, size_t index,
+                                            const std::string& name, std::string* why = nullptr,
+                                            int depth = 0);
+  const HostCall& host_call(const std::string& function, int depth);
+  /// The names a call at token `call` sees: the host def around it (its parameters, from its
+  /// own callers or defaults) and the host assignments before the call, run in order.
+  std::shared_ptr<NameScope> host_scope_at(size_t call, int depth);
+  /// Binds argparse's namespace for `NAME = PARSER.parse_args()` at the cursor in `scope`;
+  /// false when the statement is something else.
+  bool bind_argparse_namespace(const std::shared_ptr<NameScope>& scope);
+  /// Token positions of the file's top-level statements, in order.
+  const std::vector<size_t>& top_level_statements();
+
   // ---- kernel_parser_layouts.cpp: TileLang's layout makers in T.annotate_layout ---------------
   /// True at `maker(` or `tilelang.layout.maker(` for one of TileLang's public layout makers.
   bool at_layout_maker() const;
@@ -512,6 +548,9 @@ class Parser {
   int no_eval_ = 0;  ///< > 0 while reading an operand Python would not evaluate
 
   std::shared_ptr<NameScope> scope_;
+  std::shared_ptr<NameScope> module_scope_;     ///< the file's top level (host code reads it)
+  std::vector<size_t> top_level_;               ///< see top_level_statements()
+  std::map<std::string, HostCall> host_calls_;  ///< host_call's answers, by def
   Context context_ = Context::kModule;
   std::map<std::string, TensorDirective> tensor_directives_;
   ParsedKernel result_;
@@ -555,6 +594,13 @@ inline Token token_at(int line, int column) {
 /// "1 argument", "2 arguments".
 inline std::string plural(size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+inline bool opens_bracket(const Token& t) {
+  return t.kind == TokenKind::kOp && (t.text == "(" || t.text == "[" || t.text == "{");
+}
+inline bool closes_bracket(const Token& t) {
+  return t.kind == TokenKind::kOp && (t.text == ")" || t.text == "]" || t.text == "}");
 }
 
 /// True for Python's keywords (which cannot name anything).

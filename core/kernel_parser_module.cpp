@@ -23,13 +23,6 @@ bool is_jit_decorator(const std::string& name) {
   return false;
 }
 
-bool opens_bracket(const Token& t) {
-  return t.kind == TokenKind::kOp && (t.text == "(" || t.text == "[" || t.text == "{");
-}
-bool closes_bracket(const Token& t) {
-  return t.kind == TokenKind::kOp && (t.text == ")" || t.text == "]" || t.text == "}");
-}
-
 /// The names of T.const("M, N") or T.const("B S H"): split at commas or at spaces.
 std::vector<std::string> const_names(const std::string& text) {
   std::vector<std::string> names;

@@ -297,6 +297,9 @@ Value Parser::attribute(const Value& base, const std::string& attr, const Token&
                    "'; dtypes have .bits, .lanes and .itemsize");
     }
   }
+  if (base.kind == Value::Kind::kHost && base.attributes && base.attributes->count(attr)) {
+    return base.attributes->at(attr);
+  }
   if (base.kind == Value::Kind::kHost) fail(at, "cannot read ." + attr + " of " + base.text);
   fail(at, base.describe() + " has no attribute '" + attr + "'");
 }

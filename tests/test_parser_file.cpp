@@ -135,18 +135,24 @@ TEST_SUITE("parser file") {
     CHECK(to_string(p.kernel->grid[0]) == "4");
     // out_idx=[-1] marks the last tensor as the output.
     CHECK(p.outputs == std::vector<std::string>{"Y"});
-    // The def's parameters, not main()'s or ref_program's: N (required) and block (64).
+    // The def's parameters, not main()'s or ref_program's: N (4096 without -D: what main()
+    // passes, see the next case) and block (64).
     REQUIRE(p.params.size() == 2);
     CHECK(p.params[0].name == "N");
-    CHECK(!p.params[0].default_text);
+    CHECK(p.params[0].default_text == "4096");
     CHECK(p.params[1].default_text == "64");
   }
 
   TEST_CASE("a host function is never taken for the kernel generator") {
-    // main() defines nested defs and has a parameter; the kernel is `double`. A -D for main's
-    // parameter is not asked for; the one the kernel needs is.
-    CHECK(error_of(kHostFile) ==
-          "file: k.py:50:12: parameter 'N' of 'double' has no default; give it with -D N=VALUE");
+    // main() defines nested defs and has a parameter; the kernel is `double`. No -D is asked
+    // for: main() calls double(args.n), argparse's default for --n is main's n, and __main__
+    // calls main() with its default 4096 (tests/test_parser_host_calls.cpp has the rules).
+    CHECK(error_of(kHostFile) == "no error");
+    ParsedKernel p = parse_kernel(kHostFile, "k.py", {});
+    CHECK(signature(p.kernel) ==
+          std::vector<std::string>{"X: (4096) float16", "Y: (4096) float16"});
+    REQUIRE(p.params[0].host_call);
+    CHECK(p.params[0].host_call->str() == "k.py:45:15");
   }
 
   TEST_CASE("a name set by host code says so where a kernel uses it") {

@@ -58,7 +58,9 @@ void list_file(Context& ctx, const std::string& path) {
                           {"default", p.default_text ? nlohmann::json(*p.default_text)
                                                      : nlohmann::json(nullptr)},
                           {"kind", kind_name(p.kind)},
-                          {"help", kind_help(p.kind)}});
+                          {"help", kind_help(p.kind)},
+                          {"from_call", p.host_call ? nlohmann::json(p.host_call->str())
+                                                    : nlohmann::json(nullptr)}});
       }
       list.push_back({{"name", k.name}, {"line", k.loc.line}, {"params", params}});
     }
@@ -74,7 +76,9 @@ void list_file(Context& ctx, const std::string& path) {
       if (p.kind == KernelFileParam::Kind::kParameter) {
         *ctx.out << "=" << (p.default_text ? *p.default_text : "(required)");
       }
-      *ctx.out << "  (" << kind_help(p.kind) << ")\n";
+      *ctx.out << "  (" << kind_help(p.kind)
+               << (p.host_call ? "; the value the call at " + p.host_call->str() + " passes" : "")
+               << ")\n";
     }
   }
 }

@@ -153,12 +153,15 @@ ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const s
   for (const KernelFileParam& p : parsed.params) {
     bool size = p.kind == KernelFileParam::Kind::kConst;
     bool scalar = p.kind == KernelFileParam::Kind::kScalar;
-    ex->params.push_back({p.name, p.default_text.value_or(""),
-                          size ? "size of " + parsed.generator + " made by T.const (" +
-                                     p.loc.str() + "); symbolic when not given"
-                          : scalar
-                              ? "scalar parameter of " + parsed.generator + " (" + p.loc.str() + ")"
-                              : "parameter of " + parsed.generator + " (" + p.loc.str() + ")"});
+    ex->params.push_back(
+        {p.name, p.default_text.value_or(""),
+         size ? "size of " + parsed.generator + " made by T.const (" + p.loc.str() +
+                    "); symbolic when not given"
+         : scalar
+             ? "scalar parameter of " + parsed.generator + " (" + p.loc.str() + ")"
+             : "parameter of " + parsed.generator + " (" + p.loc.str() + ")" +
+                   (p.host_call ? "; default: what the call at " + p.host_call->str() + " passes"
+                                : "")});
     def_params.insert(p.name);
   }
   for (const Var& v : kernel->dynamic_vars) {
