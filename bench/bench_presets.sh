@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Times every paper preset (`tessel list`) at thread level with sampled blocks (--blocks edges and
-# random:8), the rest of the grid at tile level, and appends a row per run to
+# Times every paper preset (`tessel list`: GEMM, FlashAttention, Mamba-2, MLA, dequantised
+# GEMV/GEMM) at thread level with sampled blocks (--blocks edges and random:8), the rest of the
+# grid at tile level, and appends a row per run to
 # results/presets.csv: date, machine, load average, kernel, preset, spec, blocks simulated of the
 # grid, wall seconds, how it ended (passed, failed, timeout, refused with the reason) and CPU
 # seconds (user + system).
@@ -17,6 +18,12 @@ if [ ${#runs[@]} -eq 0 ]; then
   for p in CC0 CC1 CC2 CC3 CC4 CC5; do runs+=("chunk_scan:$p"); done
   for p in CT0 CT1 CT2 CT3 CT4 CT5; do runs+=("chunk_state:$p"); done
   for p in MLA0 MLA1 MLA2 MLA3 MLA4 MLA5; do runs+=("mla_decode:$p"); done
+  # The dequantised GEMV presets (m = 1) for every weight format of the paper's dequant figure,
+  # and the dequantised GEMM (int4, Fig. 17) at the GEMM shapes.
+  for f in int4 uint4 nf4 fp4 int2; do
+    for p in V0 V1 V2 V3 V4 V5 V6 V7; do runs+=("dequant_gemv_$f:$p"); done
+  done
+  for p in M0 M1 M2 M3 M4 M5 M6 M7; do runs+=("dequant_gemm:$p"); done
 fi
 csv=bench/results/presets.csv
 [ -f "$csv" ] || echo "date,machine,cores,load_avg,kernel,preset,blocks_spec,simulated,grid_blocks,wall_s,result,cpu_s" >"$csv"

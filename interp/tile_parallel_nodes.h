@@ -2,7 +2,6 @@
 // the compiled expression nodes, each a closure over slot-indexed variables and buffers.
 #pragma once
 
-#include <Eigen/Core>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -13,9 +12,16 @@
 
 #include "core/expr.h"
 #include "interp/block_state.h"
+#include "interp/element_access.h"
 #include "interp/run_control.h"
 
 namespace tessel::tile_parallel {
+
+using element_access::elem_kind;
+using element_access::ElemKind;
+using element_access::load_elem;
+using element_access::round_f16;
+using element_access::store_elem;
 
 /// What one run of a compiled nest reads and writes: the block and the thread whose context the
 /// nest runs in, one slot per variable the nest reads or binds (with whether it holds a value, as
@@ -81,64 +87,5 @@ NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx);
 
 /// "kernel 'K', block (1, 0), thread 3 (at file:line)" for runtime errors.
 std::string thread_where(const BlockState& block, int thread);
-
-/// Reads and writes one buffer element in its storage format, as HostTensor::at / set do, with
-/// the common dtypes (f32, f16, i32) decoded without a switch.
-enum class ElemKind : uint8_t { kF32, kF16, kI32, kOther };
-
-inline ElemKind elem_kind(DataType t) {
-  if (t == DataType::f32()) return ElemKind::kF32;
-  if (t == DataType::f16()) return ElemKind::kF16;
-  if (t == DataType::i32()) return ElemKind::kI32;
-  return ElemKind::kOther;
-}
-
-inline double load_elem(ElemKind k, const HostTensor& t, int64_t flat) {
-  switch (k) {
-    case ElemKind::kF32: {
-      float v;
-      std::memcpy(&v, t.data() + flat * 4, 4);
-      return v;
-    }
-    case ElemKind::kF16: {
-      uint16_t bits;
-      std::memcpy(&bits, t.data() + flat * 2, 2);
-      return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
-    }
-    case ElemKind::kI32: {
-      int32_t v;
-      std::memcpy(&v, t.data() + flat * 4, 4);
-      return v;
-    }
-    case ElemKind::kOther:
-      break;
-  }
-  return t.at(flat);
-}
-
-/// round_to(f16, x). When x is exact in float, rounding it to odd first (what round_to does
-/// against double rounding) leaves it as it is, so the half is made from the float directly.
-inline double round_f16(double x) {
-  float n = static_cast<float>(x);
-  if (static_cast<double>(n) == x) return static_cast<float>(Eigen::half(n));
-  return round_to(DataType::f16(), x);
-}
-
-inline void store_elem(ElemKind k, HostTensor& t, int64_t flat, double value) {
-  if (k == ElemKind::kF32) {
-    float v = static_cast<float>(value);
-    std::memcpy(t.data() + flat * 4, &v, 4);
-    return;
-  }
-  if (k == ElemKind::kF16) {  // encode(f16, value), with round_f16's shortcut
-    float n = static_cast<float>(value);
-    if (static_cast<double>(n) == value) {
-      uint16_t bits = Eigen::numext::bit_cast<uint16_t>(Eigen::half(n));
-      std::memcpy(t.data() + flat * 2, &bits, 2);
-      return;
-    }
-  }
-  t.set(flat, value);
-}
 
 }  // namespace tessel::tile_parallel

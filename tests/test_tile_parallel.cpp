@@ -13,9 +13,9 @@
 #include "core/kernel_parser.h"
 #include "core/stmt_functor.h"
 #include "examples/run_example.h"
+#include "interp/element_access.h"
 #include "interp/tile_interpreter.h"
 #include "interp/tile_parallel.h"
-#include "interp/tile_parallel_nodes.h"
 
 using namespace tessel;
 
@@ -277,9 +277,9 @@ TEST_SUITE("tile level: element fast paths") {
     HostTensor fast(DataType::f16(), {1}), slow(DataType::f16(), {1});
     int mismatches = 0;
     for (double x : values) {
-      double r = tile_parallel::round_f16(x), want = round_to(DataType::f16(), x);
+      double r = element_access::round_f16(x), want = round_to(DataType::f16(), x);
       bool same = std::isnan(want) ? std::isnan(r) : std::memcmp(&r, &want, sizeof r) == 0;
-      tile_parallel::store_elem(tile_parallel::ElemKind::kF16, fast, 0, x);
+      element_access::store_elem(element_access::ElemKind::kF16, fast, 0, x);
       slow.set(0, x);
       same = same && std::memcmp(fast.data(), slow.data(), 2) == 0;
       if (!same) {
@@ -290,6 +290,30 @@ TEST_SUITE("tile level: element fast paths") {
     }
     CHECK(mismatches == 0);
     CHECK(values.size() > 60000);
+  }
+
+  // compare() skips runs of elements with the same bits; what it reports must not change: 1000
+  // f16 elements equal but for [3] (NaN in both: equal), [700] (1.0 vs 1.5: |0.5| > 1e-2 +
+  // 1e-2 * 1.5, a mismatch) and [999] (2.0 vs 2.0078125, one f16 step: 0.0078125 <= 0.01 + 0.02,
+  // passes with that error).
+  TEST_CASE("comparing tensors that are mostly bit-equal reports exactly the differing elements") {
+    HostTensor a(DataType::f16(), {1000}), b(DataType::f16(), {1000});
+    for (int64_t i = 0; i < 1000; ++i) a.set(i, 0.25 * static_cast<double>(i % 7));
+    a.set(3, std::numeric_limits<double>::quiet_NaN());
+    b = a;
+    a.set(700, 1.0);
+    b.set(700, 1.5);
+    a.set(999, 2.0);
+    b.set(999, 2.0078125);
+    Comparison c = compare(a, b, Tolerance{1e-2, 1e-2});
+    CHECK(!c.passed);
+    CHECK(c.mismatches == 1);
+    CHECK(c.first_mismatch == 700);
+    CHECK(c.max_abs_err == 0.5);
+    CHECK(c.max_rel_err == doctest::Approx(0.5 / 1.5));
+    // With a negative tolerance even equal elements fail, as before the skip existed: every finite
+    // element (999 of 1000; NaN equals NaN whatever the tolerance).
+    CHECK(compare(a, a, Tolerance{-1.0, 0.0}).mismatches == 999);
   }
 
 }  // TEST_SUITE

@@ -1,0 +1,77 @@
+// One element of a host tensor read or written in its storage format without the dtype switch of
+// HostTensor::at / set for the common types (f32, f16, i32), with exactly their results.
+#pragma once
+
+#include <Eigen/Core>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "interp/host_tensor.h"
+
+namespace tessel::element_access {
+
+enum class ElemKind : uint8_t { kF32, kF16, kI32, kOther };
+
+inline ElemKind elem_kind(DataType t) {
+  if (t == DataType::f32()) return ElemKind::kF32;
+  if (t == DataType::f16()) return ElemKind::kF16;
+  if (t == DataType::i32()) return ElemKind::kI32;
+  return ElemKind::kOther;
+}
+
+/// HostTensor::at.
+inline double load_elem(ElemKind k, const HostTensor& t, int64_t flat) {
+  switch (k) {
+    case ElemKind::kF32: {
+      float v;
+      std::memcpy(&v, t.data() + flat * 4, 4);
+      return v;
+    }
+    case ElemKind::kF16: {
+      uint16_t bits;
+      std::memcpy(&bits, t.data() + flat * 2, 2);
+      return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+    }
+    case ElemKind::kI32: {
+      int32_t v;
+      std::memcpy(&v, t.data() + flat * 4, 4);
+      return v;
+    }
+    case ElemKind::kOther:
+      break;
+  }
+  return t.at(flat);
+}
+
+/// `x` rounded to float with round-to-odd (core/dtype.cpp's guard against double rounding: a
+/// later round-to-nearest-even to f16 then rounds `x` correctly). Moving a finite nonzero float
+/// one step towards zero is its bit pattern minus one.
+inline float float_round_to_odd(double x) {
+  float narrowed = static_cast<float>(x);
+  if (std::isnan(x) || static_cast<double>(narrowed) == x) return narrowed;
+  uint32_t bits = std::bit_cast<uint32_t>(narrowed);
+  if (std::fabs(static_cast<double>(narrowed)) > std::fabs(x)) --bits;
+  return std::bit_cast<float>(bits | 1u);
+}
+
+/// round_to(f16, x).
+inline double round_f16(double x) { return static_cast<float>(Eigen::half(float_round_to_odd(x))); }
+
+/// HostTensor::set.
+inline void store_elem(ElemKind k, HostTensor& t, int64_t flat, double value) {
+  if (k == ElemKind::kF32) {
+    float v = static_cast<float>(value);
+    std::memcpy(t.data() + flat * 4, &v, 4);
+    return;
+  }
+  if (k == ElemKind::kF16) {
+    uint16_t bits = Eigen::numext::bit_cast<uint16_t>(Eigen::half(float_round_to_odd(value)));
+    std::memcpy(t.data() + flat * 2, &bits, 2);
+    return;
+  }
+  t.set(flat, value);
+}
+
+}  // namespace tessel::element_access
