@@ -1,5 +1,5 @@
 // One element of a host tensor read or written in its storage format without the dtype switch of
-// HostTensor::at / set for the common types (f32, f16, i32), with exactly their results.
+// HostTensor::at / set for the common types (f32, f16, i32, u8, i8), with exactly their results.
 #pragma once
 
 #include <Eigen/Core>
@@ -12,12 +12,14 @@
 
 namespace tessel::element_access {
 
-enum class ElemKind : uint8_t { kF32, kF16, kI32, kOther };
+enum class ElemKind : uint8_t { kF32, kF16, kI32, kU8, kI8, kOther };
 
 inline ElemKind elem_kind(DataType t) {
   if (t == DataType::f32()) return ElemKind::kF32;
   if (t == DataType::f16()) return ElemKind::kF16;
   if (t == DataType::i32()) return ElemKind::kI32;
+  if (t == DataType::u8()) return ElemKind::kU8;
+  if (t == DataType::i8()) return ElemKind::kI8;
   return ElemKind::kOther;
 }
 
@@ -39,6 +41,10 @@ inline double load_elem(ElemKind k, const HostTensor& t, int64_t flat) {
       std::memcpy(&v, t.data() + flat * 4, 4);
       return v;
     }
+    case ElemKind::kU8:
+      return t.data()[flat];
+    case ElemKind::kI8:
+      return static_cast<int8_t>(t.data()[flat]);
     case ElemKind::kOther:
       break;
   }

@@ -43,9 +43,27 @@ inline double round_fast(DataType t, double x) {
   return round_to(t, x);
 }
 
-/// wrap_int with the int32 case inline (index arithmetic).
+/// wrap_int, inline for the integer types narrower than 64 bits.
 inline int64_t wrap_fast(DataType t, int64_t v) {
-  return t == DataType::i32() ? static_cast<int64_t>(static_cast<int32_t>(v)) : wrap_int(t, v);
+  if (t == DataType::i32()) return static_cast<int64_t>(static_cast<int32_t>(v));
+  if ((t.is_int() || t.is_uint()) && t.bits < 64 && t.bits > 0) {
+    const uint64_t mask = (uint64_t{1} << t.bits) - 1;
+    uint64_t low = static_cast<uint64_t>(v) & mask;
+    if (t.is_int() && (low >> (t.bits - 1)) != 0) low |= ~mask;  // sign-extend
+    return static_cast<int64_t>(low);
+  }
+  return wrap_int(t, v);
+}
+
+/// floor_div and floor_mod (core/int_eval.cpp), inline.
+inline int64_t floor_div_fast(int64_t a, int64_t b) {
+  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));  // INT64_MIN / -1
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+inline int64_t floor_mod_fast(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
 class IntImm final : public Node {
@@ -112,9 +130,9 @@ using U = uint64_t;
 TESSEL_BINOP_(Add, static_cast<int64_t>(static_cast<U>(x) + static_cast<U>(y)), x + y, true)
 TESSEL_BINOP_(Sub, static_cast<int64_t>(static_cast<U>(x) - static_cast<U>(y)), x - y, true)
 TESSEL_BINOP_(Mul, static_cast<int64_t>(static_cast<U>(x) * static_cast<U>(y)), x* y, true)
-TESSEL_BINOP_(Div, floor_div(x, site.nonzero(fr, y)), x / y, true)
-TESSEL_BINOP_(FloorDiv, floor_div(x, site.nonzero(fr, y)), std::floor(x / y), true)
-TESSEL_BINOP_(FloorMod, floor_mod(x, site.nonzero(fr, y)), x - std::floor(x / y) * y, true)
+TESSEL_BINOP_(Div, floor_div_fast(x, site.nonzero(fr, y)), x / y, true)
+TESSEL_BINOP_(FloorDiv, floor_div_fast(x, site.nonzero(fr, y)), std::floor(x / y), true)
+TESSEL_BINOP_(FloorMod, floor_mod_fast(x, site.nonzero(fr, y)), x - std::floor(x / y) * y, true)
 TESSEL_BINOP_(Min, std::min(x, y), std::fmin(x, y), true)
 TESSEL_BINOP_(Max, std::max(x, y), std::fmax(x, y), true)
 TESSEL_BINOP_(BitAnd, x& y, 0.0, false)
@@ -154,6 +172,39 @@ class IntBinary final : public Node {
  private:
   DataType t_;
   NodePtr a_, b_;
+  DivisionSite site_;
+};
+
+/// An operation whose right operand is a literal (`j % 2`, `x * 0.5`): one call fewer.
+template <typename Op>
+class FloatBinaryImm final : public Node {
+ public:
+  FloatBinaryImm(DataType t, NodePtr a, double y) : t_(t), a_(std::move(a)), y_(y) {}
+  Value eval(Frame& f) const override {
+    double x = a_->eval(f).f;
+    return Value::of_float(round_fast(t_, Op::f(x, y_)));
+  }
+
+ private:
+  DataType t_;
+  NodePtr a_;
+  double y_;
+};
+
+template <typename Op>
+class IntBinaryImm final : public Node {
+ public:
+  IntBinaryImm(DataType t, NodePtr a, int64_t y, DivisionSite site)
+      : t_(t), a_(std::move(a)), y_(y), site_(std::move(site)) {}
+  Value eval(Frame& f) const override {
+    int64_t x = a_->eval(f).i;
+    return Value::of_int(wrap_fast(t_, Op::i(x, y_, f, site_)));
+  }
+
+ private:
+  DataType t_;
+  NodePtr a_;
+  int64_t y_;
   DivisionSite site_;
 };
 
@@ -351,9 +402,19 @@ NodePtr binary(const Expr& e, const Expr& a, const Expr& b, Tables& tables,
                const IndexContext& ctx) {
   NodePtr x = compile_expr(a, tables, ctx), y = compile_expr(b, tables, ctx);
   if (!x || !y) return nullptr;
-  if (Op::kFloat && e.dtype().is_float()) {
-    return std::make_unique<FloatBinary<Op>>(e.dtype(), std::move(x), std::move(y));
+  const bool is_float = Op::kFloat && e.dtype().is_float();
+  // A literal operand's Value is of_int(v) or of_float(v): its .f and .i are known here.
+  if (const auto* imm = b.as<FloatImmNode>()) {
+    if (is_float) return std::make_unique<FloatBinaryImm<Op>>(e.dtype(), std::move(x), imm->value);
+  } else if (const auto* imm = b.as<IntImmNode>()) {
+    if (is_float) {
+      return std::make_unique<FloatBinaryImm<Op>>(e.dtype(), std::move(x),
+                                                  Value::of_int(imm->value).f);
+    }
+    return std::make_unique<IntBinaryImm<Op>>(e.dtype(), std::move(x), imm->value,
+                                              DivisionSite{e, ctx});
   }
+  if (is_float) return std::make_unique<FloatBinary<Op>>(e.dtype(), std::move(x), std::move(y));
   return std::make_unique<IntBinary<Op>>(e.dtype(), std::move(x), std::move(y),
                                          DivisionSite{e, ctx});
 }

@@ -121,7 +121,8 @@ TEST_SUITE("tile level: compiled T.Parallel nests") {
 @T.prim_func
 def nest(A: T.Tensor((16, 8), "float16"), I: T.Tensor((16, 8), "int32"),
          F: T.Tensor((16, 8), "float32"), H: T.Tensor((16, 8), "float16"),
-         J: T.Tensor((16, 8), "int32"), G: T.Tensor((16, 8), "int8")):
+         J: T.Tensor((16, 8), "int32"), G: T.Tensor((16, 8), "int8"),
+         U: T.Tensor((16, 8), "uint8"), S: T.Tensor((16, 8), "int8")):
     with T.Kernel(2, threads=32) as bx:
         acc = T.alloc_fragment((16, 8), "float32")
         for i, j in T.Parallel(16, 8):
@@ -136,7 +137,8 @@ def nest(A: T.Tensor((16, 8), "float16"), I: T.Tensor((16, 8), "int32"),
         for i, j in T.Parallel(16, 8):
             F[i, j] = acc[i, j] + bx
             H[i, j] = T.cast(T.cast(acc[i, j] * 100.0, "int32"), "float16")
-            G[i, j] = T.cast(I[i, j] * 37 + bx, "int8")
+            G[i, j] = T.cast(I[i, j] * 37 + bx, "int8") + (U[i, j] >> 2) + S[i, j] * 3
+            J[i, j] = J[i, j] + (i - 7) // -1 + (j - 9) % -4 + (i * 5 - 40) // 8 + (U[i, j] & 7)
 )");
     Nests n = nests_of(k);
     CHECK(n.loops == 4);  // two 2-d nests: an i loop holding a j loop each
