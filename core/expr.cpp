@@ -138,7 +138,8 @@ std::optional<int64_t> fold_int(ExprKind k, int64_t a, int64_t b, bool* overflow
       if (b < 0) return std::nullopt;
       *overflow = a != 0 && (b >= 63 || (a > 0 ? a > (std::numeric_limits<int64_t>::max() >> b)
                                                : a < (std::numeric_limits<int64_t>::min() >> b)));
-      return *overflow ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+      // 0 << b is 0 for any b (a shift by 64 or more is undefined in C++).
+      return *overflow || a == 0 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
     case ExprKind::kShr:
       return b < 0 ? std::nullopt : std::optional(a >> std::min<int64_t>(b, 63));
     default:
