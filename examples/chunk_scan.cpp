@@ -149,10 +149,12 @@ void chunk_scan_reference(const Params& p, TensorMap& t) {
         S(i, n) = prev.at((((b * s.nchunks + c) * s.nheads + h) * s.headdim + i) * s.dstate + n);
       }
     }
+    Eigen::VectorXd dt(Q);  // looked up once per position, not once per (l, j)
+    for (int64_t j = 0; j < Q; ++j) dt[j] = in.dt_at(b, c, h, j);
     for (int64_t l = 0; l < Q; ++l) {
       for (int64_t j = 0; j <= l; ++j) {
         W(l, j) = cb.at((((b * s.nchunks + c) * s.ngroups + g) * Q + l) * Q + j) *
-                  std::exp(dA[l] - dA[j]) * in.dt_at(b, c, h, j);
+                  std::exp(dA[l] - dA[j]) * dt[j];
         const double al = std::fabs(dA[l] * log2e), aj = std::fabs(dA[j] * log2e),
                      diff = std::fabs((dA[l] - dA[j]) * log2e);
         E(l, j) = (ln2 * u * (al + aj + 2 * diff) + 3 * u) * std::fabs(W(l, j));

@@ -62,8 +62,21 @@ inline float float_round_to_odd(double x) {
   return std::bit_cast<float>(bits | 1u);
 }
 
-/// round_to(f16, x).
-inline double round_f16(double x) { return static_cast<float>(Eigen::half(float_round_to_odd(x))); }
+/// round_to(f16, x): round to odd in float, then to nearest even at f16's precision. Inside
+/// f16's range that second rounding is done on the float's bits (normal halves: drop 13
+/// significand bits, ties to even; subnormal halves: to a multiple of 2^-24); values past 65504,
+/// inf and NaN go through Eigen::half as round_to does.
+inline double round_f16(double x) {
+  const float f = float_round_to_odd(x);
+  const float a = std::fabs(f);
+  if (a >= 0x1p-14f && a <= 65504.0f) {
+    uint32_t u = std::bit_cast<uint32_t>(f);
+    u += 0x0FFFu + ((u >> 13) & 1u);
+    return std::bit_cast<float>(u & 0xFFFFE000u);
+  }
+  if (a < 0x1p-14f) return std::nearbyint(f * 0x1p24f) * 0x1p-24f;
+  return static_cast<float>(Eigen::half(f));
+}
 
 /// HostTensor::set.
 inline void store_elem(ElemKind k, HostTensor& t, int64_t flat, double value) {

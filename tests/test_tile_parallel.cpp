@@ -267,7 +267,24 @@ TEST_SUITE("tile level: element fast paths") {
                                   1.0 + 0x1p-11 + 0x1p-40,
                                   1.0 + 0x1p-11 - 0x1p-40,
                                   0x1p-24,
-                                  0x1p-25};
+                                  0x1p-25,
+                                  3.5e38,
+                                  -1e39,
+                                  3.4028234e38,
+                                  0x1p-14,
+                                  0x1p-14 - 0x1p-26,
+                                  0x1p-14 - 0x1p-25,
+                                  -0x1p-14 + 0x1p-40,
+                                  65504.0 + 1e-9,
+                                  65503.99,
+                                  65519.0,
+                                  3 * 0x1p-25,
+                                  5 * 0x1p-25,
+                                  2049.0,
+                                  2051.0,
+                                  -2049.0,
+                                  1e-30,
+                                  -1e-30};
     std::mt19937_64 rng(5);
     std::uniform_real_distribution<double> u(-4.0, 4.0);
     for (int i = 0; i < 20000; ++i) {
@@ -276,6 +293,8 @@ TEST_SUITE("tile level: element fast paths") {
       values.push_back(a * b * 1.000000001);  // between two floats
       values.push_back(u(rng) * std::ldexp(1.0, static_cast<int>(rng() % 40) - 25));
     }
+    for (int i = 0; i < 300000; ++i)  // across f16's whole range and past both ends
+      values.push_back(u(rng) * std::ldexp(1.0, static_cast<int>(rng() % 50) - 32));
     HostTensor fast(DataType::f16(), {1}), slow(DataType::f16(), {1});
     int mismatches = 0;
     for (double x : values) {
@@ -291,7 +310,7 @@ TEST_SUITE("tile level: element fast paths") {
       }
     }
     CHECK(mismatches == 0);
-    CHECK(values.size() > 60000);
+    CHECK(values.size() > 360000);
   }
 
   // compare() skips runs of elements with the same bits; what it reports must not change: 1000
