@@ -185,4 +185,12 @@ Buffer LowerContext::temporary(const std::string& base, std::vector<Expr> shape,
 
 Var LowerContext::fresh_var(const std::string& base) { return Var(fresh_name(base)); }
 
+Var LowerContext::enter_group(const ThreadGroup& group) {
+  internal_check(group_.count == 0 && group.count > 0, "LowerContext::enter_group: nested group");
+  group_ = group;
+  group_thread_ = fresh_var(kernel_->thread_var.name() + "_g");
+  analyzer_.bind(group_thread_, 0, group.count);
+  return group_thread_;
+}
+
 }  // namespace tessel

@@ -5,8 +5,8 @@
 
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +14,7 @@
 #include "core/kernel.h"
 #include "core/layout.h"
 #include "core/target.h"
+#include "core/thread_group.h"
 
 namespace tessel {
 
@@ -53,7 +54,11 @@ class LayoutInferContext {
       : kernel_(kernel), target_(target), map_(map) {}
   const Target& target() const { return target_; }
   const Kernel& kernel() const { return kernel_; }
-  int threads() const { return kernel_->threads; }
+  /// The threads the unit being inferred runs on: the block's, or those of the thread group
+  /// (`with T.ws(g)`) around it.
+  int threads() const { return group_threads_ > 0 ? group_threads_ : kernel_->threads; }
+  /// Set by the pass before each unit: the thread count of its group (0: the whole block).
+  void set_group_threads(int threads) { group_threads_ = threads; }
   const LayoutMap& map() const { return map_; }
 
   const Layout* shared_layout(const Buffer& b) const { return map_.shared_layout(b); }
@@ -76,6 +81,7 @@ class LayoutInferContext {
   const Target& target_;
   LayoutMap& map_;
   bool changed_ = false;
+  int group_threads_ = 0;
   std::set<const BufferNode*> annotated_;
 };
 
@@ -88,12 +94,24 @@ class LowerContext {
   const Target& target() const { return target_; }
   const Kernel& kernel() const { return kernel_; }
   const LayoutMap& layouts() const { return map_; }
-  int threads() const { return kernel_->threads; }
+  /// The threads the operator is lowered for: the block's, or those of the thread group
+  /// (`with T.ws(g)`) around it.
+  int threads() const {
+    return group_.count > 0 ? static_cast<int>(group_.count) : kernel_->threads;
+  }
   /// Knows the ranges of the block, thread and enclosing loop variables (to drop edge
   /// predicates that always hold).
   Analyzer& analyzer() { return analyzer_; }
-  /// The thread index variable of the block (T.get_thread_binding()).
-  const Var& thread() const { return kernel_->thread_var; }
+  /// The calling thread's index among threads(): the block's thread index
+  /// (T.get_thread_binding()), or inside a thread group a variable in [0, group count) that
+  /// the lowering pass replaces by `thread index - group first`.
+  const Var& thread() const { return group_.count > 0 ? group_thread_ : kernel_->thread_var; }
+  /// Lowers the next operators for `group`; returns the variable thread() is until
+  /// leave_group(). Requires: no group entered.
+  Var enter_group(const ThreadGroup& group);
+  void leave_group() { group_ = ThreadGroup{}; }
+  /// The group entered, if any (count 0: the whole block).
+  const ThreadGroup& group() const { return group_; }
 
   /// The per-thread register array a fragment buffer becomes ("C_local" -> local "C_local" of
   /// shape [registers per thread]). Lowered code may index it directly by register; the
@@ -124,6 +142,8 @@ class LowerContext {
   std::vector<Buffer> temporaries_;
   std::map<std::string, int> names_;
   bool async_copies_ = false;
+  ThreadGroup group_;
+  Var group_thread_;
 };
 
 }  // namespace tessel

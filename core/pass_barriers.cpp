@@ -66,24 +66,25 @@ bool waits_on_mbarrier(const Stmt& s) {
   return found;
 }
 
-/// Read after write, write after read, or write after another statement's write. (A statement
-/// rewriting its own buffer in a later loop iteration writes other elements, or races anyway;
-/// a statement's own parts — the store under a `let` or an `if` — count as itself.)
-bool conflicts(const Accesses& a, const Hazards& h, const Stmt& self) {
+/// Read after write, write after read, or write after another statement's write: the buffer
+/// that changes hands (nullptr: none). (A statement rewriting its own buffer in a later loop
+/// iteration writes other elements, or races anyway; a statement's own parts — the store under
+/// a `let` or an `if` — count as itself.)
+const BufferNode* conflict(const Accesses& a, const Hazards& h, const Stmt& self) {
   for (const auto* b : a.reads) {
-    if (h.written.count(b) || h.atomic.count(b)) return true;
+    if (h.written.count(b) || h.atomic.count(b)) return b;
   }
   for (const auto* b : a.atomics) {  // after plain accesses, not after other atomics
-    if (h.written.count(b) || h.read.count(b)) return true;
+    if (h.written.count(b) || h.read.count(b)) return b;
   }
   for (const auto* b : a.writes) {
     auto w = h.written.find(b);
     if ((w != h.written.end() && !contains(self, w->second)) || h.read.count(b) ||
         h.atomic.count(b)) {
-      return true;
+      return b;
     }
   }
-  return false;
+  return nullptr;
 }
 
 void record(const Accesses& a, Hazards& h, const StmtNode* self) {
@@ -94,7 +95,9 @@ void record(const Accesses& a, Hazards& h, const StmtNode* self) {
 
 class BarrierInserter {
  public:
-  explicit BarrierInserter(const Var& thread) : thread_(thread) {}
+  /// `need`: when set, the first barrier the walk inserts is described there.
+  explicit BarrierInserter(const Var& thread, BarrierNeed* need = nullptr)
+      : thread_(thread), need_(need) {}
 
   /// Rewrites `s` given the hazards before it; updates them to those after it. A barrier goes
   /// before the outermost statement that needs it (before a loop, not inside it); statements
@@ -110,7 +113,14 @@ class BarrierInserter {
       return SeqNode::make(std::move(out));
     }
     Accesses a = accesses_of(s);
-    bool barrier = conflicts(a, h, s);
+    const BufferNode* changes = conflict(a, h, s);
+    bool barrier = changes != nullptr;
+    if (barrier && need_ && !need_->before) {
+      need_->before = s.get();
+      need_->buffer = changes->name;
+      auto w = h.written.find(changes);
+      need_->previous = w != h.written.end() ? w->second->loc : SourceLoc{};
+    }
     if (barrier) h.clear();
     Stmt m = visit_inside(s, a, h);
     if (const auto* call = s.as<IntrinsicCallNode>();
@@ -183,11 +193,22 @@ class BarrierInserter {
     into.read.insert(other.read.begin(), other.read.end());
   }
   Var thread_;
+  BarrierNeed* need_;
   std::set<const BufferNode*> async_destinations_;  ///< written by some cp.async of the kernel
   std::set<const ExprNode*> varying_;  ///< Let variables whose value differs between threads
 };
 
 }  // namespace
+
+std::optional<BarrierNeed> barrier_needed_within(const Stmt& body, const Var& thread) {
+  BarrierNeed need;
+  Hazards h;
+  BarrierInserter inserter(thread, &need);
+  inserter.find_async_destinations(body);
+  inserter.visit(body, h);
+  if (!need.before) return std::nullopt;
+  return need;
+}
 
 Kernel insert_barriers(const Kernel& kernel) {
   Hazards h;

@@ -13,6 +13,9 @@
 //      tiles choose first, so row vectors follow the tiles they are reduced from (online
 //      softmax's running maximum) rather than being fixed by a T.fill that happens to come first.
 //   4. fragments nobody constrained (written and never read in a loop) get the free partition.
+// A unit inside branches on the thread index (`with T.ws(g)`) infers for the threads of that
+// group (ctx.threads() is their count); a fragment touched from two different thread sets is a
+// user error.
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
@@ -25,6 +28,7 @@
 #include "core/parallel_loop.h"
 #include "core/passes.h"
 #include "core/stmt_functor.h"
+#include "core/thread_group.h"
 #include "core/tile_op.h"
 
 namespace tessel {
@@ -34,6 +38,7 @@ namespace {
 struct Unit {
   std::function<void(LayoutInferContext&, InferLevel)> infer;
   std::vector<Buffer> buffers;  ///< shared and fragment buffers it touches
+  int threads = 0;              ///< the thread count of its group (0: the whole block)
 };
 
 void add_buffer(std::vector<Buffer>& out, const Buffer& b) {
@@ -50,35 +55,81 @@ std::vector<Buffer> buffers_of(const Stmt& body) {
   return out;
 }
 
-/// The inference units of `body`, in program order (a Parallel nest is one unit).
-void collect_units(const Stmt& s, std::vector<Unit>& units, std::deque<ParallelLoop>& loops) {
-  if (const auto* call = s.as<TileOpCallNode>()) {
-    std::shared_ptr<const TileOp> op = call->op;
-    Unit u{[op](LayoutInferContext& c, InferLevel l) { op->infer_layout(c, l); }, {}};
-    for (const auto& r : op->reads()) add_buffer(u.buffers, r.buffer);
-    for (const auto& r : op->writes()) add_buffer(u.buffers, r.buffer);
-    units.push_back(std::move(u));
-  } else if (const auto* f = s.as<ForNode>()) {
-    if (f->for_kind != ForKind::kParallel) return collect_units(f->body, units, loops);
-    const ParallelLoop* p = &loops.emplace_back(ParallelLoop::from_for(*f));
-    units.push_back({[p](LayoutInferContext& c, InferLevel l) { p->infer_layout(c, l); },
-                     buffers_of(p->body())});
-  } else if (const auto* seq = s.as<SeqNode>()) {
-    for (const Stmt& c : seq->stmts) collect_units(c, units, loops);
-  } else if (const auto* i = s.as<IfNode>()) {
-    collect_units(i->then_case, units, loops);
-    if (i->else_case.defined()) collect_units(i->else_case, units, loops);
-  } else if (const auto* let = s.as<LetNode>()) {
-    collect_units(let->body, units, loops);
+/// The inference units of `body`, in program order (a Parallel nest is one unit), each with the
+/// thread count of the group it runs on (0: the whole block).
+class UnitCollector {
+ public:
+  UnitCollector(const Kernel& kernel, std::vector<Unit>& units, std::deque<ParallelLoop>& loops)
+      : kernel_(kernel), units_(units), loops_(loops) {}
+
+  void collect(const Stmt& s, const ThreadSet& set) {
+    if (const auto* call = s.as<TileOpCallNode>()) {
+      std::shared_ptr<const TileOp> op = call->op;
+      Unit u{[op](LayoutInferContext& c, InferLevel l) { op->infer_layout(c, l); }, {}};
+      for (const auto& r : op->reads()) add_buffer(u.buffers, r.buffer);
+      for (const auto& r : op->writes()) add_buffer(u.buffers, r.buffer);
+      add(std::move(u), set, op->describe());
+    } else if (const auto* f = s.as<ForNode>()) {
+      if (f->for_kind != ForKind::kParallel) return collect(f->body, set);
+      const ParallelLoop* p = &loops_.emplace_back(ParallelLoop::from_for(*f));
+      add({[p](LayoutInferContext& c, InferLevel l) { p->infer_layout(c, l); },
+           buffers_of(p->body())},
+          set, "T.Parallel" + (f->loc.file.empty() ? "" : " at " + f->loc.str()));
+    } else if (const auto* seq = s.as<SeqNode>()) {
+      for (const Stmt& c : seq->stmts) collect(c, set);
+    } else if (const auto* i = s.as<IfNode>()) {
+      // A condition on the thread index alone narrows the group; any other keeps it (the
+      // lowering refuses tile operators under a thread condition it cannot evaluate).
+      auto then_set = set.narrowed(i->cond, kernel_->thread_var, false);
+      collect(i->then_case, then_set.value_or(set));
+      if (i->else_case.defined()) {
+        auto else_set = set.narrowed(i->cond, kernel_->thread_var, true);
+        collect(i->else_case, else_set.value_or(set));
+      }
+    } else if (const auto* let = s.as<LetNode>()) {
+      collect(let->body, set);
+    }
   }
-}
+
+ private:
+  /// Records the unit with its group; a fragment's registers belong to the threads of one
+  /// group, so a fragment that units of two different thread sets touch is refused.
+  void add(Unit u, const ThreadSet& set, const std::string& what) {
+    std::optional<ThreadGroup> group = thread_group_of(set);
+    u.threads = group && !set.whole_block() ? static_cast<int>(group->count) : 0;
+    for (const Buffer& b : u.buffers) {
+      if (b->scope != Scope::kFragment) continue;
+      auto [it, fresh] = fragment_users_.emplace(b.get(), std::make_pair(set, what));
+      if (fresh || it->second.first == set) continue;
+      auto place = [&](const ThreadSet& s) {
+        return s.whole_block() ? "the whole block (" + s.to_string() + ")" : s.to_string();
+      };
+      user_error("kernel '" + kernel_->name + "': fragment '" + b->name + "' is used by " +
+                 it->second.second + " on " + place(it->second.first) + " and by " + what + " on " +
+                 place(set) +
+                 ", but a fragment's registers belong to the threads of one group (its layout "
+                 "spreads it over those threads). fix: use '" +
+                 b->name +
+                 "' inside branches over the same threads only (e.g. move its T.clear or "
+                 "T.fill into the same `with T.ws(...)` as its T.gemm), or copy it through "
+                 "shared memory into a fragment of the other group");
+    }
+    units_.push_back(std::move(u));
+  }
+
+  const Kernel& kernel_;
+  std::vector<Unit>& units_;
+  std::deque<ParallelLoop>& loops_;
+  /// Per fragment: the thread set and the unit that used it first.
+  std::map<const BufferNode*, std::pair<ThreadSet, std::string>> fragment_users_;
+};
 
 }  // namespace
 
 LayoutMap infer_layouts(const Kernel& kernel, const Target& target) {
   std::vector<Unit> units;
   std::deque<ParallelLoop> loops;  // stable addresses: units point into it
-  collect_units(kernel->body, units, loops);
+  UnitCollector(kernel, units, loops).collect(kernel->body, ThreadSet::all(kernel->threads));
 
   // The unit-buffer graph: units are vertices [0, U), buffers follow.
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
@@ -97,7 +148,12 @@ LayoutMap infer_layouts(const Kernel& kernel, const Target& target) {
 
   LayoutMap map;
   LayoutInferContext ctx(kernel, target, map);
-  for (Unit& u : units) u.infer(ctx, InferLevel::kStrict);
+  auto infer = [&](size_t i, InferLevel level) {
+    ctx.set_group_threads(units[i].threads);
+    units[i].infer(ctx, level);
+    ctx.set_group_threads(0);
+  };
+  for (size_t i = 0; i < units.size(); ++i) infer(i, InferLevel::kStrict);
 
   // Propagation order: breadth-first from the buffers decided so far, then the rest in order.
   std::vector<size_t> order;
@@ -141,7 +197,7 @@ LayoutMap infer_layouts(const Kernel& kernel, const Target& target) {
 
   auto common = [&] {
     do {
-      for (size_t i : order) units[i].infer(ctx, InferLevel::kCommon);
+      for (size_t i : order) infer(i, InferLevel::kCommon);
     } while (ctx.take_changed());
   };
   common();
@@ -149,7 +205,7 @@ LayoutMap infer_layouts(const Kernel& kernel, const Target& target) {
   while (decided) {
     decided = false;
     for (size_t i : free_order) {
-      units[i].infer(ctx, InferLevel::kFree);
+      infer(i, InferLevel::kFree);
       if (ctx.take_changed()) {
         decided = true;
         common();
@@ -157,12 +213,16 @@ LayoutMap infer_layouts(const Kernel& kernel, const Target& target) {
       }
     }
   }
+  std::map<const BufferNode*, int> group_threads;  // of the units that touch each buffer
+  for (const Unit& u : units) {
+    for (const Buffer& b : u.buffers) group_threads[b.get()] = u.threads;
+  }
   for (const Buffer& b : buffers) {
     if (b->scope != Scope::kFragment || map.fragment(b)) continue;
+    int threads = group_threads[b.get()] > 0 ? group_threads[b.get()] : kernel->threads;
     std::vector<int64_t> shape;
     for (const Expr& e : b->shape) shape.push_back(as_const_int(e).value_or(1));
-    ctx.set_fragment(b, default_loop_layout(shape, kernel->threads, 1),
-                     "no operator constrains it (free)");
+    ctx.set_fragment(b, default_loop_layout(shape, threads, 1), "no operator constrains it (free)");
   }
   return map;
 }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,16 @@ bool defers_pipelines(const Kernel& kernel, const Target& target, const LowerOpt
 LoweringState warp_specialize(LoweringState state, const LowerOptions& options);
 Kernel flatten_buffers(const LoweringState& state);
 Kernel insert_barriers(const Kernel& kernel);
+/// The first block barrier insert_barriers would put inside `body` if every thread ran it: the
+/// statement it would go before, the shared buffer that changes hands there and where the
+/// access before it is. insert_barriers puts none inside a branch on the thread index (the other
+/// threads never arrive), so the lowering of tile operators inside `with T.ws(g)` asks this.
+struct BarrierNeed {
+  const StmtNode* before = nullptr;
+  std::string buffer;
+  SourceLoc previous;  ///< the write before it (unknown for a write after a read)
+};
+std::optional<BarrierNeed> barrier_needed_within(const Stmt& body, const Var& thread);
 Kernel simplify_indices(const Kernel& kernel);
 /// Serial loops (with a nested loop) split into a prefix, middle and suffix by index range, with
 /// the comparisons of their select and if conditions that are proved constant on the prefix or

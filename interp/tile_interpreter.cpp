@@ -156,11 +156,17 @@ class BlockRunner {
         break;
       case StmtKind::kTileOpCall: {
         const TileOp& op = *s.as<TileOpCallNode>()->op;
-        if (!in_parallel_ && static_cast<int>(lanes.size()) != block_.num_threads()) {
-          user_error(where(s) + ": " + op.describe() + " is executed by only " +
-                     std::to_string(lanes.size()) + " of " + std::to_string(block_.num_threads()) +
-                     " threads; tile operators run on the whole block, so they must not sit in a "
-                     "branch that depends on the thread index");
+        // Inside `with T.ws(g)` (a branch on the thread index) an operator runs for the
+        // branch's threads, which must be one range of whole warps (the lowering partitions its
+        // work over that range); it runs once, as on the whole block.
+        const int n = static_cast<int>(lanes.size());
+        if (!in_parallel_ && n != block_.num_threads() &&
+            (lanes.back() - lanes.front() + 1 != n || lanes.front() % kNvidiaWarpSize != 0 ||
+             n % kNvidiaWarpSize != 0)) {
+          user_error(where(s) + ": " + op.describe() + " is executed by only " + std::to_string(n) +
+                     " of " + std::to_string(block_.num_threads()) +
+                     " threads, which are not one range of whole warps; a tile operator runs "
+                     "on the whole block or on the warps of one `with T.ws(g)` branch");
         }
         // An operator that writes only per-thread (T.alloc_local) buffers is each thread's own
         // work (T.clear(acc) clears every thread's acc); any other runs once for the block.

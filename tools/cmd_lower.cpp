@@ -9,6 +9,7 @@
 #include "core/printer.h"
 #include "core/stmt_functor.h"
 #include "core/target.h"
+#include "core/thread_group.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
 
@@ -22,12 +23,12 @@ namespace {
 std::vector<std::string> wgmma_notes(const Kernel& kernel, const Target& target) {
   std::vector<std::string> notes;
   if (!target.has(wgmma_family())) return notes;
-  for_each_stmt(kernel->body, [&](const Stmt& s) {
+  for_each_stmt_with_threads(kernel, [&](const Stmt& s, int threads) {
     const auto* call = s.as<TileOpCallNode>();
     const auto* gemm = call ? dynamic_cast<const GemmOp*>(call->op.get()) : nullptr;
     if (!gemm) return;
     try {
-      GemmPlan p = plan_gemm(*gemm, kernel->name, target, kernel->threads);
+      GemmPlan p = plan_gemm(*gemm, kernel->name, target, threads);
       if (p.path == GemmPath::kWgmma) return;
       notes.push_back(gemm->describe() + ": " + gemm_path_name(p.path) + " instead of wgmma: " +
                       (p.why_not_wgmma.empty() ? p.why_simt : p.why_not_wgmma));
