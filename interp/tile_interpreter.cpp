@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -197,7 +198,8 @@ class BlockRunner {
       }
       case StmtKind::kIntrinsicCall: {
         // Synchronisation (mbarriers, fences) orders threads; the tile level runs them in
-        // program order already.
+        // program order already, and checks that program order satisfies every mbarrier wait.
+        track_mbarrier(s, lanes);
         if (intrinsic_info(s.as<IntrinsicCallNode>()->intrinsic).sync) break;
         std::string text = print_stmt(s);
         user_error(where(s) + ": the hardware instruction `" + text.substr(0, text.find('\n')) +
@@ -205,6 +207,48 @@ class BlockRunner {
                    "with --level thread");
       }
     }
+  }
+
+  /// The phases of the block's mbarriers in program order: arrivals complete a phase every
+  /// `count`; a wait for a phase that has not completed (a producer and a consumer loop in
+  /// separate T.ws branches, which only run right when they run concurrently) is a user error
+  /// instead of a wrong result.
+  void track_mbarrier(const Stmt& s, const Lanes& lanes) {
+    const auto* call = s.as<IntrinsicCallNode>();
+    const IntrinsicId id = call->intrinsic;
+    if (id != IntrinsicId::kMbarrierInit && id != IntrinsicId::kMbarrierArrive &&
+        id != IntrinsicId::kMbarrierArriveExpectTx && id != IntrinsicId::kMbarrierWaitParity) {
+      return;
+    }
+    const IntrinsicArg& bar = call->args[0];
+    if (!bar.buffer.defined() || bar.indices.size() != 1) return;
+    const int t = lanes[0];
+    auto key = std::make_pair(bar.buffer.get(), eval_scalar(bar.indices[0], block_, t).i);
+    if (id == IntrinsicId::kMbarrierInit) {
+      mbarriers_[key] = TileBarrier{eval_scalar(call->args[1].value, block_, t).i, 0, 0};
+      return;
+    }
+    auto it = mbarriers_.find(key);
+    if (it == mbarriers_.end() || it->second.count <= 0) return;
+    TileBarrier& b = it->second;
+    if (id != IntrinsicId::kMbarrierWaitParity) {
+      b.arrivals += static_cast<int64_t>(lanes.size());
+      b.phase += b.arrivals / b.count;
+      b.arrivals %= b.count;
+      return;
+    }
+    const int64_t parity = eval_scalar(call->args[1].value, block_, t).i;
+    if (floor_mod(b.phase, 2) != floor_mod(parity, 2)) return;  // that phase has completed
+    user_error(where(s) + ": the wait for parity " + std::to_string(parity) + " of mbarrier '" +
+               bar.buffer->name + "[" + std::to_string(key.second) +
+               "]' would block: in program "
+               "order, which the tile level runs, its phase " +
+               std::to_string(b.phase) + " has " + std::to_string(b.arrivals) + " of " +
+               std::to_string(b.count) +
+               " arrivals. A kernel whose T.ws branches must run concurrently (a producer and a "
+               "consumer loop, each in its own branch) has no program-order meaning; check it at "
+               "thread level against its reference (tessel run --level thread), or put the loop "
+               "around the branches, as TileLang's examples do");
   }
 
   void exec_for(const ForNode* op, const Lanes& lanes) {
@@ -291,12 +335,21 @@ class BlockRunner {
            (s->loc.known() ? " (at " + s->loc.str() + ")" : "");
   }
 
+  /// An mbarrier in program order: arrivals per phase, those of the current phase, and the
+  /// phases completed.
+  struct TileBarrier {
+    int64_t count = 0;
+    int64_t arrivals = 0;
+    int64_t phase = 0;
+  };
+
   BlockState& block_;
   StepCounter steps_;
   ParallelCache* parallel_;
   AtomicTurn turn_;
   bool in_parallel_ = false;
   std::vector<int64_t> store_index_;
+  std::map<std::pair<const BufferNode*, int64_t>, TileBarrier> mbarriers_;
 };
 
 }  // namespace

@@ -104,6 +104,25 @@ TEST_SUITE("tile operators in T.ws") {
     check_gemm_file("ws_gemm_tileops.py", "sm90", 200, 136, 96);
   }
 
+  TEST_CASE("producer and consumer loops in separate T.ws branches run at thread level") {
+    check_gemm_file("ws_gemm_tileops_loops.py", "sm90", 64, 64, 128);
+    check_gemm_file("ws_gemm_tileops_loops.py", "sm90", 200, 136, 96);
+  }
+
+  TEST_CASE("the tile level refuses a wait that program order never satisfies") {
+    // The producer's second round waits for phase 0 of `done`, which only the consumer's loop,
+    // later in program order, completes: the tile level says so instead of a wrong result.
+    CliResult r = run_tessel({"run", kernel_file("ws_gemm_tileops_loops.py")});
+    INFO(r.out << r.err);
+    CHECK(r.status != 0);
+    CHECK(contains(r.out + r.err,
+                   "the wait for parity 0 of mbarrier 'done[0]' would block: in "
+                   "program order, which the tile level runs, its phase 0 has 0 "
+                   "of 128 arrivals"));
+    // The one-loop form runs in program order: every wait finds its phase complete.
+    CHECK(run_tessel({"run", kernel_file("ws_gemm_tileops.py")}).status == 0);
+  }
+
   TEST_CASE("two warpgroups with a gemm each in T.ws run on sm80 and sm90") {
     for (const char* target : {"sm80", "sm90"}) {
       check_gemm_file("ws_gemm_two_groups.py", target, 64, 64, 64);
@@ -113,7 +132,8 @@ TEST_SUITE("tile operators in T.ws") {
 
   TEST_CASE("the hand-written warp-specialised GEMMs compile with nvcc for sm_90a") {
     const Target& sm90 = find_target("sm90");
-    for (const char* name : {"ws_gemm_tileops.py", "ws_gemm_two_groups.py"}) {
+    for (const char* name :
+         {"ws_gemm_tileops.py", "ws_gemm_tileops_loops.py", "ws_gemm_two_groups.py"}) {
       CAPTURE(name);
       Kernel k = parse_kernel_file(kernel_file(name)).kernel;
       EmittedSource src = emit_source(lower_kernel(k, sm90).kernel, sm90);
@@ -130,7 +150,8 @@ TEST_SUITE("tile operators in T.ws") {
   }
 
   TEST_CASE("verify proves the hand-written warp-specialised GEMMs") {
-    for (const char* name : {"ws_gemm_tileops.py", "ws_gemm_two_groups.py"}) {
+    for (const char* name :
+         {"ws_gemm_tileops.py", "ws_gemm_tileops_loops.py", "ws_gemm_two_groups.py"}) {
       CAPTURE(name);
       nlohmann::json j = run_json({"verify", kernel_file(name), "--target", "sm90"});
       CHECK(j["failed"] == 0);
