@@ -147,6 +147,21 @@ class TileLowerer : public StmtMutator {
     std::optional<BarrierNeed> need = barrier_needed_within(body, kernel_->thread_var);
     if (!need) return;
     const std::string at = need->before->loc.file.empty() ? "" : " at " + need->before->loc.str();
+    const std::string threads =
+        sets_.back() ? sets_.back()->to_string() : std::string("a thread branch");
+    if (!need->previous.file.empty() && need->previous.str() == need->before->loc.str()) {
+      // One operator's own lowering exchanges data between its threads (a reduction across
+      // warps through a workspace).
+      user_error("kernel '" + kernel_->name + "': inside `if " + to_string(branches_.back()) +
+                 "` (" + threads + "), the operator" + at +
+                 " exchanges data between its threads through shared '" + need->buffer +
+                 "' (a reduction across warps), which needs a barrier among the branch's "
+                 "threads; a block-wide T.sync_threads() there would deadlock and Tessel does "
+                 "not emit a barrier over part of the block (bar.sync id, count) yet. fix: move "
+                 "the operator out of the T.ws branch, or give it a layout that keeps each row "
+                 "of the reduction in one warp (on sm90 a gemm accumulator of one warpgroup "
+                 "does)");
+    }
     const std::string previous = need->previous.file.empty()
                                      ? "an earlier statement of the branch"
                                      : "the statement at " + need->previous.str();

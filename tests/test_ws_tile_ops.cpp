@@ -123,6 +123,42 @@ TEST_SUITE("tile operators in T.ws") {
     CHECK(run_tessel({"run", kernel_file("ws_gemm_tileops.py")}).status == 0);
   }
 
+  TEST_CASE("a FlashAttention consumer of tile operators in T.ws equals the reference on sm90") {
+    // The reference is flash_attention's (softmax(Q K^T / sqrt(d)) V in double precision);
+    // seq_len 200 has a partial last tile of rows and of keys, causal masks inside the tiles.
+    check_clean_sm90_run({kernel_file("ws_flash_attention.py")});
+    check_clean_sm90_run(
+        {kernel_file("ws_flash_attention.py"), "-D", "seq_len=200", "-D", "is_causal=1"});
+    check_clean_sm90_run({kernel_file("ws_flash_attention.py"), "-D", "heads=2", "-D",
+                          "seq_len=100", "-D", "dim=128"});
+  }
+
+  TEST_CASE("a reduction across warps inside T.ws is refused where it would need a barrier") {
+    // On sm80 the 64 x 64 accumulator of 4 mma.sync warps spreads each row over two warps:
+    // reduce_max combines them through a shared workspace, which needs a barrier among the
+    // consumer's 128 threads.
+    std::string src =
+        "import tilelang.language as T\n\n\ndef k(M=64):\n    @T.prim_func\n"
+        "    def main(A: T.Tensor((64, 64), \"float16\"), C: T.Tensor((64,), \"float32\")):\n"
+        "        with T.Kernel(1, threads=256) as bx:\n"
+        "            S = T.alloc_shared((64, 64), \"float16\")\n"
+        "            F = T.alloc_fragment((64, 64), \"float32\")\n"
+        "            m = T.alloc_fragment((64,), \"float32\")\n"
+        "            T.copy(A[0, 0], S)\n"
+        "            with T.ws(0):\n"
+        "                T.clear(F)\n"
+        "                T.gemm(S, S, F)\n"
+        "                T.reduce_max(F, m, dim=1)\n"
+        "                T.copy(m, C[0])\n"
+        "\n    return main\n";
+    std::string e = lowering_error(src, "sm80");
+    CHECK(contains(e,
+                   "the operator at kernel.py:15:17 exchanges data between its threads "
+                   "through shared 'm_red' (a reduction across warps)"));
+    // On sm90 one warpgroup's wgmma accumulator keeps each row in one warp: no barrier needed.
+    CHECK(lowering_error(src, "sm90").empty());
+  }
+
   TEST_CASE("two warpgroups with a gemm each in T.ws run on sm80 and sm90") {
     for (const char* target : {"sm80", "sm90"}) {
       check_gemm_file("ws_gemm_two_groups.py", target, 64, 64, 64);
@@ -132,8 +168,8 @@ TEST_SUITE("tile operators in T.ws") {
 
   TEST_CASE("the hand-written warp-specialised GEMMs compile with nvcc for sm_90a") {
     const Target& sm90 = find_target("sm90");
-    for (const char* name :
-         {"ws_gemm_tileops.py", "ws_gemm_tileops_loops.py", "ws_gemm_two_groups.py"}) {
+    for (const char* name : {"ws_gemm_tileops.py", "ws_gemm_tileops_loops.py",
+                             "ws_gemm_two_groups.py", "ws_flash_attention.py"}) {
       CAPTURE(name);
       Kernel k = parse_kernel_file(kernel_file(name)).kernel;
       EmittedSource src = emit_source(lower_kernel(k, sm90).kernel, sm90);
@@ -150,8 +186,8 @@ TEST_SUITE("tile operators in T.ws") {
   }
 
   TEST_CASE("verify proves the hand-written warp-specialised GEMMs") {
-    for (const char* name :
-         {"ws_gemm_tileops.py", "ws_gemm_tileops_loops.py", "ws_gemm_two_groups.py"}) {
+    for (const char* name : {"ws_gemm_tileops.py", "ws_gemm_tileops_loops.py",
+                             "ws_gemm_two_groups.py", "ws_flash_attention.py"}) {
       CAPTURE(name);
       nlohmann::json j = run_json({"verify", kernel_file(name), "--target", "sm90"});
       CHECK(j["failed"] == 0);
