@@ -155,12 +155,13 @@ class TileLowerer : public StmtMutator {
       user_error("kernel '" + kernel_->name + "': inside `if " + to_string(branches_.back()) +
                  "` (" + threads + "), the operator" + at +
                  " exchanges data between its threads through shared '" + need->buffer +
-                 "' (a reduction across warps), which needs a barrier among the branch's "
-                 "threads; a block-wide T.sync_threads() there would deadlock and Tessel does "
+                 "' (a reduction across warps, or a copy between two fragment layouts), which "
+                 "needs a barrier among the branch's threads; a block-wide T.sync_threads() there "
+                 "would deadlock and Tessel does "
                  "not emit a barrier over part of the block (bar.sync id, count) yet. fix: move "
-                 "the operator out of the T.ws branch, or give it a layout that keeps each row "
-                 "of the reduction in one warp (on sm90 a gemm accumulator of one warpgroup "
-                 "does)");
+                 "the operator out of the T.ws branch, or give it layouts that keep the data in "
+                 "each thread's registers (a reduction whose rows stay in one warp: "
+                 "T.GemmWarpPolicy.FullRow, or one warpgroup's wgmma accumulator on sm90)");
     }
     const std::string previous = need->previous.file.empty()
                                      ? "an earlier statement of the branch"

@@ -384,6 +384,9 @@ TEST_SUITE("verify definitions") {
     }
     for (const char* target : {"sm80", "gfx942"}) {
       for (const std::string& name : names) {
+        // Refused on gfx942 with its reason (tests/test_ws_tile_ops.cpp): its cast copy of the
+        // scores inside T.ws would need a barrier among the consumer's threads.
+        if (std::string(target) == "gfx942" && name.ends_with("/ws_flash_attention.py")) continue;
         cli::ResolvedKernel k = cli::resolve_kernel(name, {});
         Kernel kernel = k.example->build(k.params);
         LoweredKernel lowered = lower_kernel(kernel, find_target(target));

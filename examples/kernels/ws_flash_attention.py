@@ -53,7 +53,8 @@ def ws_flash_attention(heads=1, seq_len=128, dim=64, block_M=64, block_N=64, is_
                 with T.ws(0):
                     T.barrier_wait(ready, k % 2)
                     T.clear(acc_s)
-                    T.gemm(Q_shared, K_shared, acc_s, transpose_B=True)
+                    T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,
+                           policy=T.GemmWarpPolicy.FullRow)
                     for i, j in T.Parallel(block_M, block_N):
                         acc_s[i, j] = T.if_then_else(
                             k * block_N + j >= seq_len or
@@ -71,7 +72,7 @@ def ws_flash_attention(heads=1, seq_len=128, dim=64, block_M=64, block_N=64, is_
                     T.copy(acc_s, acc_s_cast)
                     for i, j in T.Parallel(block_M, dim):
                         acc_o[i, j] *= scores_scale[i]
-                    T.gemm(acc_s_cast, V_shared, acc_o)
+                    T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
                     T.barrier_arrive(done)
             with T.ws(0):
                 for i, j in T.Parallel(block_M, dim):

@@ -4,7 +4,9 @@
 # accumulator and warpgroup 1 (threads 128-255) A by the right half into another. Each T.clear,
 # T.gemm and T.copy inside a branch is lowered for the 128 threads of that branch; the block
 # barriers between the copies and the gemms are the whole block's (insert_barriers puts them
-# outside the branches). No mbarriers: it runs on sm80 (mma.sync) and sm90 (wgmma).
+# outside the branches). No mbarriers: it runs on sm80 (mma.sync) and sm90 (wgmma). The k loop
+# is software-pipelined (num_stages=2: the block's copies become cp.async into two buffers a
+# round ahead of the branches' gemms).
 #
 #   tessel run examples/kernels/ws_gemm_two_groups.py --level thread --target sm80
 #
@@ -12,7 +14,7 @@
 import tilelang.language as T
 
 
-def ws_gemm_two_groups(M=128, N=128, K=128, block_M=64, block_N=64, block_K=32,
+def ws_gemm_two_groups(M=128, N=128, K=128, block_M=64, block_N=64, block_K=32, num_stages=2,
                        dtype="float16"):
     accum_dtype = "float32"
     half_N = block_N // 2
@@ -34,7 +36,7 @@ def ws_gemm_two_groups(M=128, N=128, K=128, block_M=64, block_N=64, block_K=32,
                 T.clear(C_left)
             with T.ws(1):
                 T.clear(C_right)
-            for ko in T.serial(T.ceildiv(K, block_K)):
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, ko * block_K], A_shared)
                 T.copy(B[ko * block_K, bx * block_N], B_left)
                 T.copy(B[ko * block_K, bx * block_N + half_N], B_right)
