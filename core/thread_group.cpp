@@ -1,6 +1,7 @@
 // Thread sets of branches on the thread index, found by evaluating the condition per thread.
 #include "core/thread_group.h"
 
+#include "core/error.h"
 #include "core/expr_functor.h"
 #include "core/int_eval.h"
 
@@ -22,11 +23,15 @@ std::optional<ThreadSet> ThreadSet::narrowed(const Expr& cond, const Var& thread
   if (!only_thread) return std::nullopt;
   ThreadSet out = *this;
   IntEnv env;
-  for (size_t t = 0; t < in_.size(); ++t) {
-    if (!in_[t]) continue;
-    env[static_cast<const VarNode*>(thread.get())] = static_cast<int64_t>(t);
-    bool taken = eval_int(cond, env) != 0;
-    out.in_[t] = taken != negate;
+  try {
+    for (size_t t = 0; t < in_.size(); ++t) {
+      if (!in_[t]) continue;
+      env[static_cast<const VarNode*>(thread.get())] = static_cast<int64_t>(t);
+      bool taken = eval_int(cond, env) != 0;
+      out.in_[t] = taken != negate;
+    }
+  } catch (const UserError&) {
+    return std::nullopt;  // not an integer condition (a float comparison): not a thread group
   }
   return out;
 }

@@ -21,7 +21,8 @@ class ThreadSet {
   /// Every thread of a block of `threads`.
   static ThreadSet all(int64_t threads);
   /// This set narrowed by a branch condition (`negate`: its else case). Returns nullopt when
-  /// `cond` mentions anything but `thread` (a block index, a loop variable, a buffer).
+  /// `cond` mentions anything but `thread` (a block index, a loop variable, a buffer) or is not
+  /// integer arithmetic.
   [[nodiscard]] std::optional<ThreadSet> narrowed(const Expr& cond, const Var& thread,
                                                   bool negate) const;
   bool whole_block() const;
