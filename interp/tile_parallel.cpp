@@ -225,10 +225,7 @@ StatementPtr compile_stmt(const Stmt& s, Tables& tables) {
       if (op->indices.size() > Store::kMaxRank || op->buffer->dtype.lanes != 1) return nullptr;
       IndexContext ctx{"store to", op->buffer.get(), &op->indices};
       std::vector<NodePtr> indices;
-      for (const Expr& i : op->indices) {
-        indices.push_back(compile_expr(i, tables, ctx));
-        if (!indices.back()) return nullptr;
-      }
+      if (!compile_indices(op->indices, tables, ctx, indices)) return nullptr;
       NodePtr value = compile_expr(op->value, tables, {});
       if (!value) return nullptr;
       return std::make_unique<Store>(op, tables.buffer(op->buffer), std::move(indices),

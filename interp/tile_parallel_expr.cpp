@@ -429,6 +429,15 @@ NodePtr compare(const Expr& a, const Expr& b, Tables& tables, const IndexContext
 
 }  // namespace
 
+bool compile_indices(const std::vector<Expr>& indices, Tables& tables, const IndexContext& ctx,
+                     std::vector<NodePtr>& out) {
+  for (const Expr& i : indices) {
+    out.push_back(compile_expr(i, tables, ctx));
+    if (!out.back()) return false;
+  }
+  return true;
+}
+
 NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx) {
   std::optional<std::vector<int>> deps = memo_deps(e, tables);
   if (!deps) return compile_node(e, tables, ctx);
@@ -513,10 +522,7 @@ NodePtr compile_node(const Expr& e, Tables& tables, const IndexContext& ctx) {
       if (op->indices.size() > Load::kMaxRank || op->buffer->dtype.lanes != 1) return nullptr;
       IndexContext inner{"load of", op->buffer.get(), &op->indices};
       std::vector<NodePtr> indices;
-      for (const Expr& i : op->indices) {
-        indices.push_back(compile_expr(i, tables, inner));
-        if (!indices.back()) return nullptr;
-      }
+      if (!compile_indices(op->indices, tables, inner, indices)) return nullptr;
       return std::make_unique<Load>(op, tables.buffer(op->buffer), std::move(indices));
     }
   }

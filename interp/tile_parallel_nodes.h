@@ -85,6 +85,11 @@ class Tables {
 /// (a warp shuffle, a load of rank above 8, a vector dtype).
 NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx);
 
+/// The compiled indices of a load or store (`ctx` names it in out-of-bounds errors); false when
+/// one of them cannot be compiled.
+bool compile_indices(const std::vector<Expr>& indices, Tables& tables, const IndexContext& ctx,
+                     std::vector<NodePtr>& out);
+
 /// "kernel 'K', block (1, 0), thread 3 (at file:line)" for runtime errors.
 std::string thread_where(const BlockState& block, int thread);
 
