@@ -267,7 +267,8 @@ class Simplifier : public ExprMutator {
   TESSEL_COMPARE_(NE, "!=")
   TESSEL_COMPARE_(LT, "<")
   TESSEL_COMPARE_(LE, "<=")
-  TESSEL_COMPARE_(GT, ">") TESSEL_COMPARE_(GE, ">=")
+  TESSEL_COMPARE_(GT, ">")
+  TESSEL_COMPARE_(GE, ">=")
 #undef TESSEL_COMPARE_
 
       Expr visit_And(const AndNode* op, const Expr&) override {

@@ -157,7 +157,7 @@ class Evaluator : public ExprFunctor<Value> {
   TESSEL_CMP_(GT, >)
   TESSEL_CMP_(GE, >=)
 #undef TESSEL_CMP_
-      Value visit_And(const AndNode* op, const Expr&) override {
+  Value visit_And(const AndNode* op, const Expr&) override {
     return Value::of_int(visit(op->a).i && visit(op->b).i);
   }
   Value visit_Or(const OrNode* op, const Expr&) override {
