@@ -54,6 +54,35 @@ Expr a_element(const BufferRef& A, const Var& tx, Expr ko, Expr i) {
   return A(16 * w + l / 4 + 8 * (i / 2 % 2), ko * 16 + 2 * (l % 4) + i % 2 + 8 * (i / 4));
 }
 
+/// What the wgmma kernels share: A, B, C, one warpgroup of 128 threads, B's two k steps in B_s
+/// (written out and left unfenced), the accumulators cleared, and the A registers `a`: 8 (one
+/// k step, which the kernel loads itself) or 16 (both steps, loaded here).
+struct WgmmaKernel {
+  BufferRef A, B, C, B_s, a, acc;
+  Var tx;
+};
+
+WgmmaKernel wgmma_kernel(KernelBuilder& T, int a_registers) {
+  const DataType f16 = DataType::f16(), f32 = DataType::f32();
+  WgmmaKernel k;
+  k.A = T.tensor("A", {64, 32}, f16);
+  k.B = T.tensor("B", {32, 32}, f16);
+  k.C = T.tensor("C", {64, 32}, f32);
+  T.kernel1(1, 128);
+  k.tx = T.get_thread_binding();
+  k.B_s = T.alloc_shared("B_s", {2, 512}, f16);
+  k.a = T.alloc_local("a", {a_registers}, f16);
+  k.acc = T.alloc_local("acc", {16}, f32);
+  T.serial(
+      16, [&](Var i) { k.acc(i) = make_const(f32, 0); }, "i");
+  if (a_registers == 16) {
+    T.serial(
+        16, [&](Var i) { k.a(i) = a_element(k.A, k.tx, i / 8, i % 8); }, "i");
+  }
+  fill_b(T, k.B_s, k.B, k.tx);
+  return k;
+}
+
 /// The reference of the wgmma kernels: C = A B over K = 32.
 void gemm_reference(const Params&, TensorMap& t) {
   const HostTensor &a = t.at("A"), &b = t.at("B");
@@ -72,19 +101,8 @@ void gemm_reference(const Params&, TensorMap& t) {
 /// pending; the fixed twin waits (wgmma_wait_group(0)) before the refill.
 Kernel build_wgmma_rs_overwrite(const Params& p) {
   const bool fixed = p.boolean("fixed");
-  const DataType f16 = DataType::f16(), f32 = DataType::f32();
   KernelBuilder T("bug_wgmma_rs_overwrite");
-  auto A = T.tensor("A", {64, 32}, f16);
-  auto B = T.tensor("B", {32, 32}, f16);
-  auto C = T.tensor("C", {64, 32}, f32);
-  T.kernel1(1, 128);
-  Var tx = T.get_thread_binding();
-  auto B_s = T.alloc_shared("B_s", {2, 512}, f16);
-  auto a = T.alloc_local("a", {8}, f16);
-  auto acc = T.alloc_local("acc", {16}, f32);
-  T.serial(
-      16, [&](Var i) { acc(i) = make_const(f32, 0); }, "i");
-  fill_b(T, B_s, B, tx);
+  auto [A, B, C, B_s, a, acc, tx] = wgmma_kernel(T, 8);
   T.intrinsic(IntrinsicId::kFenceProxyAsync, {});  // generic writes -> async proxy
   T.sync_threads();
   T.serial(
@@ -108,21 +126,8 @@ Kernel build_wgmma_rs_overwrite(const Params& p) {
 /// step 1's wgmma with no wgmma.fence after the halving; the fixed twin fences first.
 Kernel build_wgmma_missing_fence(const Params& p) {
   const bool fixed = p.boolean("fixed");
-  const DataType f16 = DataType::f16(), f32 = DataType::f32();
   KernelBuilder T("bug_wgmma_missing_fence");
-  auto A = T.tensor("A", {64, 32}, f16);
-  auto B = T.tensor("B", {32, 32}, f16);
-  auto C = T.tensor("C", {64, 32}, f32);
-  T.kernel1(1, 128);
-  Var tx = T.get_thread_binding();
-  auto B_s = T.alloc_shared("B_s", {2, 512}, f16);
-  auto a = T.alloc_local("a", {16}, f16);
-  auto acc = T.alloc_local("acc", {16}, f32);
-  T.serial(
-      16, [&](Var i) { acc(i) = make_const(f32, 0); }, "i");
-  T.serial(
-      16, [&](Var i) { a(i) = a_element(A, tx, i / 8, i % 8); }, "i");
-  fill_b(T, B_s, B, tx);
+  auto [A, B, C, B_s, a, acc, tx] = wgmma_kernel(T, 16);
   T.intrinsic(IntrinsicId::kFenceProxyAsync, {});
   T.sync_threads();
   T.intrinsic(IntrinsicId::kWgmmaFence, {});
@@ -130,7 +135,7 @@ Kernel build_wgmma_missing_fence(const Params& p) {
   T.intrinsic(IntrinsicId::kWgmmaCommitGroup, {});
   T.intrinsic(IntrinsicId::kWgmmaWaitGroup, {imm(0)});
   T.serial(
-      16, [&](Var i) { acc(i) = acc(i) * make_const(f32, 0.5); }, "i");
+      16, [&](Var i) { acc(i) = acc(i) * make_const(DataType::f32(), 0.5); }, "i");
   if (fixed) T.intrinsic(IntrinsicId::kWgmmaFence, {});
   wgmma_rs(T, acc, a, make_int(8), B_s, make_int(1));
   T.intrinsic(IntrinsicId::kWgmmaCommitGroup, {});
@@ -146,21 +151,8 @@ Kernel build_wgmma_missing_fence(const Params& p) {
 /// fixed twin drains the last group with wgmma_wait_group(0) first.
 Kernel build_wgmma_unwaited(const Params& p) {
   const bool fixed = p.boolean("fixed");
-  const DataType f16 = DataType::f16(), f32 = DataType::f32();
   KernelBuilder T("bug_wgmma_unwaited");
-  auto A = T.tensor("A", {64, 32}, f16);
-  auto B = T.tensor("B", {32, 32}, f16);
-  auto C = T.tensor("C", {64, 32}, f32);
-  T.kernel1(1, 128);
-  Var tx = T.get_thread_binding();
-  auto B_s = T.alloc_shared("B_s", {2, 512}, f16);
-  auto a = T.alloc_local("a", {16}, f16);
-  auto acc = T.alloc_local("acc", {16}, f32);
-  T.serial(
-      16, [&](Var i) { acc(i) = make_const(f32, 0); }, "i");
-  T.serial(
-      16, [&](Var i) { a(i) = a_element(A, tx, i / 8, i % 8); }, "i");
-  fill_b(T, B_s, B, tx);
+  auto [A, B, C, B_s, a, acc, tx] = wgmma_kernel(T, 16);
   T.intrinsic(IntrinsicId::kFenceProxyAsync, {});
   T.sync_threads();
   T.intrinsic(IntrinsicId::kWgmmaFence, {});
@@ -182,21 +174,8 @@ Kernel build_wgmma_unwaited(const Params& p) {
 /// the way; the fixed twin fences after the stores, before the barrier.
 Kernel build_missing_proxy_fence(const Params& p) {
   const bool fixed = p.boolean("fixed");
-  const DataType f16 = DataType::f16(), f32 = DataType::f32();
   KernelBuilder T("bug_missing_proxy_fence");
-  auto A = T.tensor("A", {64, 32}, f16);
-  auto B = T.tensor("B", {32, 32}, f16);
-  auto C = T.tensor("C", {64, 32}, f32);
-  T.kernel1(1, 128);
-  Var tx = T.get_thread_binding();
-  auto B_s = T.alloc_shared("B_s", {2, 512}, f16);
-  auto a = T.alloc_local("a", {16}, f16);
-  auto acc = T.alloc_local("acc", {16}, f32);
-  T.serial(
-      16, [&](Var i) { acc(i) = make_const(f32, 0); }, "i");
-  T.serial(
-      16, [&](Var i) { a(i) = a_element(A, tx, i / 8, i % 8); }, "i");
-  fill_b(T, B_s, B, tx);
+  auto [A, B, C, B_s, a, acc, tx] = wgmma_kernel(T, 16);
   if (fixed) T.intrinsic(IntrinsicId::kFenceProxyAsync, {});
   T.sync_threads();
   T.intrinsic(IntrinsicId::kWgmmaFence, {});
