@@ -188,7 +188,6 @@ std::shared_ptr<NameScope> Parser::host_scope_at(size_t call, int depth) {
   const size_t top = *std::prev(std::upper_bound(tops.begin(), tops.end(), call));
   auto scope = std::make_shared<NameScope>();
   scope->parent = module_scope_;
-  scope_ = scope;
   cur_ = &main_cursor_;
   context_ = Context::kModule;
   size_t body = top;
@@ -196,13 +195,8 @@ std::shared_ptr<NameScope> Parser::host_scope_at(size_t call, int depth) {
     // A host function: its parameters are what its callers pass, else its defaults.
     const std::string host = main_cursor_.token(top + 1).text;
     main_cursor_.rewind(top + 2);
-    std::vector<SignatureParam> params;
-    {
-      auto inner = scope_;
-      scope_ = module_scope_;  // defaults are read where the def is
-      params = read_signature(host);
-      scope_ = inner;
-    }
+    scope_ = module_scope_;  // defaults are read where the def is
+    std::vector<SignatureParam> params = read_signature(host);
     body = main_cursor_.position();
     for (size_t i = 0; i < params.size(); ++i) {
       const std::string& p = params[i].name.text;
@@ -211,10 +205,8 @@ std::shared_ptr<NameScope> Parser::host_scope_at(size_t call, int depth) {
           passed ? std::optional<Value>(passed->value) : params[i].default_value;
       if (v) scope->names[p] = Binding{*v, loc_of(params[i].name), false};
     }
-    scope_ = scope;
-    cur_ = &main_cursor_;
-    context_ = Context::kModule;
   }
+  scope_ = scope;  // host_argument put the cursor and the context back as they were
   // The simple assignments before the call, in order, at any depth of its block.
   bool line_start = true;
   for (size_t k = body; k < call; ++k) {
@@ -249,8 +241,7 @@ std::shared_ptr<NameScope> Parser::host_scope_at(size_t call, int depth) {
 
 bool Parser::bind_argparse_namespace(const std::shared_ptr<NameScope>& scope) {
   // `args = parser.parse_args()` (no argv list): args.NAME is the default of --NAME, read in
-  // `scope`
-  // (`default=n` of a host function's parameter n). The options are those of the whole file.
+  // `scope` (`default=n` of a host function's parameter n). The options are the whole file's.
   const TokenCursor& c = main_cursor_;
   const size_t k = c.position();
   if (!(c.token(k + 1).text == "=" && c.token(k + 2).kind == TokenKind::kName &&
