@@ -2,15 +2,13 @@
 // a multiple of its size for every value — the Analyzer first, Z3 when it cannot tell.
 #include "verify/alignment_proofs.h"
 
-#include <map>
-
 #include "core/error.h"
 #include "core/expr_printer.h"
 #include "core/vector_copy.h"
 #include "verify/definition_parts.h"
 #include "verify/enclosed_query.h"
 #include "verify/kernel_accesses.h"
-#include "verify/proof_parts.h"
+#include "verify/per_buffer_checks.h"
 
 namespace tessel {
 
@@ -21,21 +19,15 @@ namespace {
 
 std::string access_text(const AlignedAccess& a) { return indexed_text(a.buffer, a.indices); }
 
-/// What became of one access: "" when proved, else the counterexample (or why undecided).
-struct Outcome {
-  std::string result = "proved";
-  std::string message;
-};
-
 /// The bits of the access's offset past a multiple of its size: zero when aligned.
 Expr misalignment(const AlignedAccess& a) {
   const int64_t bits = int64_t{a.buffer->dtype.storage_bits()} * a.buffer->dtype.lanes;
   return floormod(row_major_offset(a.buffer, a.indices) * make_int(bits), make_int(8 * a.bytes));
 }
 
-Outcome prove_one(const Kernel& kernel, const AlignedAccess& a, int warp_size,
-                  unsigned timeout_ms) {
-  Outcome out;
+AccessOutcome prove_one(const Kernel& kernel, const AlignedAccess& a, int warp_size,
+                        unsigned timeout_ms) {
+  AccessOutcome out;
   if (a.opaque) {
     out.result = "undecided";
     out.message = "the index of " + a.what + " " + access_text(a) + at_text(a.stmt) +
@@ -80,18 +72,9 @@ Outcome prove_one(const Kernel& kernel, const AlignedAccess& a, int warp_size,
 }  // namespace
 
 std::vector<KernelCheck> prove_alignment(const Kernel& kernel, int warp_size, unsigned timeout_ms) {
-  std::vector<AlignedAccess> accesses = collect_accesses(kernel).aligned;
-  std::vector<Buffer> order;
-  std::map<const BufferNode*, std::vector<const AlignedAccess*>> by_buffer;
-  for (const AlignedAccess& a : accesses) {
-    auto [it, fresh] = by_buffer.try_emplace(a.buffer.get());
-    if (fresh) order.push_back(a.buffer);
-    it->second.push_back(&a);
-  }
+  const std::vector<AlignedAccess> accesses = collect_accesses(kernel).aligned;
   std::vector<KernelCheck> checks;
-  for (const Buffer& b : order) {
-    const std::vector<const AlignedAccess*>& list = by_buffer[b.get()];
-    Stopwatch clock;
+  for (const auto& [b, list] : group_by_buffer(accesses)) {
     std::string sites;
     for (size_t k = 0; k < list.size() && k < 3; ++k) {
       sites += (k ? ", " : "") + list[k]->what + at_text(list[k]->stmt);
@@ -100,18 +83,10 @@ std::vector<KernelCheck> prove_alignment(const Kernel& kernel, int warp_size, un
     std::string subject =
         list.size() == 1 ? "its fixed-width access ("
                          : "each of its " + std::to_string(list.size()) + " fixed-width accesses (";
-    KernelCheck check{"alignment of " + b->name + ": " + subject + sites +
-                          ") starts at a multiple of its size (every thread, block, iteration)",
-                      "proved", std::nullopt, 0};
-    for (const AlignedAccess* a : list) {
-      Outcome o = prove_one(kernel, *a, warp_size, timeout_ms);
-      if (o.result == "proved") continue;
-      check.result = o.result;
-      check.counterexample = o.message;
-      if (o.result == "failed") break;
-    }
-    check.ms = clock.ms();
-    checks.push_back(std::move(check));
+    checks.push_back(check_each(
+        "alignment of " + b->name + ": " + subject + sites +
+            ") starts at a multiple of its size (every thread, block, iteration)",
+        list, [&](const AlignedAccess& a) { return prove_one(kernel, a, warp_size, timeout_ms); }));
   }
   return checks;
 }

@@ -10,6 +10,7 @@
 #include "core/expr_functor.h"
 #include "core/expr_printer.h"
 #include "verify/definition_parts.h"
+#include "verify/per_buffer_checks.h"
 #include "verify/proof_parts.h"
 #include "verify/proof_session.h"
 #include "verify/write_cover.h"
@@ -304,22 +305,13 @@ KernelCheck prove_reads(const Kernel& kernel, const Buffer& buffer,
 
 std::vector<KernelCheck> prove_register_definitions(const Kernel& kernel, const LayoutMap& layouts,
                                                     int warp_size, unsigned timeout_ms) {
-  std::vector<RegisterAccess> accesses = collect_accesses(kernel).registers;
+  const std::vector<RegisterAccess> accesses = collect_accesses(kernel).registers;
   std::map<std::string, const Fragment*> fragments;
   for (const auto& [_, d] : layouts.fragments) fragments[d.buffer->name] = &d.layout;
-  // Buffers in the order of their first access; reads and writes of each.
-  std::vector<Buffer> order;
-  std::map<const BufferNode*,
-           std::pair<std::vector<const RegisterAccess*>, std::vector<const RegisterAccess*>>>
-      by_buffer;
-  for (const RegisterAccess& a : accesses) {
-    auto [it, fresh] = by_buffer.try_emplace(a.buffer.get());
-    if (fresh) order.push_back(a.buffer);
-    (a.write ? it->second.second : it->second.first).push_back(&a);
-  }
   std::vector<KernelCheck> checks;
-  for (const Buffer& b : order) {
-    const auto& [reads, writes] = by_buffer[b.get()];
+  for (const auto& [b, list] : group_by_buffer(accesses)) {
+    std::vector<const RegisterAccess*> reads, writes;
+    for (const RegisterAccess* a : list) (a->write ? writes : reads).push_back(a);
     auto f = fragments.find(b->name);
     const Fragment* fragment = f == fragments.end() ? nullptr : f->second;
     if (!reads.empty()) {

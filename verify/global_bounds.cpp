@@ -2,8 +2,6 @@
 // global tensor within [0, its size) — the Analyzer first, Z3 when it cannot tell.
 #include "verify/global_bounds.h"
 
-#include <map>
-
 #include "core/error.h"
 #include "core/expr_functor.h"
 #include "core/expr_printer.h"
@@ -11,7 +9,7 @@
 #include "verify/definition_parts.h"
 #include "verify/enclosed_query.h"
 #include "verify/kernel_accesses.h"
-#include "verify/proof_parts.h"
+#include "verify/per_buffer_checks.h"
 
 namespace tessel {
 
@@ -28,14 +26,9 @@ Expr elements(const Buffer& b) {
 
 std::string access_text(const GlobalAccess& a) { return indexed_text(a.buffer, a.indices); }
 
-struct Outcome {
-  std::string result = "proved";
-  std::string message;
-};
-
-Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, const std::string& kind,
-                  int warp_size, unsigned timeout_ms) {
-  Outcome out;
+AccessOutcome prove_one(const Kernel& kernel, const GlobalAccess& a, const std::string& kind,
+                        int warp_size, unsigned timeout_ms) {
+  AccessOutcome out;
   const std::string what = (a.write ? "store to " : "load of ") + access_text(a);
   if (a.opaque) {
     out.result = "undecided";
@@ -99,38 +92,22 @@ Outcome prove_one(const Kernel& kernel, const GlobalAccess& a, const std::string
 std::vector<KernelCheck> prove_global_bounds(const Kernel& launch,
                                              const std::vector<Buffer>& scratch, int warp_size,
                                              unsigned timeout_ms) {
-  std::map<const BufferNode*, std::vector<GlobalAccess>> by_buffer;
-  std::vector<Buffer> order;  // first access order: the report follows the kernel
-  for (GlobalAccess& a : collect_accesses(launch).global) {
-    auto [it, fresh] = by_buffer.try_emplace(a.buffer.get());
-    if (fresh) order.push_back(a.buffer);
-    it->second.push_back(std::move(a));
-  }
+  const std::vector<GlobalAccess> accesses = collect_accesses(launch).global;
   std::vector<KernelCheck> checks;
-  for (const Buffer& b : order) {
-    const std::vector<GlobalAccess>& accesses = by_buffer[b.get()];
+  for (const auto& [b, list] : group_by_buffer(accesses)) {
     bool is_scratch = false;
     for (const Buffer& s : scratch) is_scratch |= s.get() == b.get();
-    Stopwatch clock;
     std::string shape;
     for (size_t d = 0; d < b->shape.size(); ++d) shape += (d ? ", " : "") + to_string(b->shape[d]);
     const std::string head = is_scratch ? "bounds of scratch " + b->name + " (T.alloc_global, ["
                                         : "bounds of tensor " + b->name + " ([";
     const std::string kind = is_scratch ? "scratch tensor " + b->name + " (T.alloc_global)"
                                         : "tensor " + b->name + " [" + shape + "]";
-    KernelCheck check{head + shape + "] " + b->dtype.name() + "): each of its " +
-                          std::to_string(accesses.size()) +
-                          " element accesses inside it (every thread, block, iteration)",
-                      "proved", std::nullopt, 0};
-    for (const GlobalAccess& a : accesses) {
-      Outcome o = prove_one(launch, a, kind, warp_size, timeout_ms);
-      if (o.result == "proved") continue;
-      check.result = o.result;
-      check.counterexample = o.message;
-      if (o.result == "failed") break;
-    }
-    check.ms = clock.ms();
-    checks.push_back(std::move(check));
+    checks.push_back(check_each(
+        head + shape + "] " + b->dtype.name() + "): each of its " + std::to_string(list.size()) +
+            " element accesses inside it (every thread, block, iteration)",
+        list,
+        [&](const GlobalAccess& a) { return prove_one(launch, a, kind, warp_size, timeout_ms); }));
   }
   return checks;
 }
