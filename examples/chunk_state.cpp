@@ -78,7 +78,8 @@ Kernel build_chunk_state(const Params& p) {
 }
 
 /// states = X^T diag(w) B per (batch, chunk, head), in double precision: X and B are the chunk's
-/// rows of x and B (zero past seq_len), w[l] = exp(dA[Q-1] - dA[l]) dt[l].
+/// rows of x and B (zero past seq_len), w[l] = exp(dA[Q-1] - dA[l]) dt[l]. Each core reuses one
+/// set of matrices for its (batch, chunk, head) items.
 void chunk_state_reference(const Params& p, TensorMap& t) {
   const SsdShape s = SsdShape::from(p, "chunk_state");
   const SsdTensors in(s, t);
@@ -87,17 +88,18 @@ void chunk_state_reference(const Params& p, TensorMap& t) {
   parallel_for(s.batch * s.nchunks * s.nheads, [&](int64_t bch) {
     const int64_t b = bch / (s.nchunks * s.nheads), c = bch / s.nheads % s.nchunks,
                   h = bch % s.nheads;
-    MatrixD X = in.x_chunk(b, c, h), Bm = in.B_chunk(b, c, h / s.heads_per_group());
-    Eigen::VectorXd dA = in.dA_chunk(b, c, h), w(s.chunk);
-    for (int64_t l = 0; l < s.chunk; ++l) {
-      w[l] = std::exp(dA[s.chunk - 1] - dA[l]) * in.dt_at(b, c, h, l);
-    }
-    MatrixD S = X.transpose() * w.asDiagonal() * Bm;
-    for (int64_t i = 0; i < s.headdim; ++i) {
-      for (int64_t n = 0; n < s.dstate; ++n) {
-        states.set((((b * s.nchunks + c) * s.nheads + h) * s.headdim + i) * s.dstate + n, S(i, n));
-      }
-    }
+    thread_local MatrixD X, Bm, S;
+    thread_local Eigen::VectorXd dA, dt;
+    in.x_chunk(b, c, h, X);
+    in.B_chunk(b, c, h / s.heads_per_group(), Bm);
+    in.dA_chunk(b, c, h, dA);
+    in.dt_chunk(b, c, h, dt);
+    // Row l of B scaled by w[l] in place, then one product.
+    for (int64_t l = 0; l < s.chunk; ++l) Bm.row(l) *= std::exp(dA[s.chunk - 1] - dA[l]) * dt[l];
+    S.resize(s.headdim, s.dstate);
+    S.noalias() = X.transpose() * Bm;
+    write_elements(states, ((b * s.nchunks + c) * s.nheads + h) * s.headdim * s.dstate, S.size(),
+                   S.data());
   });
 }
 

@@ -1,6 +1,8 @@
 // Shape parameters and chunk views of the Mamba-2 SSD examples.
 #include "examples/linear_attention_shapes.h"
 
+#include "interp/element_access.h"
+
 namespace tessel {
 
 SsdShape SsdShape::from(const Params& p, const std::string& kernel) {
@@ -34,40 +36,73 @@ std::vector<ParamSpec> ssd_params(std::vector<ParamSpec> blocks) {
   return params;
 }
 
-SsdTensors::SsdTensors(const SsdShape& shape, const TensorMap& tensors) : s_(shape), t_(tensors) {}
+namespace {
 
-MatrixD SsdTensors::x_chunk(int64_t b, int64_t c, int64_t h) const {
-  const HostTensor& x = t_.at("x");
-  MatrixD m = MatrixD::Zero(s_.chunk, s_.headdim);
-  for (int64_t l = 0; l < s_.chunk && c * s_.chunk + l < s_.seq_len; ++l) {
-    for (int64_t p = 0; p < s_.headdim; ++p) {
-      m(l, p) = x.at(((b * s_.seq_len + c * s_.chunk + l) * s_.nheads + h) * s_.headdim + p);
+const HostTensor* find_tensor(const TensorMap& t, const char* name) {
+  auto it = t.find(name);
+  return it == t.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+void read_elements(const HostTensor& t, int64_t flat, int64_t n, double* out) {
+  const element_access::ElemKind kind = element_access::elem_kind(t.dtype());
+  for (int64_t k = 0; k < n; ++k) out[k] = element_access::load_elem(kind, t, flat + k);
+}
+
+void write_elements(HostTensor& t, int64_t flat, int64_t n, const double* values) {
+  const element_access::ElemKind kind = element_access::elem_kind(t.dtype());
+  for (int64_t k = 0; k < n; ++k) element_access::store_elem(kind, t, flat + k, values[k]);
+}
+
+SsdTensors::SsdTensors(const SsdShape& shape, const TensorMap& tensors)
+    : s_(shape),
+      x_(find_tensor(tensors, "x")),
+      B_(find_tensor(tensors, "B")),
+      C_(find_tensor(tensors, "C")),
+      dt_(find_tensor(tensors, "dt")),
+      dA_(find_tensor(tensors, "dA_cumsum")),
+      prev_(find_tensor(tensors, "prev_states")) {}
+
+void SsdTensors::x_chunk(int64_t b, int64_t c, int64_t h, MatrixD& m) const {
+  m.resize(s_.chunk, s_.headdim);
+  for (int64_t l = 0; l < s_.chunk; ++l) {
+    if (c * s_.chunk + l < s_.seq_len) {
+      read_elements(*x_, ((b * s_.seq_len + c * s_.chunk + l) * s_.nheads + h) * s_.headdim,
+                    s_.headdim, m.row(l).data());
+    } else {
+      m.row(l).setZero();
     }
   }
-  return m;
 }
 
-MatrixD SsdTensors::group_chunk(const std::string& name, int64_t b, int64_t c, int64_t g) const {
-  const HostTensor& t = t_.at(name);
-  MatrixD m = MatrixD::Zero(s_.chunk, s_.dstate);
-  for (int64_t l = 0; l < s_.chunk && c * s_.chunk + l < s_.seq_len; ++l) {
-    for (int64_t n = 0; n < s_.dstate; ++n) {
-      m(l, n) = t.at(((b * s_.seq_len + c * s_.chunk + l) * s_.ngroups + g) * s_.dstate + n);
+void SsdTensors::group_chunk(const HostTensor* t, int64_t b, int64_t c, int64_t g,
+                             MatrixD& m) const {
+  m.resize(s_.chunk, s_.dstate);
+  for (int64_t l = 0; l < s_.chunk; ++l) {
+    if (c * s_.chunk + l < s_.seq_len) {
+      read_elements(*t, ((b * s_.seq_len + c * s_.chunk + l) * s_.ngroups + g) * s_.dstate,
+                    s_.dstate, m.row(l).data());
+    } else {
+      m.row(l).setZero();
     }
   }
-  return m;
 }
 
-Eigen::VectorXd SsdTensors::dA_chunk(int64_t b, int64_t c, int64_t h) const {
-  const HostTensor& dA = t_.at("dA_cumsum");
-  Eigen::VectorXd v(s_.chunk);
-  for (int64_t l = 0; l < s_.chunk; ++l)
-    v[l] = dA.at(((b * s_.nheads + h) * s_.nchunks + c) * s_.chunk + l);
-  return v;
+void SsdTensors::state(int64_t b, int64_t c, int64_t h, MatrixD& m) const {
+  m.resize(s_.headdim, s_.dstate);
+  read_elements(*prev_, ((b * s_.nchunks + c) * s_.nheads + h) * s_.headdim * s_.dstate,
+                s_.headdim * s_.dstate, m.data());
 }
 
-double SsdTensors::dt_at(int64_t b, int64_t c, int64_t h, int64_t l) const {
-  return t_.at("dt").at(((b * s_.nheads + h) * s_.nchunks + c) * s_.chunk + l);
+void SsdTensors::dA_chunk(int64_t b, int64_t c, int64_t h, Eigen::VectorXd& v) const {
+  v.resize(s_.chunk);
+  read_elements(*dA_, ((b * s_.nheads + h) * s_.nchunks + c) * s_.chunk, s_.chunk, v.data());
+}
+
+void SsdTensors::dt_chunk(int64_t b, int64_t c, int64_t h, Eigen::VectorXd& v) const {
+  v.resize(s_.chunk);
+  read_elements(*dt_, ((b * s_.nheads + h) * s_.nchunks + c) * s_.chunk, s_.chunk, v.data());
 }
 
 }  // namespace tessel

@@ -26,24 +26,38 @@ struct SsdShape {
 /// by `blocks` (the kernel's tile sizes).
 std::vector<ParamSpec> ssd_params(std::vector<ParamSpec> blocks);
 
-/// Read-only chunk views of the SSD inputs in `tensors` (those present: x, B, C, dt, dA_cumsum).
-/// Positions past seq_len read as zero (the kernels' copies stop at the tensor's edge).
+/// Read-only chunk views of the SSD inputs in `tensors` (those present: x, B, C, dt, dA_cumsum,
+/// prev_states), each filled into a caller's matrix (resized only when its shape differs, so a
+/// reference reuses one set of matrices per core). Positions past seq_len read as zero (the
+/// kernels' copies stop at the tensor's edge).
 class SsdTensors {
  public:
   SsdTensors(const SsdShape& shape, const TensorMap& tensors);
   /// x[b, cQ + l, h, :] for l < Q: a (chunk x headdim) matrix.
-  MatrixD x_chunk(int64_t b, int64_t c, int64_t h) const;
+  void x_chunk(int64_t b, int64_t c, int64_t h, MatrixD& out) const;
   /// B[b, cQ + l, g, :] (or C): a (chunk x dstate) matrix.
-  MatrixD B_chunk(int64_t b, int64_t c, int64_t g) const { return group_chunk("B", b, c, g); }
-  MatrixD C_chunk(int64_t b, int64_t c, int64_t g) const { return group_chunk("C", b, c, g); }
-  /// dA_cumsum[b, h, c, :].
-  Eigen::VectorXd dA_chunk(int64_t b, int64_t c, int64_t h) const;
-  double dt_at(int64_t b, int64_t c, int64_t h, int64_t l) const;
+  void B_chunk(int64_t b, int64_t c, int64_t g, MatrixD& out) const {
+    group_chunk(B_, b, c, g, out);
+  }
+  void C_chunk(int64_t b, int64_t c, int64_t g, MatrixD& out) const {
+    group_chunk(C_, b, c, g, out);
+  }
+  /// prev_states[b, c, h, :, :]: a (headdim x dstate) matrix.
+  void state(int64_t b, int64_t c, int64_t h, MatrixD& out) const;
+  /// dA_cumsum[b, h, c, :] and dt[b, h, c, :]: chunk values each.
+  void dA_chunk(int64_t b, int64_t c, int64_t h, Eigen::VectorXd& out) const;
+  void dt_chunk(int64_t b, int64_t c, int64_t h, Eigen::VectorXd& out) const;
 
  private:
-  MatrixD group_chunk(const std::string& name, int64_t b, int64_t c, int64_t g) const;
+  void group_chunk(const HostTensor* t, int64_t b, int64_t c, int64_t g, MatrixD& out) const;
   const SsdShape& s_;
-  const TensorMap& t_;
+  const HostTensor *x_, *B_, *C_, *dt_, *dA_, *prev_;  ///< null where `tensors` has none
 };
+
+/// Reads `n` consecutive elements of `t` from flat index `flat` into `out` (HostTensor::at's
+/// values; f16 and f32 without its per-element dtype switch).
+void read_elements(const HostTensor& t, int64_t flat, int64_t n, double* out);
+/// Writes `n` values into consecutive elements of `t` from `flat` (HostTensor::set's rounding).
+void write_elements(HostTensor& t, int64_t flat, int64_t n, const double* values);
 
 }  // namespace tessel

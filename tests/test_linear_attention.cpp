@@ -91,6 +91,90 @@ TEST_SUITE("linear attention") {
     CHECK(t.at("Output").at(1) == doctest::Approx(3 * std::exp(1.0) + 4.5).epsilon(1e-3));
   }
 
+  TEST_CASE("the chunk_scan reference takes each decay's own exp when dA_cumsum is large") {
+    // The case above with dA_cumsum = (400, 401) and no state (C = 0): past |dA| = 300 the
+    // reference takes exp(dA[l] - dA[s]) directly instead of exp(dA[l]) exp(-dA[s]).
+    //   y0 = cb00 x0 + 0.5 x0 = 1.5;  y1 = cb10 e^(401-400) x0 + cb11 x1 + 0.5 x1 = e + 4.5.
+    const Example* e = find_example("chunk_scan");
+    REQUIRE(e);
+    std::map<std::string, std::string> d = {{"nheads", "1"},  {"seq_len", "2"}, {"chunk_size", "2"},
+                                            {"headdim", "1"}, {"dstate", "1"},  {"block_M", "2"},
+                                            {"block_K", "2"}};
+    TensorMap t = zero_tensors(*e, d);
+    t.at("prev_states").set(0, 2);
+    t.at("dA_cumsum").set(0, 400), t.at("dA_cumsum").set(1, 401);
+    t.at("dt").set(0, 1), t.at("dt").set(1, 1);
+    t.at("cb").set(0, 1), t.at("cb").set(1, 7), t.at("cb").set(2, 1), t.at("cb").set(3, 1);
+    t.at("x").set(0, 1), t.at("x").set(1, 3);
+    t.at("D").set(0, 0.5);
+    e->reference(make_params(*e, d), t);
+    CHECK(t.at("Output").at(0) == doctest::Approx(1.5).epsilon(1e-3));
+    CHECK(t.at("Output").at(1) == doctest::Approx(std::exp(1.0) + 4.5).epsilon(1e-3));
+    CHECK(std::isfinite(t.at(error_bound_name("Output")).at(1)));
+  }
+
+  TEST_CASE("the chunk_scan reference and its bound equal the formulas summed term by term") {
+    // Random inputs, two chunks (the second ragged: 6 = 4 + 2 positions), two heads, three
+    // state dimensions. The reference (triangular products, grouped bound terms) against the
+    // formulas of examples/chunk_scan.cpp evaluated one term at a time:
+    //   y = e^dA[l] sum_n C[l,n] S[p,n] + sum_{s<=l} cb[l,s] e^(dA[l]-dA[s]) dt[s] x[s,p] + D
+    //   x[l,p] bound = 2 (sum_s eps_w |W x| + eps_d(l) T + u |D x| + gamma M) (1 + 2^-9), with T
+    //   the state terms' magnitudes and M every term's. Both are rounded to f16 when stored, so
+    //   they agree to one f16 rounding (2^-11 relative, 2^-24 absolute for subnormals).
+    const Example* e = find_example("chunk_scan");
+    REQUIRE(e);
+    std::map<std::string, std::string> d = {{"nheads", "2"},  {"seq_len", "6"}, {"chunk_size", "4"},
+                                            {"headdim", "2"}, {"dstate", "3"},  {"block_M", "4"},
+                                            {"block_N", "2"}, {"block_K", "4"}};
+    Params p = make_params(*e, d);
+    TensorMap t = make_tensors(e->build(p), {}, {}, 11);
+    e->reference(p, t);
+    const HostTensor &x = t.at("x"), &C = t.at("C"), &S = t.at("prev_states"), &cb = t.at("cb"),
+                     &dt = t.at("dt"), &dA = t.at("dA_cumsum"), &D = t.at("D");
+    const double u = std::ldexp(1.0, -11), ln2 = std::log(2.0);
+    const double gamma = (3 + 4 + 2) * std::ldexp(1.0, -24);
+    const int64_t H = 2, P = 2, N = 3, Q = 4, NC = 2, L = 6;
+    int checked = 0;
+    for (int64_t pos = 0; pos < L; ++pos) {
+      const int64_t c = pos / Q, l = pos % Q;
+      for (int64_t h = 0; h < H; ++h) {
+        auto a = [&](int64_t k) { return dA.at((h * NC + c) * Q + k) / ln2; };  // dA log2e
+        const double decay = std::exp(dA.at((h * NC + c) * Q + l));
+        for (int64_t i = 0; i < P; ++i) {
+          double y = 0, state = 0, err = 0, mag = 0;
+          for (int64_t n = 0; n < N; ++n) {
+            y += decay * C.at(pos * N + n) * S.at(((c * H + h) * P + i) * N + n);
+            state += decay * std::fabs(C.at(pos * N + n) * S.at(((c * H + h) * P + i) * N + n));
+          }
+          for (int64_t j = 0; j <= l && c * Q + j < L; ++j) {
+            const double w = cb.at((c * Q + l) * Q + j) *
+                             std::exp(dA.at((h * NC + c) * Q + l) - dA.at((h * NC + c) * Q + j)) *
+                             dt.at((h * NC + c) * Q + j);
+            const double term = w * x.at(((c * Q + j) * H + h) * P + i);
+            y += term;
+            err += (ln2 * u * (std::fabs(a(l)) + std::fabs(a(j)) + 2 * std::fabs(a(l) - a(j))) +
+                    3 * u) *
+                   std::fabs(term);
+            mag += std::fabs(term);
+          }
+          const double skip = D.at(h) * x.at((pos * H + h) * P + i);
+          y += skip;
+          err += (2 * ln2 * u * std::fabs(a(l)) + u + std::ldexp(1.0, -23)) * state +
+                 u * std::fabs(skip);
+          mag += state + std::fabs(skip);
+          const double bound = 2 * (err + gamma * mag) * (1 + std::ldexp(1.0, -9));
+          const int64_t flat = (pos * H + h) * P + i;
+          INFO("pos " << pos << " head " << h << " p " << i);
+          CHECK(std::fabs(t.at("Output").at(flat) - y) <= std::ldexp(std::fabs(y), -11) + 1e-7);
+          const double got = t.at(error_bound_name("Output")).at(flat);
+          CHECK(std::fabs(got - bound) <= std::ldexp(bound, -10) + std::ldexp(1.0, -24));
+          ++checked;
+        }
+      }
+    }
+    CHECK(checked == L * H * P);
+  }
+
   TEST_CASE("the linear_attention reference sums q . k v over the positions up to each query") {
     // dim_k = dim_v = 1 (scale 1 / sqrt(1) = 1), two positions: q = (1, 2), k = (3, 4),
     // v = (5, 6). O0 = q0 k0 v0 = 15; O1 = q1 (k0 v0 + k1 v1) = 2 (15 + 24) = 78.
