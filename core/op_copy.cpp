@@ -105,8 +105,9 @@ TileOpRef CopyOp::map_exprs(const std::function<Expr(const Expr&)>& fn) const {
 namespace {
 
 /// Copies one contiguous run of `n` elements along the last dimension of both buffers, when
-/// both store whole bytes per element and agree on the dtype: in-bounds source elements are
-/// copied as bytes, source elements past the edge are zero bits (0 in every format), and
+/// both store whole bytes per element: in-bounds source elements are copied (as bytes when the
+/// dtypes agree, else each loaded and stored with the destination's rounding, as the generic
+/// path does), source elements past the edge are zero (zero bits in every format), and
 /// destination elements past the edge are skipped.
 void copy_run(const TensorView& sv, TensorView& dv, const std::vector<int64_t>& si,
               const std::vector<int64_t>& di, int64_t n) {
@@ -131,6 +132,12 @@ void copy_run(const TensorView& sv, TensorView& dv, const std::vector<int64_t>& 
     return f * bytes;
   };
   int64_t clo = std::max(slo, dlo), chi = std::min(shi, dhi);
+  if (sv.dtype != dv.dtype) {
+    const int64_t s0 = offset(sv, si, 0) / bytes, d0 = offset(dv, di, 0) / bytes;
+    for (int64_t p = dlo; p < dhi; ++p)
+      dv.store(d0 + p, p >= clo && p < chi ? sv.load(s0 + p) : 0.0);
+    return;
+  }
   uint8_t* dst = dv.data;
   if (clo < chi)
     std::memcpy(dst + offset(dv, di, clo), sv.data + offset(sv, si, clo), (chi - clo) * bytes);
@@ -163,8 +170,9 @@ void CopyOp::run_reference(TileExec& exec) const {
       di[ddims[k]] = d.min[ddims[k]] + pos[k];
     }
   };
-  // Fast path: rows contiguous in both buffers, same byte-sized dtype.
-  bool rows = !sq_s.empty() && same_type && sv.dtype.storage_bits() % 8 == 0 &&
+  // Fast path: rows contiguous in both buffers, byte-sized dtypes.
+  bool rows = !sq_s.empty() && sv.dtype.storage_bits() % 8 == 0 &&
+              dv.dtype.storage_bits() % 8 == 0 &&
               sdims.back() == static_cast<int>(sv.shape.size()) - 1 &&
               ddims.back() == static_cast<int>(dv.shape.size()) - 1;
   if (rows) {

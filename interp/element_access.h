@@ -62,20 +62,35 @@ inline float float_round_to_odd(double x) {
   return std::bit_cast<float>(bits | 1u);
 }
 
-/// round_to(f16, x): round to odd in float, then to nearest even at f16's precision. Inside
-/// f16's range that second rounding is done on the float's bits (normal halves: drop 13
-/// significand bits, ties to even; subnormal halves: to a multiple of 2^-24); values past 65504,
-/// inf and NaN go through Eigen::half as round_to does.
+/// round_to(f16, x): round to odd in float, then to nearest even at f16's precision. For normal
+/// halves (|x| in [2^-14, 65504]) that is x rounded to nearest even at 11 significant bits
+/// directly (round to odd at 24 >= 11 + 2 bits first does not change a round to nearest), done
+/// on the double's bits: drop 42 significand bits, ties to even; the bounds are halves, so |x|
+/// and its float round to odd lie on the same side of each. Subnormal halves round the float to
+/// a multiple of 2^-24; values past 65504, inf and NaN go through Eigen::half as round_to does.
 inline double round_f16(double x) {
-  const float f = float_round_to_odd(x);
-  const float a = std::fabs(f);
-  if (a >= 0x1p-14f && a <= 65504.0f) {
-    uint32_t u = std::bit_cast<uint32_t>(f);
-    u += 0x0FFFu + ((u >> 13) & 1u);
-    return std::bit_cast<float>(u & 0xFFFFE000u);
+  const double ax = std::fabs(x);
+  if (ax >= 0x1p-14 && ax <= 65504.0) {
+    uint64_t u = std::bit_cast<uint64_t>(x);
+    u += (uint64_t{1} << 41) - 1 + ((u >> 42) & 1u);
+    return std::bit_cast<double>(u & ~((uint64_t{1} << 42) - 1));
   }
-  if (a < 0x1p-14f) return std::nearbyint(f * 0x1p24f) * 0x1p-24f;
+  const float f = float_round_to_odd(x);
+  if (std::fabs(f) < 0x1p-14f) return std::nearbyint(f * 0x1p24f) * 0x1p-24f;
   return static_cast<float>(Eigen::half(f));
+}
+
+/// The f16 bit pattern of round_f16(x) (what HostTensor::set stores): normal halves are taken
+/// from the rounded double's bits, the rest through Eigen::half (exact: the value is a half).
+inline uint16_t f16_bits(double x) {
+  const double r = round_f16(x);
+  const double ar = std::fabs(r);
+  if (ar >= 0x1p-14 && ar <= 65504.0) {
+    const uint64_t u = std::bit_cast<uint64_t>(r);
+    const uint64_t exponent = ((u >> 52) & 0x7FF) - 1023 + 15;
+    return static_cast<uint16_t>(((u >> 48) & 0x8000) | (exponent << 10) | ((u >> 42) & 0x3FF));
+  }
+  return Eigen::numext::bit_cast<uint16_t>(Eigen::half(static_cast<float>(r)));
 }
 
 /// HostTensor::set.
@@ -86,7 +101,7 @@ inline void store_elem(ElemKind k, HostTensor& t, int64_t flat, double value) {
     return;
   }
   if (k == ElemKind::kF16) {
-    uint16_t bits = Eigen::numext::bit_cast<uint16_t>(Eigen::half(float_round_to_odd(value)));
+    const uint16_t bits = f16_bits(value);
     std::memcpy(t.data() + flat * 2, &bits, 2);
     return;
   }

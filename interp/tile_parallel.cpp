@@ -132,19 +132,26 @@ class Nothing final : public Statement {
 class Store final : public Statement {
  public:
   static constexpr size_t kMaxRank = 8;
-  Store(const StoreNode* s, int buffer, std::vector<NodePtr> indices, NodePtr value)
+  Store(const StoreNode* s, int buffer, std::vector<NodePtr> indices,
+        std::vector<std::pair<int, const VarNode*>> var_indices, NodePtr value)
       : Statement(s),
         op_(s),
         buffer_(buffer),
         kind_(elem_kind(s->buffer->dtype)),
         value_float_(s->value.dtype().is_float()),
         indices_(std::move(indices)),
+        var_indices_(std::move(var_indices)),
         value_(std::move(value)) {}
   void exec(Frame& f) const override {
     enter(f);
     const size_t rank = indices_.size();
     int64_t idx[kMaxRank];
-    for (size_t d = 0; d < rank; ++d) idx[d] = indices_[d]->eval(f).i;
+    if (var_indices_.empty()) {
+      for (size_t d = 0; d < rank; ++d) idx[d] = indices_[d]->eval(f).i;
+    } else {
+      for (size_t d = 0; d < rank; ++d)
+        idx[d] = read_slot(f, var_indices_[d].first, var_indices_[d].second).i;
+    }
     Value v = value_->eval(f);
     HostTensor& t = *f.tensors[buffer_];
     const std::vector<int64_t>& shape = t.shape();
@@ -167,6 +174,7 @@ class Store final : public Statement {
   ElemKind kind_;
   bool value_float_;
   std::vector<NodePtr> indices_;
+  std::vector<std::pair<int, const VarNode*>> var_indices_;  ///< variable_indices
   NodePtr value_;
 };
 
@@ -229,7 +237,7 @@ StatementPtr compile_stmt(const Stmt& s, Tables& tables) {
       NodePtr value = compile_expr(op->value, tables, {});
       if (!value) return nullptr;
       return std::make_unique<Store>(op, tables.buffer(op->buffer), std::move(indices),
-                                     std::move(value));
+                                     variable_indices(op->indices, tables), std::move(value));
     }
     case StmtKind::kBarrier:
     case StmtKind::kUseSwizzle:

@@ -87,13 +87,7 @@ class FloatImm final : public Node {
 class VarRead final : public Node {
  public:
   VarRead(int slot, const VarNode* var) : slot_(slot), var_(var) {}
-  Value eval(Frame& f) const override {
-    if (!f.bound[slot_]) {
-      user_error("kernel '" + f.block.kernel()->name + "': variable '" + var_->name +
-                 "' is used outside the scope that defines it");
-    }
-    return f.slots[slot_];
-  }
+  Value eval(Frame& f) const override { return read_slot(f, slot_, var_); }
 
  private:
   int slot_;
@@ -303,16 +297,23 @@ class Call final : public Node {
 class Load final : public Node {
  public:
   static constexpr size_t kMaxRank = 8;
-  Load(const BufferLoadNode* op, int buffer, std::vector<NodePtr> indices)
+  Load(const BufferLoadNode* op, int buffer, std::vector<NodePtr> indices,
+       std::vector<std::pair<int, const VarNode*>> var_indices)
       : op_(op),
         buffer_(buffer),
         kind_(elem_kind(op->buffer->dtype)),
         is_float_(op->dtype.is_float()),
-        indices_(std::move(indices)) {}
+        indices_(std::move(indices)),
+        var_indices_(std::move(var_indices)) {}
   Value eval(Frame& f) const override {
     const size_t rank = indices_.size();
     int64_t idx[kMaxRank];
-    for (size_t d = 0; d < rank; ++d) idx[d] = indices_[d]->eval(f).i;
+    if (var_indices_.empty()) {
+      for (size_t d = 0; d < rank; ++d) idx[d] = indices_[d]->eval(f).i;
+    } else {
+      for (size_t d = 0; d < rank; ++d)
+        idx[d] = read_slot(f, var_indices_[d].first, var_indices_[d].second).i;
+    }
     const HostTensor& t = *f.tensors[buffer_];
     const std::vector<int64_t>& shape = t.shape();
     int64_t flat = 0;
@@ -335,6 +336,7 @@ class Load final : public Node {
   ElemKind kind_;
   bool is_float_;
   std::vector<NodePtr> indices_;
+  std::vector<std::pair<int, const VarNode*>> var_indices_;  ///< variable_indices
 };
 
 /// The value of a sub-expression that does not change in the innermost loop around it, cached:
@@ -438,6 +440,17 @@ bool compile_indices(const std::vector<Expr>& indices, Tables& tables, const Ind
   return true;
 }
 
+std::vector<std::pair<int, const VarNode*>> variable_indices(const std::vector<Expr>& indices,
+                                                             Tables& tables) {
+  std::vector<std::pair<int, const VarNode*>> vars;
+  for (const Expr& i : indices) {
+    const auto* v = i.as<VarNode>();
+    if (!v) return {};
+    vars.emplace_back(tables.slot(v), v);
+  }
+  return vars;
+}
+
 NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx) {
   std::optional<std::vector<int>> deps = memo_deps(e, tables);
   if (!deps) return compile_node(e, tables, ctx);
@@ -523,7 +536,8 @@ NodePtr compile_node(const Expr& e, Tables& tables, const IndexContext& ctx) {
       IndexContext inner{"load of", op->buffer.get(), &op->indices};
       std::vector<NodePtr> indices;
       if (!compile_indices(op->indices, tables, inner, indices)) return nullptr;
-      return std::make_unique<Load>(op, tables.buffer(op->buffer), std::move(indices));
+      return std::make_unique<Load>(op, tables.buffer(op->buffer), std::move(indices),
+                                    variable_indices(op->indices, tables));
     }
   }
   return nullptr;

@@ -41,6 +41,16 @@ struct Frame {
   uint64_t run;
 };
 
+/// The value in `slot` of variable `var`; a user error when the nest reads it where it is not
+/// bound (as the generic evaluator's variable lookup).
+inline Value read_slot(const Frame& f, int slot, const VarNode* var) {
+  if (!f.bound[slot]) {
+    user_error("kernel '" + f.block.kernel()->name + "': variable '" + var->name +
+               "' is used outside the scope that defines it");
+  }
+  return f.slots[slot];
+}
+
 /// A compiled expression. eval returns exactly what the generic evaluator (scalar_eval.cpp)
 /// returns for the same expression in the same state, errors included.
 class Node {
@@ -89,6 +99,11 @@ NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx);
 /// one of them cannot be compiled.
 bool compile_indices(const std::vector<Expr>& indices, Tables& tables, const IndexContext& ctx,
                      std::vector<NodePtr>& out);
+
+/// The slots of `indices` when every index is a variable (acc[i, j]): a load or store then reads
+/// them straight from the frame instead of through a compiled node each. Empty otherwise.
+std::vector<std::pair<int, const VarNode*>> variable_indices(const std::vector<Expr>& indices,
+                                                             Tables& tables);
 
 /// "kernel 'K', block (1, 0), thread 3 (at file:line)" for runtime errors.
 std::string thread_where(const BlockState& block, int thread);

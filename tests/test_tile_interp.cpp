@@ -21,306 +21,355 @@ HostTensor iota(DataType t, std::vector<int64_t> shape) {
 }  // namespace
 
 TEST_SUITE("tile interpreter") {
-
-TEST_CASE("gemm passes with edges that are not multiples of the tile") {
-  const Example* e = find_example("gemm");
-  // 200 = 128 + 72, 136 = 128 + 8, 72 = 2 * 32 + 8: every tile edge hangs over.
-  ExampleRun run = run_example_tile(*e, make_params(*e, {{"M", "200"}, {"N", "136"}, {"K", "72"}}), 1);
-  CHECK(run.passed);
-  CHECK(run.stats.blocks == 4);
-}
-
-TEST_CASE("bf16 and transpose_B gemm variants pass") {
-  const Example* e = find_example("gemm");
-  CHECK(run_example_tile(*e, make_params(*e, {{"M", "96"}, {"N", "160"}, {"K", "64"}, {"dtype", "bfloat16"}}), 2).passed);
-  const Example* t = find_example("gemm_transpose_b");
-  CHECK(run_example_tile(*t, make_params(*t, {{"M", "200"}, {"N", "136"}, {"K", "72"}}), 3).passed);
-  const Example* rs = find_example("gemm_rs");
-  CHECK(run_example_tile(*rs, make_params(*rs, {{"M", "130"}, {"N", "64"}, {"K", "40"}}), 4).passed);
-}
-
-TEST_CASE("softmax and the dynamic-shape elementwise kernel pass") {
-  const Example* s = find_example("softmax");
-  CHECK(run_example_tile(*s, make_params(*s, {{"M", "100"}}), 5).passed);
-  const Example* e = find_example("elementwise");
-  CHECK(run_example_tile(*e, make_params(*e, {{"N", "777"}}), 6).passed);
-}
-
-TEST_CASE("gemm accumulates products of fp16 inputs exactly in fp32") {
-  // 1 x 32 @ 32 x 1 with A = 0.5 everywhere and B = 0.25 everywhere: 32 * 0.125 = 4 exactly.
-  KernelBuilder T("dot");
-  auto A = T.tensor("A", {16, 32}, DataType::f16());
-  auto B = T.tensor("B", {32, 16}, DataType::f16());
-  auto C = T.tensor("C", {16, 16}, DataType::f32());
-  T.kernel1(1, 128);
-  auto As = T.alloc_shared("As", {16, 32}, DataType::f16());
-  auto Bs = T.alloc_shared("Bs", {32, 16}, DataType::f16());
-  auto Cl = T.alloc_fragment("Cl", {16, 16}, DataType::f32());
-  T.copy(A, As);
-  T.copy(B, Bs);
-  T.gemm(As, Bs, Cl, GemmOptions{.clear_accum = true});
-  T.copy(Cl, C);
-  TensorMap t;
-  t.emplace("A", HostTensor(DataType::f16(), {16, 32}));
-  t.emplace("B", HostTensor(DataType::f16(), {32, 16}));
-  t.emplace("C", HostTensor(DataType::f32(), {16, 16}));
-  for (int64_t i = 0; i < 512; ++i) {
-    t.at("A").set(i, 0.5);
-    t.at("B").set(i, 0.25);
+  TEST_CASE("gemm passes with edges that are not multiples of the tile") {
+    const Example* e = find_example("gemm");
+    // 200 = 128 + 72, 136 = 128 + 8, 72 = 2 * 32 + 8: every tile edge hangs over.
+    ExampleRun run =
+        run_example_tile(*e, make_params(*e, {{"M", "200"}, {"N", "136"}, {"K", "72"}}), 1);
+    CHECK(run.passed);
+    CHECK(run.stats.blocks == 4);
   }
-  run_tile_level(T.finish(), t);
-  CHECK(t.at("C").at(0) == 4.0);
-  CHECK(t.at("C").at(255) == 4.0);
-}
 
-TEST_CASE("copy past the tensor edge loads zeros and drops stores") {
-  // A is 5 long; an 8-element tile is copied out (elements 5..7 read as zero), then filled with
-  // 7 and copied back: elements 0..4 become 7, and the three stores past the edge are dropped
-  // (an out-of-bounds write would be a user error, not a silent success).
-  KernelBuilder T("edge");
-  auto A = T.tensor("A", {5}, DataType::f32());
-  auto Out = T.tensor("Out", {8}, DataType::f32());
-  T.kernel1(1, 32);
-  auto S = T.alloc_shared("S", {8}, DataType::f32());
-  T.copy(A(0), S);
-  T.copy(S, Out);
-  T.fill(S, 7.0);
-  T.copy(S, A(0));
-  TensorMap t;
-  t.emplace("A", iota(DataType::f32(), {5}));
-  t.emplace("Out", HostTensor(DataType::f32(), {8}));
-  run_tile_level(T.finish(), t);
-  for (int i = 0; i < 5; ++i) CHECK(t.at("Out").at(i) == i);
-  for (int i = 5; i < 8; ++i) CHECK(t.at("Out").at(i) == 0.0);
-  for (int i = 0; i < 5; ++i) CHECK(t.at("A").at(i) == 7.0);
-}
+  TEST_CASE("bf16 and transpose_B gemm variants pass") {
+    const Example* e = find_example("gemm");
+    CHECK(
+        run_example_tile(
+            *e, make_params(*e, {{"M", "96"}, {"N", "160"}, {"K", "64"}, {"dtype", "bfloat16"}}), 2)
+            .passed);
+    const Example* t = find_example("gemm_transpose_b");
+    CHECK(
+        run_example_tile(*t, make_params(*t, {{"M", "200"}, {"N", "136"}, {"K", "72"}}), 3).passed);
+    const Example* rs = find_example("gemm_rs");
+    CHECK(run_example_tile(*rs, make_params(*rs, {{"M", "130"}, {"N", "64"}, {"K", "40"}}), 4)
+              .passed);
+  }
 
-TEST_CASE("copy into a lower-precision buffer rounds to nearest even") {
-  KernelBuilder T("cast");
-  auto A = T.tensor("A", {2}, DataType::f32());
-  auto B = T.tensor("B", {2}, DataType::f16());
-  T.kernel1(1, 32);
-  T.copy(A, B);
-  TensorMap t;
-  t.emplace("A", HostTensor(DataType::f32(), {2}));
-  t.emplace("B", HostTensor(DataType::f16(), {2}));
-  // f16 spacing at 1.0 is 2^-10; 1 + 2^-11 is a tie and rounds to the even 1.0,
-  // 1 + 3 * 2^-11 is a tie and rounds to the even 1 + 2^-9.
-  t.at("A").set(0, 1.0 + std::ldexp(1.0, -11));
-  t.at("A").set(1, 1.0 + 3 * std::ldexp(1.0, -11));
-  run_tile_level(T.finish(), t);
-  CHECK(t.at("B").at(0) == 1.0);
-  CHECK(t.at("B").at(1) == 1.0 + std::ldexp(1.0, -9));
-}
+  TEST_CASE("softmax and the dynamic-shape elementwise kernel pass") {
+    const Example* s = find_example("softmax");
+    CHECK(run_example_tile(*s, make_params(*s, {{"M", "100"}}), 5).passed);
+    const Example* e = find_example("elementwise");
+    CHECK(run_example_tile(*e, make_params(*e, {{"N", "777"}}), 6).passed);
+  }
 
-TEST_CASE("reduce_sum with clear=False adds to the old values") {
-  KernelBuilder T("acc");
-  auto X = T.tensor("X", {4, 3}, DataType::f32());
-  auto Y = T.tensor("Y", {4}, DataType::f32());
-  T.kernel1(1, 32);
-  auto F = T.alloc_fragment("F", {4, 3}, DataType::f32());
-  auto R = T.alloc_fragment("R", {4}, DataType::f32());
-  T.copy(X, F);
-  T.fill(R, 100.0);
-  T.reduce_sum(F, R, 1, false);
-  T.copy(R, Y);
-  TensorMap t;
-  t.emplace("X", iota(DataType::f32(), {4, 3}));
-  t.emplace("Y", HostTensor(DataType::f32(), {4}));
-  run_tile_level(T.finish(), t);
-  // Row r holds 3r, 3r+1, 3r+2: sum 9r + 3, plus 100.
-  for (int r = 0; r < 4; ++r) CHECK(t.at("Y").at(r) == 100 + 9 * r + 3);
-}
+  TEST_CASE("gemm accumulates products of fp16 inputs exactly in fp32") {
+    // 1 x 32 @ 32 x 1 with A = 0.5 everywhere and B = 0.25 everywhere: 32 * 0.125 = 4 exactly.
+    KernelBuilder T("dot");
+    auto A = T.tensor("A", {16, 32}, DataType::f16());
+    auto B = T.tensor("B", {32, 16}, DataType::f16());
+    auto C = T.tensor("C", {16, 16}, DataType::f32());
+    T.kernel1(1, 128);
+    auto As = T.alloc_shared("As", {16, 32}, DataType::f16());
+    auto Bs = T.alloc_shared("Bs", {32, 16}, DataType::f16());
+    auto Cl = T.alloc_fragment("Cl", {16, 16}, DataType::f32());
+    T.copy(A, As);
+    T.copy(B, Bs);
+    T.gemm(As, Bs, Cl, GemmOptions{.clear_accum = true});
+    T.copy(Cl, C);
+    TensorMap t;
+    t.emplace("A", HostTensor(DataType::f16(), {16, 32}));
+    t.emplace("B", HostTensor(DataType::f16(), {32, 16}));
+    t.emplace("C", HostTensor(DataType::f32(), {16, 16}));
+    for (int64_t i = 0; i < 512; ++i) {
+      t.at("A").set(i, 0.5);
+      t.at("B").set(i, 0.25);
+    }
+    run_tile_level(T.finish(), t);
+    CHECK(t.at("C").at(0) == 4.0);
+    CHECK(t.at("C").at(255) == 4.0);
+  }
 
-TEST_CASE("reduce_absmax and reduce_min along dim 0") {
-  KernelBuilder T("red");
-  auto X = T.tensor("X", {3, 2}, DataType::f32());
-  auto Y = T.tensor("Y", {2}, DataType::f32());
-  auto Z = T.tensor("Z", {2}, DataType::f32());
-  T.kernel1(1, 32);
-  auto F = T.alloc_fragment("F", {3, 2}, DataType::f32());
-  auto R = T.alloc_fragment("R", {2}, DataType::f32());
-  auto Q = T.alloc_fragment("Q", {2}, DataType::f32());
-  T.copy(X, F);
-  T.reduce_absmax(F, R, 0);
-  T.reduce_min(F, Q, 0);
-  T.copy(R, Y);
-  T.copy(Q, Z);
-  TensorMap t;
-  t.emplace("X", HostTensor(DataType::f32(), {3, 2}));
-  double x[6] = {1, -7, -3, 2, 2, 5};  // columns: {1, -3, 2} and {-7, 2, 5}
-  for (int i = 0; i < 6; ++i) t.at("X").set(i, x[i]);
-  t.emplace("Y", HostTensor(DataType::f32(), {2}));
-  t.emplace("Z", HostTensor(DataType::f32(), {2}));
-  run_tile_level(T.finish(), t);
-  CHECK(t.at("Y").at(0) == 3);
-  CHECK(t.at("Y").at(1) == 7);
-  CHECK(t.at("Z").at(0) == -3);
-  CHECK(t.at("Z").at(1) == -7);
-}
+  TEST_CASE("copy past the tensor edge loads zeros and drops stores") {
+    // A is 5 long; an 8-element tile is copied out (elements 5..7 read as zero), then filled with
+    // 7 and copied back: elements 0..4 become 7, and the three stores past the edge are dropped
+    // (an out-of-bounds write would be a user error, not a silent success).
+    KernelBuilder T("edge");
+    auto A = T.tensor("A", {5}, DataType::f32());
+    auto Out = T.tensor("Out", {8}, DataType::f32());
+    T.kernel1(1, 32);
+    auto S = T.alloc_shared("S", {8}, DataType::f32());
+    T.copy(A(0), S);
+    T.copy(S, Out);
+    T.fill(S, 7.0);
+    T.copy(S, A(0));
+    TensorMap t;
+    t.emplace("A", iota(DataType::f32(), {5}));
+    t.emplace("Out", HostTensor(DataType::f32(), {8}));
+    run_tile_level(T.finish(), t);
+    for (int i = 0; i < 5; ++i) CHECK(t.at("Out").at(i) == i);
+    for (int i = 5; i < 8; ++i) CHECK(t.at("Out").at(i) == 0.0);
+    for (int i = 0; i < 5; ++i) CHECK(t.at("A").at(i) == 7.0);
+  }
 
-TEST_CASE("atomic_add from every block accumulates without lost updates") {
-  // 64 blocks each add their 32-element tile of ones into one 32-element row: 64 everywhere.
-  KernelBuilder T("atomics");
-  auto Out = T.tensor("Out", {32}, DataType::f32());
-  T.kernel1(64, 32);
-  auto F = T.alloc_fragment("F", {32}, DataType::f32());
-  T.fill(F, 1.0);
-  T.atomic_add(Out(0), F);
-  TensorMap t;
-  t.emplace("Out", HostTensor(DataType::f32(), {32}));
-  run_tile_level(T.finish(), t, TileRunOptions{2});
-  for (int i = 0; i < 32; ++i) CHECK(t.at("Out").at(i) == 64.0);
-}
+  TEST_CASE("copy into a lower-precision buffer rounds to nearest even") {
+    KernelBuilder T("cast");
+    auto A = T.tensor("A", {2}, DataType::f32());
+    auto B = T.tensor("B", {2}, DataType::f16());
+    T.kernel1(1, 32);
+    T.copy(A, B);
+    TensorMap t;
+    t.emplace("A", HostTensor(DataType::f32(), {2}));
+    t.emplace("B", HostTensor(DataType::f16(), {2}));
+    // f16 spacing at 1.0 is 2^-10; 1 + 2^-11 is a tie and rounds to the even 1.0,
+    // 1 + 3 * 2^-11 is a tie and rounds to the even 1 + 2^-9.
+    t.at("A").set(0, 1.0 + std::ldexp(1.0, -11));
+    t.at("A").set(1, 1.0 + 3 * std::ldexp(1.0, -11));
+    run_tile_level(T.finish(), t);
+    CHECK(t.at("B").at(0) == 1.0);
+    CHECK(t.at("B").at(1) == 1.0 + std::ldexp(1.0, -9));
+  }
 
-TEST_CASE("thread-level code runs per thread with barriers between phases") {
-  // Each thread writes its index to shared memory, then reads its neighbour's: out[t] = (t+1)%64.
-  KernelBuilder T("rotate");
-  auto Out = T.tensor("Out", {64}, DataType::i32());
-  T.kernel1(1, 64);
-  Var tx = T.get_thread_binding();
-  auto S = T.alloc_shared("S", {64}, DataType::i32());
-  S(tx) = tx;
-  T.sync_threads();
-  Out(tx) = S((tx + 1) % 64);
-  TensorMap t;
-  t.emplace("Out", HostTensor(DataType::i32(), {64}));
-  run_tile_level(T.finish(), t);
-  for (int i = 0; i < 64; ++i) CHECK(t.at("Out").at(i) == (i + 1) % 64);
-}
+  TEST_CASE("a 2-d copy between two dtypes at a tensor edge rounds, drops and zero-fills by row") {
+    // S (f32, 4 x 4) holds r * 4 + c + 2^-12 and goes to Out[1:5, 2:6] of a 3 x 5 f16 tensor:
+    // rows 1-2 and columns 2-4 of Out are inside. Past 1 the f16 spacing is at least 2^-10, so
+    // + 2^-12 rounds down to the integer; 2^-12 itself is an f16. The rest of Out keeps -1. Then
+    // In[0:2, 1:5] of a 2 x 3 f16 tensor comes into a 2 x 4 f32 tile: columns 3 and 4 lie past the
+    // edge and read zero.
+    KernelBuilder T("cast_rows");
+    auto A = T.tensor("A", {4, 4}, DataType::f32());
+    auto Out = T.tensor("Out", {3, 5}, DataType::f16());
+    auto In = T.tensor("In", {2, 3}, DataType::f16());
+    auto Back = T.tensor("Back", {2, 4}, DataType::f32());
+    T.kernel1(1, 32);
+    auto S = T.alloc_shared("S", {4, 4}, DataType::f32());
+    auto S2 = T.alloc_shared("S2", {2, 4}, DataType::f32());
+    T.copy(A, S);
+    T.copy(S, Out.at({Index::slice(1, 5), Index::slice(2, 6)}));
+    T.copy(In.at({Index::slice(0, 2), Index::slice(1, 5)}), S2);
+    T.copy(S2, Back);
+    TensorMap t;
+    t.emplace("A", HostTensor(DataType::f32(), {4, 4}));
+    t.emplace("Out", HostTensor(DataType::f16(), {3, 5}));
+    t.emplace("In", iota(DataType::f16(), {2, 3}));
+    t.emplace("Back", HostTensor(DataType::f32(), {2, 4}));
+    for (int64_t i = 0; i < 16; ++i)
+      t.at("A").set(i, static_cast<double>(i) + std::ldexp(1.0, -12));
+    for (int64_t i = 0; i < 15; ++i) t.at("Out").set(i, -1.0);
+    run_tile_level(T.finish(), t);
+    for (int64_t r = 0; r < 3; ++r) {
+      for (int64_t c = 0; c < 5; ++c) {
+        double want = -1.0;
+        if (r >= 1 && c >= 2) want = (r - 1) * 4 + (c - 2) + (r == 1 && c == 2 ? 0x1p-12 : 0.0);
+        INFO("Out[" << r << ", " << c << "]");
+        CHECK(t.at("Out").at(r * 5 + c) == want);
+      }
+    }
+    // In = iota: In[r, c] = r * 3 + c; Back[r, k] = In[r, 1 + k] for 1 + k < 3, else 0.
+    for (int64_t r = 0; r < 2; ++r) {
+      for (int64_t k = 0; k < 4; ++k) {
+        INFO("Back[" << r << ", " << k << "]");
+        CHECK(t.at("Back").at(r * 4 + k) == (1 + k < 3 ? r * 3 + 1 + k : 0.0));
+      }
+    }
+  }
 
-TEST_CASE("a warp shuffle butterfly reduction sums a warp") {
-  // Each lane holds its index; five xor steps leave sum(0..31) = 496 in every lane.
-  KernelBuilder T("warp_sum");
-  auto Out = T.tensor("Out", {32}, DataType::i32());
-  T.kernel1(1, 32);
-  Var tx = T.get_thread_binding();
-  auto v = T.alloc_var("v", DataType::i32(), tx);
-  for (int mask : {16, 8, 4, 2, 1}) v(0) = v(0) + call(Builtin::kShflXor, {v(0), mask});
-  Out(tx) = v(0);
-  TensorMap t;
-  t.emplace("Out", HostTensor(DataType::i32(), {32}));
-  run_tile_level(T.finish(), t);
-  for (int i = 0; i < 32; ++i) CHECK(t.at("Out").at(i) == 496);
-}
+  TEST_CASE("reduce_sum with clear=False adds to the old values") {
+    KernelBuilder T("acc");
+    auto X = T.tensor("X", {4, 3}, DataType::f32());
+    auto Y = T.tensor("Y", {4}, DataType::f32());
+    T.kernel1(1, 32);
+    auto F = T.alloc_fragment("F", {4, 3}, DataType::f32());
+    auto R = T.alloc_fragment("R", {4}, DataType::f32());
+    T.copy(X, F);
+    T.fill(R, 100.0);
+    T.reduce_sum(F, R, 1, false);
+    T.copy(R, Y);
+    TensorMap t;
+    t.emplace("X", iota(DataType::f32(), {4, 3}));
+    t.emplace("Y", HostTensor(DataType::f32(), {4}));
+    run_tile_level(T.finish(), t);
+    // Row r holds 3r, 3r+1, 3r+2: sum 9r + 3, plus 100.
+    for (int r = 0; r < 4; ++r) CHECK(t.at("Y").at(r) == 100 + 9 * r + 3);
+  }
 
-TEST_CASE("local buffers are private to each thread") {
-  KernelBuilder T("private");
-  auto Out = T.tensor("Out", {32}, DataType::i32());
-  T.kernel1(1, 32);
-  Var tx = T.get_thread_binding();
-  auto L = T.alloc_local("L", {2}, DataType::i32());
-  L(0) = tx * 10;
-  L(1) = L(0) + 1;
-  Out(tx) = L(1);
-  TensorMap t;
-  t.emplace("Out", HostTensor(DataType::i32(), {32}));
-  run_tile_level(T.finish(), t);
-  for (int i = 0; i < 32; ++i) CHECK(t.at("Out").at(i) == 10 * i + 1);
-}
+  TEST_CASE("reduce_absmax and reduce_min along dim 0") {
+    KernelBuilder T("red");
+    auto X = T.tensor("X", {3, 2}, DataType::f32());
+    auto Y = T.tensor("Y", {2}, DataType::f32());
+    auto Z = T.tensor("Z", {2}, DataType::f32());
+    T.kernel1(1, 32);
+    auto F = T.alloc_fragment("F", {3, 2}, DataType::f32());
+    auto R = T.alloc_fragment("R", {2}, DataType::f32());
+    auto Q = T.alloc_fragment("Q", {2}, DataType::f32());
+    T.copy(X, F);
+    T.reduce_absmax(F, R, 0);
+    T.reduce_min(F, Q, 0);
+    T.copy(R, Y);
+    T.copy(Q, Z);
+    TensorMap t;
+    t.emplace("X", HostTensor(DataType::f32(), {3, 2}));
+    double x[6] = {1, -7, -3, 2, 2, 5};  // columns: {1, -3, 2} and {-7, 2, 5}
+    for (int i = 0; i < 6; ++i) t.at("X").set(i, x[i]);
+    t.emplace("Y", HostTensor(DataType::f32(), {2}));
+    t.emplace("Z", HostTensor(DataType::f32(), {2}));
+    run_tile_level(T.finish(), t);
+    CHECK(t.at("Y").at(0) == 3);
+    CHECK(t.at("Y").at(1) == 7);
+    CHECK(t.at("Z").at(0) == -3);
+    CHECK(t.at("Z").at(1) == -7);
+  }
 
-TEST_CASE("a barrier reached by only some threads is a user error") {
-  KernelBuilder T("divergent");
-  T.tensor("Out", {32}, DataType::i32());
-  T.kernel1(1, 64);
-  Var tx = T.get_thread_binding();
-  T.if_then(tx < 32, [&] { T.sync_threads(); });
-  TensorMap t;
-  t.emplace("Out", HostTensor(DataType::i32(), {32}));
-  CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
-                       doctest::Contains("T.sync_threads() is reached by only 32 of 64 threads"),
-                       UserError);
-}
+  TEST_CASE("atomic_add from every block accumulates without lost updates") {
+    // 64 blocks each add their 32-element tile of ones into one 32-element row: 64 everywhere.
+    KernelBuilder T("atomics");
+    auto Out = T.tensor("Out", {32}, DataType::f32());
+    T.kernel1(64, 32);
+    auto F = T.alloc_fragment("F", {32}, DataType::f32());
+    T.fill(F, 1.0);
+    T.atomic_add(Out(0), F);
+    TensorMap t;
+    t.emplace("Out", HostTensor(DataType::f32(), {32}));
+    run_tile_level(T.finish(), t, TileRunOptions{2});
+    for (int i = 0; i < 32; ++i) CHECK(t.at("Out").at(i) == 64.0);
+  }
 
-TEST_CASE("a tile operator inside a thread-dependent branch is a user error") {
-  KernelBuilder T("branchy");
-  auto A = T.tensor("A", {32}, DataType::f32());
-  T.kernel1(1, 64);
-  Var tx = T.get_thread_binding();
-  auto S = T.alloc_shared("S", {32}, DataType::f32());
-  T.if_then(tx == 0, [&] { T.copy(A, S); });
-  TensorMap t;
-  t.emplace("A", HostTensor(DataType::f32(), {32}));
-  CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
-                       doctest::Contains("T.copy at test_tile_interp.cpp"), UserError);
-}
+  TEST_CASE("thread-level code runs per thread with barriers between phases") {
+    // Each thread writes its index to shared memory, then reads its neighbour's: out[t] = (t+1)%64.
+    KernelBuilder T("rotate");
+    auto Out = T.tensor("Out", {64}, DataType::i32());
+    T.kernel1(1, 64);
+    Var tx = T.get_thread_binding();
+    auto S = T.alloc_shared("S", {64}, DataType::i32());
+    S(tx) = tx;
+    T.sync_threads();
+    Out(tx) = S((tx + 1) % 64);
+    TensorMap t;
+    t.emplace("Out", HostTensor(DataType::i32(), {64}));
+    run_tile_level(T.finish(), t);
+    for (int i = 0; i < 64; ++i) CHECK(t.at("Out").at(i) == (i + 1) % 64);
+  }
 
-TEST_CASE("an out-of-bounds store names the buffer, indices, block and thread") {
-  KernelBuilder T("oob");
-  auto A = T.tensor("A", {100}, DataType::f32());
-  Var bx = T.kernel1(1, 128);
-  Var tx = T.get_thread_binding();
-  A(bx * 128 + tx) = Expr(1.0);
-  TensorMap t;
-  t.emplace("A", HostTensor(DataType::f32(), {100}));
-  CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
-                       "kernel 'oob', block (0,), thread 100: store to A[100] is out of bounds of "
-                       "its shape (100); guard the access with an `if` on the index or shrink "
-                       "the loop",
-                       UserError);
-}
+  TEST_CASE("a warp shuffle butterfly reduction sums a warp") {
+    // Each lane holds its index; five xor steps leave sum(0..31) = 496 in every lane.
+    KernelBuilder T("warp_sum");
+    auto Out = T.tensor("Out", {32}, DataType::i32());
+    T.kernel1(1, 32);
+    Var tx = T.get_thread_binding();
+    auto v = T.alloc_var("v", DataType::i32(), tx);
+    for (int mask : {16, 8, 4, 2, 1}) v(0) = v(0) + call(Builtin::kShflXor, {v(0), mask});
+    Out(tx) = v(0);
+    TensorMap t;
+    t.emplace("Out", HostTensor(DataType::i32(), {32}));
+    run_tile_level(T.finish(), t);
+    for (int i = 0; i < 32; ++i) CHECK(t.at("Out").at(i) == 496);
+  }
 
-TEST_CASE("a tensor whose shape disagrees with the signature is a user error") {
-  KernelBuilder T("shape");
-  T.tensor("A", {64, 64}, DataType::f32());
-  T.kernel1(1, 32);
-  TensorMap t;
-  t.emplace("A", HostTensor(DataType::f32(), {64, 32}));
-  CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
-                       doctest::Contains("tensor 'A' has extent 32 in dimension 1 but the "
-                                         "signature says 64"),
-                       UserError);
-}
+  TEST_CASE("local buffers are private to each thread") {
+    KernelBuilder T("private");
+    auto Out = T.tensor("Out", {32}, DataType::i32());
+    T.kernel1(1, 32);
+    Var tx = T.get_thread_binding();
+    auto L = T.alloc_local("L", {2}, DataType::i32());
+    L(0) = tx * 10;
+    L(1) = L(0) + 1;
+    Out(tx) = L(1);
+    TensorMap t;
+    t.emplace("Out", HostTensor(DataType::i32(), {32}));
+    run_tile_level(T.finish(), t);
+    for (int i = 0; i < 32; ++i) CHECK(t.at("Out").at(i) == 10 * i + 1);
+  }
 
-TEST_CASE("a forgotten T.clear shows up as a wrong result, not a silent pass") {
-  // Allocations start as NaN bytes, so accumulating into an uncleared fragment poisons C.
-  KernelBuilder T("noclear");
-  auto A = T.tensor("A", {16, 16}, DataType::f16());
-  auto C = T.tensor("C", {16, 16}, DataType::f32());
-  T.kernel1(1, 32);
-  auto As = T.alloc_shared("As", {16, 16}, DataType::f16());
-  auto Cl = T.alloc_fragment("Cl", {16, 16}, DataType::f32());
-  T.copy(A, As);
-  T.gemm(As, As, Cl);
-  T.copy(Cl, C);
-  TensorMap t;
-  t.emplace("A", HostTensor(DataType::f16(), {16, 16}));
-  t.emplace("C", HostTensor(DataType::f32(), {16, 16}));
-  run_tile_level(T.finish(), t);
-  CHECK(std::isnan(t.at("C").at(0)));
-}
+  TEST_CASE("a barrier reached by only some threads is a user error") {
+    KernelBuilder T("divergent");
+    T.tensor("Out", {32}, DataType::i32());
+    T.kernel1(1, 64);
+    Var tx = T.get_thread_binding();
+    T.if_then(tx < 32, [&] { T.sync_threads(); });
+    TensorMap t;
+    t.emplace("Out", HostTensor(DataType::i32(), {32}));
+    CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
+                         doctest::Contains("T.sync_threads() is reached by only 32 of 64 threads"),
+                         UserError);
+  }
 
-TEST_CASE("symbolic dimensions are bound from the tensors") {
-  KernelBuilder T("dyn");
-  Var N = T.dynamic("N");
-  auto A = T.tensor("A", {N}, DataType::i32());
-  Var bx = T.kernel1(ceildiv(N, 32), 32);
-  Var tx = T.get_thread_binding();
-  T.if_then(bx * 32 + tx < N, [&] { A(bx * 32 + tx) = N; });
-  TensorMap t;
-  t.emplace("A", HostTensor(DataType::i32(), {45}));
-  TileRunStats s = run_tile_level(T.finish(), t);
-  CHECK(s.blocks == 2);  // ceil(45 / 32) = 2
-  for (int i = 0; i < 45; ++i) CHECK(t.at("A").at(i) == 45);
-}
+  TEST_CASE("a tile operator inside a thread-dependent branch is a user error") {
+    KernelBuilder T("branchy");
+    auto A = T.tensor("A", {32}, DataType::f32());
+    T.kernel1(1, 64);
+    Var tx = T.get_thread_binding();
+    auto S = T.alloc_shared("S", {32}, DataType::f32());
+    T.if_then(tx == 0, [&] { T.copy(A, S); });
+    TensorMap t;
+    t.emplace("A", HostTensor(DataType::f32(), {32}));
+    CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
+                         doctest::Contains("T.copy at test_tile_interp.cpp"), UserError);
+  }
+
+  TEST_CASE("an out-of-bounds store names the buffer, indices, block and thread") {
+    KernelBuilder T("oob");
+    auto A = T.tensor("A", {100}, DataType::f32());
+    Var bx = T.kernel1(1, 128);
+    Var tx = T.get_thread_binding();
+    A(bx * 128 + tx) = Expr(1.0);
+    TensorMap t;
+    t.emplace("A", HostTensor(DataType::f32(), {100}));
+    CHECK_THROWS_WITH_AS(
+        run_tile_level(T.finish(), t),
+        "kernel 'oob', block (0,), thread 100: store to A[100] is out of bounds of "
+        "its shape (100); guard the access with an `if` on the index or shrink "
+        "the loop",
+        UserError);
+  }
+
+  TEST_CASE("a tensor whose shape disagrees with the signature is a user error") {
+    KernelBuilder T("shape");
+    T.tensor("A", {64, 64}, DataType::f32());
+    T.kernel1(1, 32);
+    TensorMap t;
+    t.emplace("A", HostTensor(DataType::f32(), {64, 32}));
+    CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
+                         doctest::Contains("tensor 'A' has extent 32 in dimension 1 but the "
+                                           "signature says 64"),
+                         UserError);
+  }
+
+  TEST_CASE("a forgotten T.clear shows up as a wrong result, not a silent pass") {
+    // Allocations start as NaN bytes, so accumulating into an uncleared fragment poisons C.
+    KernelBuilder T("noclear");
+    auto A = T.tensor("A", {16, 16}, DataType::f16());
+    auto C = T.tensor("C", {16, 16}, DataType::f32());
+    T.kernel1(1, 32);
+    auto As = T.alloc_shared("As", {16, 16}, DataType::f16());
+    auto Cl = T.alloc_fragment("Cl", {16, 16}, DataType::f32());
+    T.copy(A, As);
+    T.gemm(As, As, Cl);
+    T.copy(Cl, C);
+    TensorMap t;
+    t.emplace("A", HostTensor(DataType::f16(), {16, 16}));
+    t.emplace("C", HostTensor(DataType::f32(), {16, 16}));
+    run_tile_level(T.finish(), t);
+    CHECK(std::isnan(t.at("C").at(0)));
+  }
+
+  TEST_CASE("symbolic dimensions are bound from the tensors") {
+    KernelBuilder T("dyn");
+    Var N = T.dynamic("N");
+    auto A = T.tensor("A", {N}, DataType::i32());
+    Var bx = T.kernel1(ceildiv(N, 32), 32);
+    Var tx = T.get_thread_binding();
+    T.if_then(bx * 32 + tx < N, [&] { A(bx * 32 + tx) = N; });
+    TensorMap t;
+    t.emplace("A", HostTensor(DataType::i32(), {45}));
+    TileRunStats s = run_tile_level(T.finish(), t);
+    CHECK(s.blocks == 2);  // ceil(45 / 32) = 2
+    for (int i = 0; i < 45; ++i) CHECK(t.at("A").at(i) == 45);
+  }
 
 }  // TEST_SUITE
 
 TEST_SUITE("tile interpreter locations") {
-
-TEST_CASE("an out-of-bounds load names the statement's source location when it has one") {
-  KernelBuilder T("oobloc");
-  auto A = T.tensor("A", {4}, DataType::f32());
-  auto B = T.tensor("B", {32}, DataType::f32());
-  T.kernel1(1, 32);
-  Var tx = T.get_thread_binding();
-  T.emit(StoreNode::make(B.buffer(), {tx}, A(tx), SourceLoc{"k.py", 7, 9}));
-  TensorMap t;
-  t.emplace("A", HostTensor(DataType::f32(), {4}));
-  t.emplace("B", HostTensor(DataType::f32(), {32}));
-  CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
-                       doctest::Contains("thread 4 (at k.py:7:9): load of A[4] is out of bounds"),
-                       UserError);
-}
+  TEST_CASE("an out-of-bounds load names the statement's source location when it has one") {
+    KernelBuilder T("oobloc");
+    auto A = T.tensor("A", {4}, DataType::f32());
+    auto B = T.tensor("B", {32}, DataType::f32());
+    T.kernel1(1, 32);
+    Var tx = T.get_thread_binding();
+    T.emit(StoreNode::make(B.buffer(), {tx}, A(tx), SourceLoc{"k.py", 7, 9}));
+    TensorMap t;
+    t.emplace("A", HostTensor(DataType::f32(), {4}));
+    t.emplace("B", HostTensor(DataType::f32(), {32}));
+    CHECK_THROWS_WITH_AS(run_tile_level(T.finish(), t),
+                         doctest::Contains("thread 4 (at k.py:7:9): load of A[4] is out of bounds"),
+                         UserError);
+  }
 
 }  // TEST_SUITE

@@ -266,6 +266,12 @@ TEST_SUITE("tile level: element fast paths") {
                                   1.0 + 0x1p-11,
                                   1.0 + 0x1p-11 + 0x1p-40,
                                   1.0 + 0x1p-11 - 0x1p-40,
+                                  1.0 + 3 * 0x1p-11,  // a tie that rounds up to even
+                                  -(1.0 + 3 * 0x1p-11),
+                                  0x1p-14 * (1.0 + 0x1p-11),  // ties at the smallest normal
+                                  0x1p-14 * (1.0 + 3 * 0x1p-11),
+                                  65504.0 - 0x1p-30,
+                                  65504.0 + 0x1p-30,
                                   0x1p-24,
                                   0x1p-25,
                                   3.5e38,
