@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/expr_functor.h"
 #include "core/stmt_functor.h"
 #include "interp/scalar_eval.h"
 #include "interp/tile_parallel_nodes.h"
@@ -21,6 +22,11 @@ class Statement {
   explicit Statement(const StmtNode* s) : s_(s) {}
   virtual ~Statement() = default;
   virtual void exec(Frame& f) const = 0;
+  /// Runs every iteration of the innermost loop `row` whose body this is, as the loop would
+  /// (binding its variable, counting steps, raising the same errors); false, having changed
+  /// nothing but frame bindings the loop makes again, when it cannot (the loop then runs the
+  /// iterations one by one).
+  virtual bool run_row(Frame&, const Row&) const { return false; }
 
  protected:
   void enter(Frame& f) const {
@@ -58,12 +64,14 @@ class Seq final : public Statement {
 /// A loop of the nest; the outermost one is the program (its own step is counted by the caller).
 class Loop final : public Statement {
  public:
-  Loop(const ForNode* s, int slot, NodePtr min, NodePtr extent, StatementPtr body)
+  /// `row`: the body may run the iterations as one row (see row_safe).
+  Loop(const ForNode* s, int slot, NodePtr min, NodePtr extent, StatementPtr body, bool row)
       : Statement(s),
         slot_(slot),
         min_(std::move(min)),
         extent_(std::move(extent)),
-        body_(std::move(body)) {}
+        body_(std::move(body)),
+        row_(row) {}
   void exec(Frame& f) const override {
     enter(f);
     run(f);
@@ -71,6 +79,7 @@ class Loop final : public Statement {
   void run(Frame& f) const {
     const int64_t lo = min_->eval(f).i;
     const int64_t n = extent_->eval(f).i;
+    if (row_ && n > 1 && body_->run_row(f, Row{slot_, lo, n})) return;
     for (int64_t it = 0; it < n; ++it) {
       bind(f, slot_, Value::of_int(lo + it));
       body_->exec(f);
@@ -81,6 +90,7 @@ class Loop final : public Statement {
   int slot_;
   NodePtr min_, extent_;
   StatementPtr body_;
+  bool row_;
 };
 
 namespace {
@@ -132,8 +142,10 @@ class Nothing final : public Statement {
 class Store final : public Statement {
  public:
   static constexpr size_t kMaxRank = 8;
+  /// `loaded`: the buffers (table numbers) the indices and the value load.
   Store(const StoreNode* s, int buffer, std::vector<NodePtr> indices,
-        std::vector<std::pair<int, const VarNode*>> var_indices, NodePtr value)
+        std::vector<std::pair<int, const VarNode*>> var_indices, NodePtr value,
+        std::vector<int> loaded)
       : Statement(s),
         op_(s),
         buffer_(buffer),
@@ -141,7 +153,8 @@ class Store final : public Statement {
         value_float_(s->value.dtype().is_float()),
         indices_(std::move(indices)),
         var_indices_(std::move(var_indices)),
-        value_(std::move(value)) {}
+        value_(std::move(value)),
+        loaded_(std::move(loaded)) {}
   void exec(Frame& f) const override {
     enter(f);
     const size_t rank = indices_.size();
@@ -152,7 +165,51 @@ class Store final : public Statement {
       for (size_t d = 0; d < rank; ++d)
         idx[d] = read_slot(f, var_indices_[d].first, var_indices_[d].second).i;
     }
-    Value v = value_->eval(f);
+    store(f, idx, value_->eval(f));
+  }
+
+  /// The indices and values of every iteration first (nothing is stored yet: the value reads no
+  /// element an earlier iteration stores, see row_safe), then the stores in loop order, each
+  /// after its iteration's binding and step. A user error while computing the rows stores
+  /// nothing and hands the row back to the loop, whose one-by-one run raises the generic error
+  /// at its iteration; an out-of-bounds store raises at its iteration, after the earlier stores.
+  bool run_row(Frame& f, const Row& row) const override {
+    for (int b : loaded_) {
+      if (b != buffer_ && f.tensors[b] == f.tensors[buffer_])
+        return false;  // two names, one storage
+    }
+    const size_t rank = indices_.size();
+    Value* rows = row_buffer(rows_, static_cast<int64_t>(rank + 1) * row.n);
+    Value* values = rows + rank * row.n;
+    try {
+      for (size_t d = 0; d < rank; ++d) {
+        Value* r = rows + d * row.n;
+        if (var_indices_.empty()) {
+          indices_[d]->eval_row(f, row, r);
+        } else if (var_indices_[d].first == row.slot) {
+          for (int64_t k = 0; k < row.n; ++k) r[k] = Value::of_int(row.lo + k);
+        } else {
+          std::fill(r, r + row.n, read_slot(f, var_indices_[d].first, var_indices_[d].second));
+        }
+      }
+      value_->eval_row(f, row, values);
+    } catch (const UserError&) {
+      return false;
+    }
+    int64_t idx[kMaxRank];
+    for (int64_t k = 0; k < row.n; ++k) {
+      bind(f, row.slot, Value::of_int(row.lo + k));
+      enter(f);
+      for (size_t d = 0; d < rank; ++d) idx[d] = rows[d * row.n + k].i;
+      store(f, idx, values[k]);
+    }
+    return true;
+  }
+
+ private:
+  /// Writes `v` at `idx`, or raises the generic path's out-of-bounds error.
+  void store(Frame& f, const int64_t* idx, Value v) const {
+    const size_t rank = indices_.size();
     HostTensor& t = *f.tensors[buffer_];
     const std::vector<int64_t>& shape = t.shape();
     int64_t flat = 0;
@@ -168,7 +225,6 @@ class Store final : public Statement {
     store_elem(kind_, t, flat, value_float_ ? v.f : static_cast<double>(v.i));
   }
 
- private:
   const StoreNode* op_;
   int buffer_;
   ElemKind kind_;
@@ -176,6 +232,8 @@ class Store final : public Statement {
   std::vector<NodePtr> indices_;
   std::vector<std::pair<int, const VarNode*>> var_indices_;  ///< variable_indices
   NodePtr value_;
+  std::vector<int> loaded_;
+  mutable std::vector<Value> rows_;  ///< run_row's index rows and values
 };
 
 StatementPtr compile_stmt(const Stmt& s, Tables& tables);
@@ -186,6 +244,34 @@ void bound_here(const Var& var, Tables& tables) {
   d = std::max(d, tables.depth);
 }
 
+/// Whether the iterations of `loop` may run as one row (Statement::run_row): its body is one
+/// store, one of whose indices is the loop's variable (so no two iterations store to one
+/// element), and every load of the stored buffer is in the value at the store's own indices
+/// (so it reads the element its iteration stores, which no earlier iteration stored).
+bool row_safe(const ForNode* loop) {
+  const auto* store = loop->body.as<StoreNode>();
+  if (!store) return false;
+  const BufferNode* stored = store->buffer.get();
+  bool distinct = false;
+  for (const Expr& i : store->indices) distinct = distinct || i.same_as(loop->var);
+  if (!distinct) return false;
+  bool safe = true;
+  for (const Expr& i : store->indices) {
+    pre_order_visit(i, [&](const Expr& x) {
+      if (const auto* load = x.as<BufferLoadNode>()) safe = safe && load->buffer.get() != stored;
+    });
+  }
+  pre_order_visit(store->value, [&](const Expr& x) {
+    const auto* load = x.as<BufferLoadNode>();
+    if (!load || load->buffer.get() != stored) return;
+    bool same = load->indices.size() == store->indices.size();
+    for (size_t d = 0; same && d < load->indices.size(); ++d)
+      same = structural_equal(load->indices[d], store->indices[d]);
+    safe = safe && same;
+  });
+  return safe;
+}
+
 std::unique_ptr<Loop> compile_loop(const ForNode* op, Tables& tables) {
   NodePtr min = compile_expr(op->min, tables, {}), extent = compile_expr(op->extent, tables, {});
   ++tables.depth;
@@ -194,7 +280,8 @@ std::unique_ptr<Loop> compile_loop(const ForNode* op, Tables& tables) {
   --tables.depth;
   if (!min || !extent || !body) return nullptr;
   const int slot = tables.slot(static_cast<const VarNode*>(op->var.get()));
-  return std::make_unique<Loop>(op, slot, std::move(min), std::move(extent), std::move(body));
+  return std::make_unique<Loop>(op, slot, std::move(min), std::move(extent), std::move(body),
+                                row_safe(op));
 }
 
 StatementPtr compile_stmt(const Stmt& s, Tables& tables) {
@@ -236,8 +323,18 @@ StatementPtr compile_stmt(const Stmt& s, Tables& tables) {
       if (!compile_indices(op->indices, tables, ctx, indices)) return nullptr;
       NodePtr value = compile_expr(op->value, tables, {});
       if (!value) return nullptr;
+      std::vector<int> loaded;
+      auto note_loads = [&](const Expr& e) {
+        pre_order_visit(e, [&](const Expr& x) {
+          if (const auto* load = x.as<BufferLoadNode>())
+            loaded.push_back(tables.buffer(load->buffer));
+        });
+      };
+      for (const Expr& i : op->indices) note_loads(i);
+      note_loads(op->value);
       return std::make_unique<Store>(op, tables.buffer(op->buffer), std::move(indices),
-                                     variable_indices(op->indices, tables), std::move(value));
+                                     variable_indices(op->indices, tables), std::move(value),
+                                     std::move(loaded));
     }
     case StmtKind::kBarrier:
     case StmtKind::kUseSwizzle:

@@ -34,6 +34,15 @@ std::string thread_where(const BlockState& block, int thread) {
          std::to_string(thread) + (loc.known() ? " (at " + loc.str() + ")" : "");
 }
 
+void Node::eval_row(Frame& f, const Row& row, Value* out) const {
+  for (int64_t k = 0; k < row.n; ++k) {
+    f.slots[row.slot] = Value::of_int(row.lo + k);
+    f.version[row.slot] = ++f.tick;
+    f.bound[row.slot] = 1;
+    out[k] = eval(f);
+  }
+}
+
 namespace {
 
 /// round_to with the f32 (accumulators) and f16 cases inline.
@@ -70,6 +79,9 @@ class IntImm final : public Node {
  public:
   explicit IntImm(int64_t v) : v_(Value::of_int(v)) {}
   Value eval(Frame&) const override { return v_; }
+  void eval_row(Frame&, const Row& row, Value* out) const override {
+    std::fill(out, out + row.n, v_);
+  }
 
  private:
   Value v_;
@@ -79,6 +91,9 @@ class FloatImm final : public Node {
  public:
   explicit FloatImm(double v) : v_(Value::of_float(v)) {}
   Value eval(Frame&) const override { return v_; }
+  void eval_row(Frame&, const Row& row, Value* out) const override {
+    std::fill(out, out + row.n, v_);
+  }
 
  private:
   Value v_;
@@ -88,6 +103,13 @@ class VarRead final : public Node {
  public:
   VarRead(int slot, const VarNode* var) : slot_(slot), var_(var) {}
   Value eval(Frame& f) const override { return read_slot(f, slot_, var_); }
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    if (slot_ == row.slot) {
+      for (int64_t k = 0; k < row.n; ++k) out[k] = Value::of_int(row.lo + k);
+    } else {
+      std::fill(out, out + row.n, read_slot(f, slot_, var_));
+    }
+  }
 
  private:
   int slot_;
@@ -146,10 +168,18 @@ class FloatBinary final : public Node {
     double y = b_->eval(f).f;
     return Value::of_float(round_fast(t_, Op::f(x, y)));
   }
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    Value *x = row_buffer(x_, row.n), *y = row_buffer(y_, row.n);
+    a_->eval_row(f, row, x);
+    b_->eval_row(f, row, y);
+    for (int64_t k = 0; k < row.n; ++k)
+      out[k] = Value::of_float(round_fast(t_, Op::f(x[k].f, y[k].f)));
+  }
 
  private:
   DataType t_;
   NodePtr a_, b_;
+  mutable std::vector<Value> x_, y_;  ///< the operands' rows
 };
 
 template <typename Op>
@@ -162,11 +192,19 @@ class IntBinary final : public Node {
     int64_t y = b_->eval(f).i;
     return Value::of_int(wrap_fast(t_, Op::i(x, y, f, site_)));
   }
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    Value *x = row_buffer(x_, row.n), *y = row_buffer(y_, row.n);
+    a_->eval_row(f, row, x);
+    b_->eval_row(f, row, y);
+    for (int64_t k = 0; k < row.n; ++k)
+      out[k] = Value::of_int(wrap_fast(t_, Op::i(x[k].i, y[k].i, f, site_)));
+  }
 
  private:
   DataType t_;
   NodePtr a_, b_;
   DivisionSite site_;
+  mutable std::vector<Value> x_, y_;
 };
 
 /// An operation whose right operand is a literal (`j % 2`, `x * 0.5`): one call fewer.
@@ -177,6 +215,11 @@ class FloatBinaryImm final : public Node {
   Value eval(Frame& f) const override {
     double x = a_->eval(f).f;
     return Value::of_float(round_fast(t_, Op::f(x, y_)));
+  }
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    a_->eval_row(f, row, out);  // in place: out[k] is read before it is written
+    for (int64_t k = 0; k < row.n; ++k)
+      out[k] = Value::of_float(round_fast(t_, Op::f(out[k].f, y_)));
   }
 
  private:
@@ -193,6 +236,11 @@ class IntBinaryImm final : public Node {
   Value eval(Frame& f) const override {
     int64_t x = a_->eval(f).i;
     return Value::of_int(wrap_fast(t_, Op::i(x, y_, f, site_)));
+  }
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    a_->eval_row(f, row, out);
+    for (int64_t k = 0; k < row.n; ++k)
+      out[k] = Value::of_int(wrap_fast(t_, Op::i(out[k].i, y_, f, site_)));
   }
 
  private:
@@ -225,9 +273,22 @@ class Compare final : public Node {
     if constexpr (kFloat) return Value::of_int(Op::f(a.f, b.f));
     return Value::of_int(Op::i(a.i, b.i));
   }
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    Value *x = row_buffer(x_, row.n), *y = row_buffer(y_, row.n);
+    a_->eval_row(f, row, x);
+    b_->eval_row(f, row, y);
+    for (int64_t k = 0; k < row.n; ++k) {
+      if constexpr (kFloat) {
+        out[k] = Value::of_int(Op::f(x[k].f, y[k].f));
+      } else {
+        out[k] = Value::of_int(Op::i(x[k].i, y[k].i));
+      }
+    }
+  }
 
  private:
   NodePtr a_, b_;
+  mutable std::vector<Value> x_, y_;
 };
 
 class Logic final : public Node {
@@ -256,23 +317,40 @@ class Select final : public Node {
  public:
   Select(NodePtr c, NodePtr t, NodePtr e) : c_(std::move(c)), t_(std::move(t)), e_(std::move(e)) {}
   Value eval(Frame& f) const override { return c_->eval(f).i ? t_->eval(f) : e_->eval(f); }
+  /// Both branches over the whole row: an error in the branch an iteration does not take sends
+  /// the row back to one-by-one evaluation, which takes only the chosen one.
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    Value *c = row_buffer(c_row_, row.n), *t = row_buffer(t_row_, row.n);
+    c_->eval_row(f, row, c);
+    t_->eval_row(f, row, t);
+    e_->eval_row(f, row, out);
+    for (int64_t k = 0; k < row.n; ++k) {
+      if (c[k].i) out[k] = t[k];
+    }
+  }
 
  private:
   NodePtr c_, t_, e_;
+  mutable std::vector<Value> c_row_, t_row_;
 };
 
 class Cast final : public Node {
  public:
   Cast(DataType from, DataType to, NodePtr v) : from_(from), to_(to), v_(std::move(v)) {}
-  Value eval(Frame& f) const override {
-    Value v = v_->eval(f);
+  Value eval(Frame& f) const override { return convert(v_->eval(f)); }
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    v_->eval_row(f, row, out);
+    for (int64_t k = 0; k < row.n; ++k) out[k] = convert(out[k]);
+  }
+
+ private:
+  Value convert(Value v) const {
     if (to_.is_float()) return Value::of_float(round_fast(to_, v.as_double(from_)));
     if (from_.is_float())
       return Value::of_int(static_cast<int64_t>(round_to(to_, std::trunc(v.f))));
     return Value::of_int(wrap_fast(to_, v.i));
   }
 
- private:
   DataType from_, to_;
   NodePtr v_;
 };
@@ -287,11 +365,29 @@ class Call final : public Node {
     double y = op_ == Builtin::kPow ? b_->eval(f).f : 0.0;
     return Value::of_float(round_fast(t_, float_builtin(op_, a.f, y)));
   }
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    a_->eval_row(f, row, out);
+    if (op_ == Builtin::kAbs && !t_.is_float()) {
+      for (int64_t k = 0; k < row.n; ++k)
+        out[k] = Value::of_int(wrap_int(t_, std::llabs(out[k].i)));
+      return;
+    }
+    const Value* y = nullptr;
+    if (op_ == Builtin::kPow) {
+      Value* b = row_buffer(y_, row.n);
+      b_->eval_row(f, row, b);
+      y = b;
+    }
+    for (int64_t k = 0; k < row.n; ++k) {
+      out[k] = Value::of_float(round_fast(t_, float_builtin(op_, out[k].f, y ? y[k].f : 0.0)));
+    }
+  }
 
  private:
   DataType t_;
   Builtin op_;
   NodePtr a_, b_;
+  mutable std::vector<Value> y_;
 };
 
 class Load final : public Node {
@@ -314,6 +410,45 @@ class Load final : public Node {
       for (size_t d = 0; d < rank; ++d)
         idx[d] = read_slot(f, var_indices_[d].first, var_indices_[d].second).i;
     }
+    return at(f, idx);
+  }
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    const size_t rank = indices_.size();
+    Value* rows = row_buffer(rows_, static_cast<int64_t>(rank) * row.n);
+    for (size_t d = 0; d < rank; ++d) {
+      Value* r = rows + d * row.n;
+      if (var_indices_.empty()) {
+        indices_[d]->eval_row(f, row, r);
+      } else if (var_indices_[d].first == row.slot) {
+        for (int64_t k = 0; k < row.n; ++k) r[k] = Value::of_int(row.lo + k);
+      } else {
+        std::fill(r, r + row.n, read_slot(f, var_indices_[d].first, var_indices_[d].second));
+      }
+    }
+    const HostTensor& t = *f.tensors[buffer_];
+    const std::vector<int64_t>& shape = t.shape();
+    int64_t idx[kMaxRank];
+    for (int64_t k = 0; k < row.n; ++k) {
+      int64_t flat = 0;
+      bool inside = rank == shape.size();
+      for (size_t d = 0; d < rank; ++d) {
+        idx[d] = rows[d * row.n + k].i;
+        inside = inside && idx[d] >= 0 && idx[d] < shape[d];
+        flat = flat * shape[d] + idx[d];
+      }
+      if (!inside) {
+        out[k] = at(f, idx);  // raises the out-of-bounds error
+        continue;
+      }
+      const double v = load_elem(kind_, t, flat);
+      out[k] = is_float_ ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
+    }
+  }
+
+ private:
+  /// The element at `idx` (rank indices_.size()), or the generic path's out-of-bounds error.
+  Value at(Frame& f, const int64_t* idx) const {
+    const size_t rank = indices_.size();
     const HostTensor& t = *f.tensors[buffer_];
     const std::vector<int64_t>& shape = t.shape();
     int64_t flat = 0;
@@ -330,13 +465,13 @@ class Load final : public Node {
     return is_float_ ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
   }
 
- private:
   const BufferLoadNode* op_;
   int buffer_;
   ElemKind kind_;
   bool is_float_;
   std::vector<NodePtr> indices_;
   std::vector<std::pair<int, const VarNode*>> var_indices_;  ///< variable_indices
+  mutable std::vector<Value> rows_;                          ///< the index rows, one per dim
 };
 
 /// The value of a sub-expression that does not change in the innermost loop around it, cached:
@@ -358,6 +493,15 @@ class Memo final : public Node {
     at_ = f.tick;
     run_ = f.run;
     return v;
+  }
+  /// Invariant in the innermost loop around it: one value for the whole row when it does not
+  /// read the row's variable (else the default, iteration by iteration).
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    if (std::find(deps_.begin(), deps_.end(), row.slot) != deps_.end()) {
+      Node::eval_row(f, row, out);
+      return;
+    }
+    std::fill(out, out + row.n, eval(f));
   }
 
  private:

@@ -51,13 +51,34 @@ inline Value read_slot(const Frame& f, int slot, const VarNode* var) {
   return f.slots[slot];
 }
 
+/// The iterations of an innermost loop evaluated together: its variable's slot and the values
+/// lo .. lo + n - 1 it takes.
+struct Row {
+  int slot;
+  int64_t lo;
+  int64_t n;
+};
+
 /// A compiled expression. eval returns exactly what the generic evaluator (scalar_eval.cpp)
 /// returns for the same expression in the same state, errors included.
 class Node {
  public:
   virtual ~Node() = default;
   virtual Value eval(Frame& f) const = 0;
+  /// out[k] = eval with the row's variable bound to lo + k, for every k < n: by default eval
+  /// itself with the variable bound in turn, as the loop binds it; nodes override it to compute
+  /// the row one operation at a time. Requires: the expression reads no element that an
+  /// iteration of the row stores before it (the row's store has it checked). A user error may
+  /// come from any iteration, not necessarily the first in loop order: the caller then runs the
+  /// iterations one by one, which raises the generic path's error.
+  virtual void eval_row(Frame& f, const Row& row, Value* out) const;
 };
+
+/// `buffer` with room for n values (a node's scratch row; each worker compiles its own nodes).
+inline Value* row_buffer(std::vector<Value>& buffer, int64_t n) {
+  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+  return buffer.data();
+}
 using NodePtr = std::unique_ptr<const Node>;
 
 /// The access whose indices an expression is part of, for division-by-zero messages.

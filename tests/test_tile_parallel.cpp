@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -223,6 +224,45 @@ def div(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
       CHECK(generic.error.find("integer division by zero") != std::string::npos);
       CHECK(generic.error.find("in an index of the") != std::string::npos);
       CHECK(compiled.error == generic.error);
+    }
+  }
+
+  // The innermost loop of a nest runs as one row when its body is one store indexed by the loop's
+  // variable that reads the stored buffer only at its own element: the rows must keep the
+  // element-by-element bytes and errors. Each kernel below is one case: a select whose untaken
+  // branch would load out of bounds (the row hands back to one-by-one evaluation, no error), an
+  // out-of-bounds store in the middle of a row (stores before it done, the same error), a store
+  // that reads another element of its own buffer and one not indexed by the loop variable (both
+  // run element by element), and a row over a non-zero lower bound.
+  TEST_CASE("rows of a nest's innermost loop give the generic evaluator's bytes and errors") {
+    const char* const bodies[] = {
+        "for i in T.Parallel(16):\n            B[i] = T.if_then_else(i < 13, A[i + 3], 0.0)",
+        "for i in T.Parallel(16):\n            B[i + 5] = A[i] * 2.0",
+        "for i in T.Parallel(15):\n            B[i + 1] = B[i] + A[i]",
+        "for i, j in T.Parallel(2, 16):\n            B[i] = B[i] + A[j]",
+        "for i in T.Parallel(2):\n            for j in T.serial(4, 16):\n                B[j] = B[j] * A[j] - i",
+    };
+    const char* const errors[] = {"", "store to B[16] is out of bounds", "", "", ""};
+    for (size_t c = 0; c < std::size(bodies); ++c) {
+      Kernel k = parse(std::string(R"(import tilelang.language as T
+
+
+@T.prim_func
+def rows(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        )") + bodies[c] +
+                       "\n");
+      TensorMap in = make_tensors(k, {}, {}, 2);
+      Outcome generic = run(k, in, false), compiled = run(k, in, true);
+      INFO(bodies[c] << " -> " << generic.error);
+      if (*errors[c]) {
+        CHECK(generic.error.find(errors[c]) != std::string::npos);
+      } else {
+        CHECK(generic.error == "");
+      }
+      CHECK(compiled.error == generic.error);
+      CHECK(differing(generic.tensors, compiled.tensors) == "");
+      CHECK(differing(in, generic.tensors) != "");  // the kernel wrote something
     }
   }
 
