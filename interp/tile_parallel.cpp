@@ -196,6 +196,19 @@ class Store final : public Statement {
     } catch (const UserError&) {
       return false;
     }
+    if (!var_indices_.empty()) {  // acc[i, j]: one stride along the row when all of it is inside
+      HostTensor& t = *f.tensors[buffer_];
+      if (auto a = row_access(f, row, var_indices_, t.shape())) {
+        for (int64_t k = 0; k < row.n; ++k) {
+          bind(f, row.slot, Value::of_int(row.lo + k));
+          enter(f);
+          const Value v = values[k];
+          store_elem(kind_, t, a->first + k * a->step,
+                     value_float_ ? v.f : static_cast<double>(v.i));
+        }
+        return true;
+      }
+    }
     int64_t idx[kMaxRank];
     for (int64_t k = 0; k < row.n; ++k) {
       bind(f, row.slot, Value::of_int(row.lo + k));

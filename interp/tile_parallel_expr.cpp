@@ -414,6 +414,16 @@ class Load final : public Node {
   }
   void eval_row(Frame& f, const Row& row, Value* out) const override {
     const size_t rank = indices_.size();
+    if (!var_indices_.empty()) {  // acc[i, j]: one stride along the row when all of it is inside
+      const HostTensor& t = *f.tensors[buffer_];
+      if (auto a = row_access(f, row, var_indices_, t.shape())) {
+        for (int64_t k = 0; k < row.n; ++k) {
+          const double v = load_elem(kind_, t, a->first + k * a->step);
+          out[k] = is_float_ ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
+        }
+        return;
+      }
+    }
     Value* rows = row_buffer(rows_, static_cast<int64_t>(rank) * row.n);
     for (size_t d = 0; d < rank; ++d) {
       Value* r = rows + d * row.n;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -125,6 +126,35 @@ bool compile_indices(const std::vector<Expr>& indices, Tables& tables, const Ind
 /// them straight from the frame instead of through a compiled node each. Empty otherwise.
 std::vector<std::pair<int, const VarNode*>> variable_indices(const std::vector<Expr>& indices,
                                                              Tables& tables);
+
+/// Where the iterations of `row` access a buffer whose indices are all variables (see
+/// variable_indices): the flat position of iteration k is first + k * step, when every index of
+/// every iteration lies inside `shape`; nullopt otherwise (some iteration is out of bounds: the
+/// caller then takes the checked path, which raises the error at that iteration). Variables
+/// other than the row's are read from the frame (a user error where unbound).
+struct RowAccess {
+  int64_t first, step;
+};
+inline std::optional<RowAccess> row_access(const Frame& f, const Row& row,
+                                           const std::vector<std::pair<int, const VarNode*>>& vars,
+                                           const std::vector<int64_t>& shape) {
+  if (vars.size() != shape.size()) return std::nullopt;
+  int64_t first = 0, step = 0;
+  for (size_t d = 0; d < vars.size(); ++d) {
+    first *= shape[d];
+    step *= shape[d];
+    if (vars[d].first == row.slot) {
+      if (row.lo < 0 || row.lo + row.n > shape[d]) return std::nullopt;
+      first += row.lo;
+      step += 1;
+    } else {
+      const int64_t i = read_slot(f, vars[d].first, vars[d].second).i;
+      if (i < 0 || i >= shape[d]) return std::nullopt;
+      first += i;
+    }
+  }
+  return RowAccess{first, step};
+}
 
 /// "kernel 'K', block (1, 0), thread 3 (at file:line)" for runtime errors.
 std::string thread_where(const BlockState& block, int thread);

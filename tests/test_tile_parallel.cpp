@@ -233,22 +233,38 @@ def div(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
   // branch would load out of bounds (the row hands back to one-by-one evaluation, no error), an
   // out-of-bounds store in the middle of a row (stores before it done, the same error), a store
   // that reads another element of its own buffer and one not indexed by the loop variable (both
-  // run element by element), and a row over a non-zero lower bound.
+  // run element by element), a row over a non-zero lower bound; then rows whose indices are all
+  // variables (one stride per row): down a column, along a diagonal, and past the edge of a store
+  // and of a load (the checked path raises at the iteration).
   TEST_CASE("rows of a nest's innermost loop give the generic evaluator's bytes and errors") {
     const char* const bodies[] = {
         "for i in T.Parallel(16):\n            B[i] = T.if_then_else(i < 13, A[i + 3], 0.0)",
         "for i in T.Parallel(16):\n            B[i + 5] = A[i] * 2.0",
         "for i in T.Parallel(15):\n            B[i + 1] = B[i] + A[i]",
         "for i, j in T.Parallel(2, 16):\n            B[i] = B[i] + A[j]",
-        "for i in T.Parallel(2):\n            for j in T.serial(4, 16):\n                B[j] = B[j] * A[j] - i",
+        "for i in T.Parallel(2):\n            for j in T.serial(4, 16):\n                B[j] = "
+        "B[j] * A[j] - i",
+        "for i, j in T.Parallel(4, 4):\n            M[j, i] = M[j, i] + A[j * 4 + i]",
+        "for j in T.Parallel(4):\n            M[j, j] = A[j] * 3.0",
+        "for i in T.Parallel(20):\n            B[i] = A[i % 16] + 1.0",
+        "for i in T.Parallel(16):\n            B[i] = A[i] + M[i, 0]",
     };
-    const char* const errors[] = {"", "store to B[16] is out of bounds", "", "", ""};
+    const char* const errors[] = {"",
+                                  "store to B[16] is out of bounds",
+                                  "",
+                                  "",
+                                  "",
+                                  "",
+                                  "",
+                                  "store to B[16] is out of bounds",
+                                  "load of M[4, 0] is out of bounds"};
     for (size_t c = 0; c < std::size(bodies); ++c) {
       Kernel k = parse(std::string(R"(import tilelang.language as T
 
 
 @T.prim_func
-def rows(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+def rows(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
+         M: T.Tensor((4, 4), "float16")):
     with T.Kernel(1, threads=32) as bx:
         )") + bodies[c] +
                        "\n");
