@@ -1,6 +1,7 @@
 // T.copy: validation, printing and reference semantics.
 #include "core/op_copy.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
 
@@ -132,6 +133,18 @@ void copy_run(const TensorView& sv, TensorView& dv, const std::vector<int64_t>& 
     return f * bytes;
   };
   int64_t clo = std::max(slo, dlo), chi = std::min(shi, dhi);
+  if (sv.dtype == DataType::f32() && dv.dtype == DataType::f16()) {
+    // An fp32 accumulator into an fp16 tensor: encode's rounding of a float (to odd in float,
+    // which keeps a float as it is, then to nearest even) is Eigen::half's of the float itself.
+    const int64_t s0 = offset(sv, si, 0) / bytes, d0 = offset(dv, di, 0) / bytes;
+    for (int64_t p = dlo; p < dhi; ++p) {
+      float x = 0.0f;
+      if (p >= clo && p < chi) std::memcpy(&x, sv.data + (s0 + p) * 4, 4);
+      const uint16_t h = Eigen::numext::bit_cast<uint16_t>(Eigen::half(x));
+      std::memcpy(dv.data + (d0 + p) * 2, &h, 2);
+    }
+    return;
+  }
   if (sv.dtype != dv.dtype) {
     const int64_t s0 = offset(sv, si, 0) / bytes, d0 = offset(dv, di, 0) / bytes;
     for (int64_t p = dlo; p < dhi; ++p)
