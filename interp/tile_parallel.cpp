@@ -47,6 +47,12 @@ inline void bind(Frame& f, int slot, Value v) {
   f.assigned[slot] = 1;
 }
 
+/// The frame as a loop over `row` leaves it: its variable bound n times, the last to lo + n - 1.
+inline void bind_last(Frame& f, const Row& row) {
+  f.tick += static_cast<uint64_t>(row.n - 1);
+  bind(f, row.slot, Value::of_int(row.lo + row.n - 1));
+}
+
 class Seq final : public Statement {
  public:
   Seq(const StmtNode* s, std::vector<StatementPtr> body) : Statement(s), body_(std::move(body)) {}
@@ -170,9 +176,11 @@ class Store final : public Statement {
 
   /// The indices and values of every iteration first (nothing is stored yet: the value reads no
   /// element an earlier iteration stores, see row_safe), then the stores in loop order, each
-  /// after its iteration's binding and step. A user error while computing the rows stores
-  /// nothing and hands the row back to the loop, whose one-by-one run raises the generic error
-  /// at its iteration; an out-of-bounds store raises at its iteration, after the earlier stores.
+  /// after its iteration's step, and the loop variable's last binding (nothing between two
+  /// stores reads it; an error or a stop discards the frame). A user error while computing the rows
+  /// stores nothing and hands the row back to the loop, whose one-by-one run raises the generic
+  /// error at its iteration; an out-of-bounds store raises at its iteration, after the earlier
+  /// stores.
   bool run_row(Frame& f, const Row& row) const override {
     for (int b : loaded_) {
       if (b != buffer_ && f.tensors[b] == f.tensors[buffer_])
@@ -200,22 +208,22 @@ class Store final : public Statement {
       HostTensor& t = *f.tensors[buffer_];
       if (auto a = row_access(f, row, var_indices_, t.shape())) {
         for (int64_t k = 0; k < row.n; ++k) {
-          bind(f, row.slot, Value::of_int(row.lo + k));
           enter(f);
           const Value v = values[k];
           store_elem(kind_, t, a->first + k * a->step,
                      value_float_ ? v.f : static_cast<double>(v.i));
         }
+        bind_last(f, row);
         return true;
       }
     }
     int64_t idx[kMaxRank];
     for (int64_t k = 0; k < row.n; ++k) {
-      bind(f, row.slot, Value::of_int(row.lo + k));
       enter(f);
       for (size_t d = 0; d < rank; ++d) idx[d] = rows[d * row.n + k].i;
       store(f, idx, values[k]);
     }
+    bind_last(f, row);
     return true;
   }
 

@@ -52,6 +52,19 @@ inline double round_fast(DataType t, double x) {
   return round_to(t, x);
 }
 
+/// out[k] = of_float(round_fast(t, value(k))) for k < n, the dtype tested once for the row.
+template <typename F>
+inline void round_row(DataType t, int64_t n, Value* out, F&& value) {
+  if (t == DataType::f32()) {
+    for (int64_t k = 0; k < n; ++k)
+      out[k] = Value::of_float(static_cast<double>(static_cast<float>(value(k))));
+  } else if (t == DataType::f16()) {
+    for (int64_t k = 0; k < n; ++k) out[k] = Value::of_float(round_f16(value(k)));
+  } else {
+    for (int64_t k = 0; k < n; ++k) out[k] = Value::of_float(round_to(t, value(k)));
+  }
+}
+
 /// wrap_int, inline for the integer types narrower than 64 bits.
 inline int64_t wrap_fast(DataType t, int64_t v) {
   if (t == DataType::i32()) return static_cast<int64_t>(static_cast<int32_t>(v));
@@ -172,8 +185,7 @@ class FloatBinary final : public Node {
     Value *x = row_buffer(x_, row.n), *y = row_buffer(y_, row.n);
     a_->eval_row(f, row, x);
     b_->eval_row(f, row, y);
-    for (int64_t k = 0; k < row.n; ++k)
-      out[k] = Value::of_float(round_fast(t_, Op::f(x[k].f, y[k].f)));
+    round_row(t_, row.n, out, [&](int64_t k) { return Op::f(x[k].f, y[k].f); });
   }
 
  private:
@@ -218,8 +230,7 @@ class FloatBinaryImm final : public Node {
   }
   void eval_row(Frame& f, const Row& row, Value* out) const override {
     a_->eval_row(f, row, out);  // in place: out[k] is read before it is written
-    for (int64_t k = 0; k < row.n; ++k)
-      out[k] = Value::of_float(round_fast(t_, Op::f(out[k].f, y_)));
+    round_row(t_, row.n, out, [&](int64_t k) { return Op::f(out[k].f, y_); });
   }
 
  private:
@@ -378,9 +389,8 @@ class Call final : public Node {
       b_->eval_row(f, row, b);
       y = b;
     }
-    for (int64_t k = 0; k < row.n; ++k) {
-      out[k] = Value::of_float(round_fast(t_, float_builtin(op_, out[k].f, y ? y[k].f : 0.0)));
-    }
+    round_row(t_, row.n, out,
+              [&](int64_t k) { return float_builtin(op_, out[k].f, y ? y[k].f : 0.0); });
   }
 
  private:
