@@ -9,8 +9,12 @@
 // W[n, k] = decode(field k % per_byte of B[n, k / per_byte]) (examples/dequant_formats.h), times
 // Scale[n, k / group_size] for nf4 and fp4. The references decode bytes on the host (Eigen,
 // double). examples/kernels/dequant_{gemm,gemv}_*.py are the same kernels in TileLang syntax.
+#include <algorithm>
+#include <vector>
+
 #include "core/builder.h"
 #include "core/builtin_layouts.h"
+#include "core/error.h"
 #include "examples/dequant_formats.h"
 #include "examples/reference_math.h"
 #include "examples/registry.h"
@@ -157,23 +161,53 @@ Kernel build_gemv(LowBit f, const Params& p) {
   return T.finish();
 }
 
-/// W[n, k] decoded from the packed bytes and scaled, then rounded to `type`, the type the kernel
-/// multiplies it in (float16 for the GEMMs' operand: an fp4 value times a float16 scale has 12
-/// significant bits; float32 for the GEMVs), in double.
-MatrixD dequantized(LowBit f, TensorMap& t, int64_t K, DataType type) {
+/// Rows [r0, r1) of W: W[n, k] decoded from the packed bytes and scaled, then rounded to `type`,
+/// the type the kernel multiplies it in (float16 for the GEMMs' operand: an fp4 value times a
+/// float16 scale has 12 significant bits; float32 for the GEMVs), in double.
+MatrixD dequantized_rows(LowBit f, const TensorMap& t, int64_t K, DataType type, int64_t r0,
+                         int64_t r1) {
   const HostTensor& B = t.at("B");
-  const int64_t N = B.shape()[0], packed = B.shape()[1], per = lowbit_per_byte(f);
+  internal_check(B.dtype() == DataType::u8(), "dequant reference: B holds uint8 bytes");
+  const int64_t packed = B.shape()[1], per = lowbit_per_byte(f);
   const HostTensor* scale = lowbit_scaled(f) ? &t.at("Scale") : nullptr;
-  const int64_t groups = scale ? scale->shape()[1] : 1;
-  MatrixD W(N, K);
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t k = 0; k < K; ++k) {
-      auto byte = static_cast<uint8_t>(static_cast<int64_t>(B.at(n * packed + k / per)));
-      double w = host_decode(f, byte, static_cast<int>(k % per));
-      if (scale) w *= scale->at(n * groups + k / (K / groups));
-      W(n, k) = round_to(type, w);
+  const int64_t groups = scale ? scale->shape()[1] : 1, group_size = K / groups;
+  // host_decode of every byte at every field position, once: decoded[pos * 256 + byte].
+  std::vector<double> decoded(static_cast<size_t>(per) * 256);
+  for (int64_t pos = 0; pos < per; ++pos) {
+    for (int byte = 0; byte < 256; ++byte) {
+      double w = host_decode(f, static_cast<uint8_t>(byte), static_cast<int>(pos));
+      decoded[static_cast<size_t>(pos * 256 + byte)] = scale ? w : round_to(type, w);
     }
   }
+  MatrixD W(r1 - r0, K);
+  for (int64_t n = r0; n < r1; ++n) {
+    const uint8_t* row = B.data() + n * packed;
+    double* out = W.row(n - r0).data();
+    double group_scale = 1;
+    for (int64_t k = 0; k < K; ++k) {
+      double w = decoded[static_cast<size_t>((k % per) * 256 + row[k / per])];
+      if (!scale) {
+        out[k] = w;
+        continue;
+      }
+      if (k % group_size == 0) group_scale = scale->at(n * groups + k / group_size);
+      out[k] = round_to(type, w * group_scale);
+    }
+  }
+  return W;
+}
+
+/// Rows of W decoded per slice of kRowSlice rows, the slices spread over the cores.
+constexpr int64_t kRowSlice = 64;
+
+/// All of W (dequantized_rows), decoded on every core.
+MatrixD dequantized(LowBit f, const TensorMap& t, int64_t K, DataType type) {
+  const int64_t N = t.at("B").shape()[0];
+  MatrixD W(N, K);
+  parallel_for((N + kRowSlice - 1) / kRowSlice, [&](int64_t s) {
+    const int64_t r0 = s * kRowSlice, r1 = std::min(N, r0 + kRowSlice);
+    W.middleRows(r0, r1 - r0) = dequantized_rows(f, t, K, type, r0, r1);
+  });
   return W;
 }
 
@@ -183,15 +217,23 @@ void gemm_reference(LowBit f, TensorMap& t) {
   from_matrix(t.at("Ct"), parallel_product(dequantized(f, t, A.cols(), operand), A.transpose()));
 }
 
+/// C = W a, a slice of kRowSlice rows at a time on every core: W is never held whole (at the
+/// paper's V4, N x K doubles would take 6.6 GB). Each row's dot product is Eigen's, as for the
+/// whole matrix.
 void gemv_reference(LowBit f, TensorMap& t) {
   const HostTensor& A = t.at("A");
   const int64_t K = A.shape()[0];
   Eigen::VectorXd a(K);
   for (int64_t k = 0; k < K; ++k) a(k) = A.at(k);
   const DataType operand = f == LowBit::kInt2 ? DataType::i32() : DataType::f32();
-  Eigen::VectorXd c = dequantized(f, t, K, operand) * a;
   HostTensor& C = t.at("C");
-  for (int64_t n = 0; n < c.size(); ++n) C.set(n, c(n));
+  const int64_t N = C.shape()[0];
+  Eigen::VectorXd c(N);
+  parallel_for((N + kRowSlice - 1) / kRowSlice, [&](int64_t s) {
+    const int64_t r0 = s * kRowSlice, r1 = std::min(N, r0 + kRowSlice);
+    c.segment(r0, r1 - r0).noalias() = dequantized_rows(f, t, K, operand, r0, r1) * a;
+  });
+  for (int64_t n = 0; n < N; ++n) C.set(n, c(n));
 }
 
 std::string format_words(LowBit f) {

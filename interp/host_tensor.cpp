@@ -1,9 +1,12 @@
 // Host tensor storage, random fill and comparison.
 #include "interp/host_tensor.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "core/error.h"
 #include "interp/element_access.h"
@@ -24,22 +27,64 @@ TensorView HostTensor::view(const BufferNode* buffer) {
   return TensorView{buffer, dtype_, shape_, bytes_.data()};
 }
 
-void HostTensor::fill_random(uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  if (dtype_.is_float()) {
-    std::uniform_real_distribution<double> dist(-1.0, 1.0);
-    const element_access::ElemKind kind = element_access::elem_kind(dtype_);
-    for (int64_t i = 0; i < size_; ++i) element_access::store_elem(kind, *this, i, dist(rng));
-  } else if (dtype_.is_bool()) {
-    for (int64_t i = 0; i < size_; ++i) set(i, static_cast<double>(rng() & 1));
-  } else {
-    // uint8 is the storage of packed low-bit values: every byte pattern. Other integers stay small
-    // (-8..7, unsigned 0..15) so they can serve as indices and products do not overflow.
-    const bool bytes = dtype_ == DataType::u8();
-    int64_t lo = dtype_.is_uint() ? 0 : -8, hi = bytes ? 256 : dtype_.is_uint() ? 16 : 8;
-    std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
-    for (int64_t i = 0; i < size_; ++i) set(i, static_cast<double>(dist(rng)));
+namespace {
+
+/// SplitMix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number
+/// generators", OOPSLA 2014): a bijection on 64-bit words that spreads nearby inputs apart.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// The generator seed of chunk `c`: `seed` itself for the first chunk (a tensor of at most
+/// kRandomChunk elements is one sequence of std::mt19937_64(seed)), a mix of both otherwise.
+uint64_t chunk_seed(uint64_t seed, int64_t c) {
+  return c == 0 ? seed : mix64(seed ^ mix64(static_cast<uint64_t>(c)));
+}
+
+}  // namespace
+
+void HostTensor::fill_random(uint64_t seed, int workers) {
+  const int64_t chunks = (size_ + kRandomChunk - 1) / kRandomChunk;
+  const element_access::ElemKind kind = element_access::elem_kind(dtype_);
+  // uint8 is the storage of packed low-bit values: every byte pattern. Other integers stay small
+  // (-8..7, unsigned 0..15) so they can serve as indices and products do not overflow.
+  const bool bytes = dtype_ == DataType::u8();
+  const int64_t lo = dtype_.is_uint() ? 0 : -8, hi = bytes ? 256 : dtype_.is_uint() ? 16 : 8;
+  auto fill_chunk = [&](int64_t c) {
+    std::mt19937_64 rng(chunk_seed(seed, c));
+    const int64_t begin = c * kRandomChunk, end = std::min(size_, begin + kRandomChunk);
+    if (dtype_.is_float()) {
+      std::uniform_real_distribution<double> dist(-1.0, 1.0);
+      for (int64_t i = begin; i < end; ++i) element_access::store_elem(kind, *this, i, dist(rng));
+    } else if (dtype_.is_bool()) {
+      for (int64_t i = begin; i < end; ++i) set(i, static_cast<double>(rng() & 1));
+    } else if (bytes) {
+      std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
+      for (int64_t i = begin; i < end; ++i)
+        bytes_[static_cast<size_t>(i)] = static_cast<uint8_t>(dist(rng));
+    } else {
+      std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
+      for (int64_t i = begin; i < end; ++i) set(i, static_cast<double>(dist(rng)));
+    }
+  };
+  if (workers <= 0) workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  workers = static_cast<int>(std::min<int64_t>(workers, chunks));
+  if (workers <= 1) {
+    for (int64_t c = 0; c < chunks; ++c) fill_chunk(c);
+    return;
   }
+  // Chunks are handed out one at a time; each writes its own elements (whole bytes: a chunk
+  // starts at a multiple of kRandomChunk elements), and nothing in fill_chunk throws.
+  std::atomic<int64_t> next{0};
+  auto worker = [&] {
+    for (int64_t c = next++; c < chunks; c = next++) fill_chunk(c);
+  };
+  std::vector<std::thread> pool;
+  for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
 }
 
 Tolerance Tolerance::for_dtype(DataType dtype) {

@@ -33,7 +33,14 @@ class HostTensor {
   /// Deterministic values from `seed`: floats uniform in [-1, 1) rounded to the dtype, integers
   /// uniform over a small range that fits the type ([-8, 8) signed, [0, 16) unsigned), except
   /// uint8, the storage of packed low-bit weights, uniform over every byte [0, 256).
-  void fill_random(uint64_t seed);
+  /// The elements are drawn in chunks of kRandomChunk, each from its own generator (the first
+  /// chunk's seeded with `seed`, chunk c's with a mix of `seed` and c), so `workers` threads
+  /// (0: one per core) fill chunks side by side and every worker count gives the same bytes.
+  void fill_random(uint64_t seed, int workers = 0);
+
+  /// Elements per independently seeded chunk of fill_random (a multiple of 8, so chunks of
+  /// sub-byte dtypes never share a byte).
+  static constexpr int64_t kRandomChunk = int64_t{1} << 20;
 
  private:
   DataType dtype_;
