@@ -4,12 +4,14 @@
 // and multiply the probabilities (cast to fp16, in registers) by V. Both gemms use FullRow so a
 // warp owns whole rows, which the row reductions and the rescaling need. With is_causal=1 keys
 // after a query are masked.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/builder.h"
 #include "examples/reference_math.h"
 #include "examples/registry.h"
+#include "interp/element_access.h"
 
 namespace tessel {
 
@@ -83,25 +85,34 @@ void attention_reference(const Params& p, TensorMap& t) {
   const HostTensor &Q = t.at("Q"), &K = t.at("K"), &V = t.at("V");
   HostTensor& O = t.at("O");
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  // One head at a time in double precision: scores = Q K^T / sqrt(D), masked, row softmax, P V.
+  using element_access::elem_kind;
   auto head = [&](const HostTensor& x, int64_t h) {
+    const element_access::ElemKind kind = elem_kind(x.dtype());
     MatrixD m(S, D);
-    for (int64_t i = 0; i < S; ++i)
-      for (int64_t d = 0; d < D; ++d) m(i, d) = x.at((h * S + i) * D + d);
+    for (int64_t i = 0; i < S * D; ++i)
+      m.data()[i] = element_access::load_elem(kind, x, h * S * D + i);
     return m;
   };
+  const element_access::ElemKind out_kind = elem_kind(O.dtype());
+  // One head at a time in double precision, kRows queries at a time: scores = Q K^T / sqrt(D),
+  // masked, row softmax, P V. Causal, the queries [r0, r1) see only the keys [0, r1) (the
+  // others weigh exp(-inf) = 0 exactly, so leaving them out of the sums changes nothing).
+  constexpr int64_t kRows = 128;
   parallel_for(H, [&](int64_t h) {  // heads write disjoint rows of O
     MatrixD q = head(Q, h), k = head(K, h), v = head(V, h);
-    MatrixD w = (q * k.transpose()) * scale;
-    for (int64_t i = 0; i < S; ++i) {
-      if (causal) w.row(i).tail(S - 1 - i).setConstant(-INFINITY);  // keys after the query
-      double mx = w.row(i).maxCoeff();
-      w.row(i) = (w.row(i).array() - mx).exp().matrix();
-      w.row(i) /= w.row(i).sum();
+    for (int64_t r0 = 0; r0 < S; r0 += kRows) {
+      const int64_t rows = std::min(kRows, S - r0), keys = causal ? r0 + rows : S;
+      MatrixD w = (q.middleRows(r0, rows) * k.topRows(keys).transpose()) * scale;
+      for (int64_t i = 0; i < rows; ++i) {
+        if (causal) w.row(i).tail(keys - 1 - (r0 + i)).setConstant(-INFINITY);  // keys after it
+        double mx = w.row(i).maxCoeff();
+        w.row(i) = (w.row(i).array() - mx).exp().matrix();
+        w.row(i) /= w.row(i).sum();
+      }
+      MatrixD o = w * v.topRows(keys);
+      for (int64_t i = 0; i < rows * D; ++i)
+        element_access::store_elem(out_kind, O, (h * S + r0) * D + i, o.data()[i]);
     }
-    MatrixD o = w * v;
-    for (int64_t i = 0; i < S; ++i)
-      for (int64_t d = 0; d < D; ++d) O.set((h * S + i) * D + d, o(i, d));
   });
 }
 

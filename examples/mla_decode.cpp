@@ -12,6 +12,7 @@
 #include "core/builder.h"
 #include "examples/reference_math.h"
 #include "examples/registry.h"
+#include "interp/element_access.h"
 
 namespace tessel {
 
@@ -186,11 +187,13 @@ void mla_reference(const Params& p, TensorMap& t) {
   HostTensor& O = t.at("Output");
   const double scale = 1.0 / std::sqrt(static_cast<double>(D + P));
   auto rows = [](const HostTensor& x, int64_t b, int64_t n, int64_t d) {
+    const element_access::ElemKind kind = element_access::elem_kind(x.dtype());
     MatrixD m(n, d);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < d; ++j) m(i, j) = x.at((b * n + i) * d + j);
+    for (int64_t i = 0; i < n * d; ++i)
+      m.data()[i] = element_access::load_elem(kind, x, b * n * d + i);
     return m;
   };
+  const element_access::ElemKind out_kind = element_access::elem_kind(O.dtype());
   parallel_for(B, [&](int64_t b) {   // sequences write disjoint rows of Output
     MatrixD kv = rows(KV, b, S, D);  // KV and K_pe have one head: [batch, seqlen, 1, dim]
     MatrixD scores = (rows(Q, b, H, D) * kv.transpose() +
@@ -202,8 +205,8 @@ void mla_reference(const Params& p, TensorMap& t) {
       scores.row(h) /= scores.row(h).sum();
     }
     MatrixD out = scores * kv;
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t d = 0; d < D; ++d) O.set((b * H + h) * D + d, out(h, d));
+    for (int64_t i = 0; i < H * D; ++i)
+      element_access::store_elem(out_kind, O, b * H * D + i, out.data()[i]);
   });
 }
 
