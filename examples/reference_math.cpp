@@ -13,14 +13,24 @@ namespace tessel {
 MatrixD to_matrix(const HostTensor& t) {
   internal_check(t.shape().size() == 2, "to_matrix needs a 2-d tensor");
   MatrixD m(t.shape()[0], t.shape()[1]);
-  for (int64_t i = 0; i < t.size(); ++i) m.data()[i] = t.at(i);
+  const int64_t cols = m.cols();
+  parallel_for(m.rows(), [&](int64_t r) {
+    for (int64_t i = r * cols; i < (r + 1) * cols; ++i) m.data()[i] = t.at(i);
+  });
   return m;
 }
 
 void from_matrix(HostTensor& t, const MatrixD& m) {
   internal_check(t.shape().size() == 2 && t.shape()[0] == m.rows() && t.shape()[1] == m.cols(),
                  "from_matrix shape mismatch");
-  for (int64_t i = 0; i < t.size(); ++i) t.set(i, m.data()[i]);
+  const int64_t cols = m.cols();
+  if (t.dtype().storage_bits() % 8 != 0 || t.dtype().lanes != 1) {  // elements may share a byte
+    for (int64_t i = 0; i < t.size(); ++i) t.set(i, m.data()[i]);
+    return;
+  }
+  parallel_for(m.rows(), [&](int64_t r) {
+    for (int64_t i = r * cols; i < (r + 1) * cols; ++i) t.set(i, m.data()[i]);
+  });
 }
 
 void parallel_for(int64_t n, const std::function<void(int64_t)>& body) {
@@ -47,13 +57,17 @@ void parallel_for(int64_t n, const std::function<void(int64_t)>& body) {
   }
 }
 
-MatrixD parallel_product(const MatrixD& a, const MatrixD& b) {
-  MatrixD c(a.rows(), b.cols());
+MatrixD parallel_product(const MatrixD& a, const MatrixD& b, bool transpose_b) {
+  MatrixD c(a.rows(), transpose_b ? b.rows() : b.cols());
   const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
   const int64_t slices = std::min<int64_t>(cores, a.rows());
   parallel_for(slices, [&](int64_t s) {
     const int64_t r0 = a.rows() * s / slices, r1 = a.rows() * (s + 1) / slices;
-    c.middleRows(r0, r1 - r0).noalias() = a.middleRows(r0, r1 - r0) * b;
+    if (transpose_b) {
+      c.middleRows(r0, r1 - r0).noalias() = a.middleRows(r0, r1 - r0) * b.transpose();
+    } else {
+      c.middleRows(r0, r1 - r0).noalias() = a.middleRows(r0, r1 - r0) * b;
+    }
   });
   return c;
 }

@@ -12,7 +12,7 @@ namespace tessel {
 
 using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-/// A 2-d tensor's values as a double matrix.
+/// A 2-d tensor's values as a double matrix (its rows converted in parallel, parallel_for).
 MatrixD to_matrix(const HostTensor& t);
 /// Writes a matrix into a 2-d tensor of the same shape (rounding to its dtype).
 void from_matrix(HostTensor& t, const MatrixD& m);
@@ -22,9 +22,9 @@ void from_matrix(HostTensor& t, const MatrixD& m);
 /// tensors of whole-byte dtypes (no two share a byte) and read nothing another one writes.
 void parallel_for(int64_t n, const std::function<void(int64_t)>& body);
 
-/// a * b, the rows of a cut into one slice per core, each slice an Eigen product: every element
-/// is the same dot product as in a * b (Eigen may block the k loop differently per slice, so the
-/// last bits of a double may differ).
-MatrixD parallel_product(const MatrixD& a, const MatrixD& b);
+/// a * b (a * b^T with transpose_b), the rows of a cut into one slice per core, each slice an
+/// Eigen product: every element is the same dot product as in a * b (Eigen may block the k loop
+/// differently per slice, so the last bits of a double may differ).
+MatrixD parallel_product(const MatrixD& a, const MatrixD& b, bool transpose_b = false);
 
 }  // namespace tessel

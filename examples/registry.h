@@ -10,6 +10,7 @@
 
 #include "core/dtype.h"
 #include "core/kernel.h"
+#include "examples/reference_sample.h"
 #include "interp/tile_interpreter.h"
 
 namespace tessel {
@@ -68,6 +69,14 @@ struct Example {
   std::function<std::map<std::string, int64_t>(const Params&)> dynamic_dims;
   /// Fills the output tensors of `tensors` from its inputs.
   std::function<void(const Params&, TensorMap& tensors)> reference;
+  /// Optional: the multiply-adds `reference` costs (an estimate), so that a sampled thread-level
+  /// run can tell when the full reference would take longer than the run (tools/kernel_run.cpp).
+  std::function<double(const Params&)> reference_macs;
+  /// Optional: the reference on a sample of each output's elements for a sampled thread-level
+  /// run (`--blocks`): the simulated blocks' outputs in full, a seeded sample of the others.
+  std::function<std::vector<SampledOutput>(const Params&, const TensorMap& tensors,
+                                           const ReferenceSampleRequest& request)>
+      sampled_reference;
 };
 
 /// The name of the tensor in which a reference writes the error bound of `output`

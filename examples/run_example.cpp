@@ -55,8 +55,12 @@ ExampleRun run_example_tile(const Example& example, const Params& params, uint64
   example.reference(params, expected);
   for (const std::string& name : example.outputs) {
     const HostTensor& actual = tensors.at(name);
-    OutputCheck check{
-        name, {}, example.tolerance.value_or(Tolerance::for_dtype(actual.dtype())), actual.shape()};
+    OutputCheck check{name,
+                      {},
+                      example.tolerance.value_or(Tolerance::for_dtype(actual.dtype())),
+                      actual.shape(),
+                      std::nullopt,
+                      ""};
     auto bound = expected.find(error_bound_name(name));
     check.comparison = compare(actual, expected.at(name), check.tolerance,
                                bound == expected.end() ? nullptr : &bound->second);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "examples/registry.h"
@@ -16,6 +17,10 @@ struct OutputCheck {
   Comparison comparison;
   Tolerance tolerance;
   std::vector<int64_t> shape;
+  /// Set when only some elements were compared (a sampled reference): how many, and which in
+  /// words; `comparison.first_mismatch` is still a flat index into the whole tensor.
+  std::optional<int64_t> sampled;
+  std::string sample_note;
 };
 
 struct ExampleRun {

@@ -30,6 +30,7 @@ struct RunOptions {
   double timeout = 0;
   bool progress = false;
   std::string blocks;
+  std::string reference = "auto";
   bool no_warp_specialize = false;
 };
 
@@ -37,8 +38,9 @@ struct RunOptions {
 void check_options(const CLI::App& sub, const RunOptions& o) {
   auto given = [&](const char* name) { return sub.count(name) > 0; };
   if (o.device == "cuda") {
-    for (const char* name : {"--level", "--target", "--schedule", "--workers", "--max-steps",
-                             "--timeout", "--progress", "--blocks", "--no-warp-specialize"}) {
+    for (const char* name :
+         {"--level", "--target", "--schedule", "--workers", "--max-steps", "--timeout",
+          "--progress", "--blocks", "--reference", "--no-warp-specialize"}) {
       if (given(name)) {
         throw UsageError(std::string(name) +
                          " applies to runs on the CPU; leave it out with --device cuda");
@@ -68,6 +70,7 @@ void run_cpu(Context& ctx, const ResolvedKernel& k, const RunOptions& o, const D
   request.target = o.target;
   request.warp_specialize = !o.no_warp_specialize;
   request.blocks = o.blocks;
+  request.reference = o.reference;
   load_data(data, request);
   RunControl control(o.max_steps, o.timeout);
   request.control = &control;
@@ -137,6 +140,13 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "output stays complete); comma-separated all, edges, first, last, random:N "
                   "(drawn with --seed), linear ids (0,3,7) or grid coordinates ((1,2))")
       ->default_val("");
+  sub->add_option("--reference", o.reference,
+                  "what the built-in reference computes: full (every output element), sampled "
+                  "(with --blocks: the simulated blocks' outputs in full, seeded rows and columns "
+                  "of the others; GEMM examples) or auto (sampled when the full reference would "
+                  "cost more than 1.5e12 multiply-adds)")
+      ->check(CLI::IsMember({"auto", "full", "sampled"}))
+      ->default_val("auto");
   sub->add_option("--target", o.target,
                   "thread level: the GPU whose warps and banks are simulated: " + target_names())
       ->default_val("sm80");

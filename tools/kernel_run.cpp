@@ -72,11 +72,66 @@ std::vector<OutputCheck> compare_tensors(const TensorMap& actual, const TensorMa
     auto bound = expected.find(error_bound_name(name));  // Example::bounded_outputs
     OutputCheck check{
         name,
-        compare(a, expected.at(name), tol, bound == expected.end() ? nullptr : &bound->second), tol,
-        a.shape()};
+        compare(a, expected.at(name), tol, bound == expected.end() ? nullptr : &bound->second),
+        tol,
+        a.shape(),
+        std::nullopt,
+        ""};
     checks.push_back(std::move(check));
   }
   return checks;
+}
+
+/// The outputs against a sampled reference: each output's sampled elements only (gathered into
+/// a 1-d tensor of its dtype, so that the expected values round as a full reference's would).
+std::vector<OutputCheck> compare_sampled(const TensorMap& actual,
+                                         const std::vector<SampledOutput>& sampled,
+                                         const std::vector<std::string>& names,
+                                         std::optional<double> atol, std::optional<double> rtol) {
+  std::vector<OutputCheck> checks;
+  for (const std::string& name : names) {
+    auto s = std::find_if(sampled.begin(), sampled.end(),
+                          [&](const SampledOutput& o) { return o.name == name; });
+    internal_check(s != sampled.end(), "the sampled reference misses an output");
+    const HostTensor& a = actual.at(name);
+    const int64_t n = static_cast<int64_t>(s->indices.size());
+    HostTensor got(a.dtype(), {n}), want(a.dtype(), {n});
+    for (int64_t i = 0; i < n; ++i) {
+      got.set(i, a.at(s->indices[i]));
+      want.set(i, s->expected[i]);
+    }
+    Tolerance tol = Tolerance::for_dtype(a.dtype());
+    tol.atol = atol.value_or(tol.atol);
+    tol.rtol = rtol.value_or(tol.rtol);
+    OutputCheck check{name, compare(got, want, tol), tol, a.shape(), n, s->description};
+    if (check.comparison.first_mismatch >= 0)
+      check.comparison.first_mismatch = s->indices[check.comparison.first_mismatch];
+    checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
+/// True when the reference runs on a sample of the outputs (RunRequest::reference). UsageError
+/// for "sampled" where there is no block sample or no sampled reference.
+bool use_sampled_reference(const Example& example, const Params& params, const RunRequest& req,
+                           const std::optional<BlockSample>& sample) {
+  if (req.reference == "full") return false;
+  const bool can = sample && example.sampled_reference;
+  if (req.reference == "sampled") {
+    if (!sample) {
+      throw UsageError(
+          "--reference sampled checks the outputs of the blocks left out of a "
+          "sampled run on a sample; it needs --level thread and --blocks naming "
+          "fewer than all blocks");
+    }
+    if (!example.sampled_reference) {
+      throw UsageError("--reference sampled: kernel '" + example.name +
+                       "' has no sampled reference (the GEMM examples have one); use "
+                       "--reference full");
+    }
+    return true;
+  }
+  return can && example.reference_macs && example.reference_macs(params) > req.sample_above_macs;
 }
 
 /// The blocks `req.blocks` selects of `kernel`'s grid for these tensors; nullopt when that is
@@ -108,9 +163,9 @@ std::optional<BlockSample> select_blocks(const RunRequest& req, const Kernel& ke
 }
 
 /// Lowers a tile-level kernel for the target and runs it on every thread; then the tile level
-/// on the same inputs, when it can. With a block sample, the blocks left out run at tile level
-/// first, into the same tensors; then the sampled blocks run at thread level, and at tile level
-/// on a copy, which so holds the whole grid's tile-level results to compare with.
+/// on the same inputs, when it can. With a block sample (run.sample), the blocks left out run at
+/// tile level first, into the same tensors; then the sampled blocks run at thread level, and at
+/// tile level on a copy, which so holds the whole grid's tile-level results to compare with.
 void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
   const RunRequest& req = run.request;
   ThreadRunOptions options;
@@ -125,7 +180,6 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
   LowerOptions lower;
   lower.warp_specialize = req.warp_specialize;
   if (run.lowered) thread_kernel = lower_kernel(kernel, find_target(req.target), lower).kernel;
-  run.sample = select_blocks(req, kernel, run.tensors);
   Clock clock;
   if (run.sample) {
     const BlockSample& sample = *run.sample;
@@ -190,6 +244,9 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
 void check_request(const RunRequest& req) {
   if (req.level != "tile" && req.level != "thread") {
     throw UsageError("level '" + req.level + "': expected tile or thread");
+  }
+  if (req.reference != "auto" && req.reference != "full" && req.reference != "sampled") {
+    throw UsageError("--reference " + req.reference + ": expected auto, full or sampled");
   }
   if (req.level != "thread") {
     if (!req.blocks.empty()) {
@@ -320,14 +377,22 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   for (const std::string& name : example.zero_outputs) init.emplace(name, "zeros");
   apply_init(init, run.kernel, dims, request.seed, run.tensors);
   for (auto& [name, tensor] : given) run.tensors.insert_or_assign(name, std::move(tensor));
+  if (thread) run.sample = select_blocks(request, run.kernel, run.tensors);
   run.phases.inputs = lap(clock);
-  TensorMap reference = run.tensors;
-  example.reference(k.params, reference);
-  for (auto it = reference.begin(); it != reference.end();) {  // only the outputs are compared
-    bool output = std::any_of(
-        example.outputs.begin(), example.outputs.end(),
-        [&](const std::string& o) { return it->first == o || it->first == error_bound_name(o); });
-    it = output ? std::next(it) : reference.erase(it);
+  TensorMap reference;
+  std::vector<SampledOutput> sampled_reference;
+  if (k.has_reference && use_sampled_reference(example, k.params, request, run.sample)) {
+    ReferenceSampleRequest ask{run.sample->grid, run.sample->simulated, request.seed};
+    sampled_reference = example.sampled_reference(k.params, run.tensors, ask);
+  } else {
+    reference = run.tensors;
+    example.reference(k.params, reference);
+    for (auto it = reference.begin(); it != reference.end();) {  // only the outputs are compared
+      bool output = std::any_of(
+          example.outputs.begin(), example.outputs.end(),
+          [&](const std::string& o) { return it->first == o || it->first == error_bound_name(o); });
+      it = output ? std::next(it) : reference.erase(it);
+    }
   }
   run.phases.reference = lap(clock);
 
@@ -346,7 +411,10 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   if (k.has_reference) {
     std::optional<double> atol, rtol;  // the example's stated tolerance, else the dtype's
     if (example.tolerance) atol = example.tolerance->atol, rtol = example.tolerance->rtol;
-    run.vs_reference = compare_tensors(run.tensors, reference, example.outputs, atol, rtol);
+    run.vs_reference =
+        sampled_reference.empty()
+            ? compare_tensors(run.tensors, reference, example.outputs, atol, rtol)
+            : compare_sampled(run.tensors, sampled_reference, example.outputs, atol, rtol);
   }
   std::vector<std::string> expected_names;
   for (const NamedArray& a : request.expected) {

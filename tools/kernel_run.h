@@ -43,6 +43,12 @@ struct RunRequest {
   /// Thread level: the blocks simulated (interp/block_selection.h spec, e.g. "edges"); the
   /// others run at tile level into the same tensors. "" or "all": every block is simulated.
   std::string blocks;
+  /// What the built-in reference computes: "full" (every output element), "sampled" (an
+  /// example's sampled reference: the simulated blocks' outputs in full, a seeded sample of the
+  /// others; needs a block sample) or "auto": sampled when the run samples blocks, the example
+  /// has a sampled reference and its full reference costs more than sample_above_macs.
+  std::string reference = "auto";
+  double sample_above_macs = 1.5e12;
 };
 
 /// A sampled thread-level run (RunRequest::blocks): which blocks the simulator ran, and the

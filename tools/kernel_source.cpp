@@ -222,6 +222,17 @@ ResolvedKernel resolve_source(std::shared_ptr<const std::string> source, const s
     ex->reference = [ref, specs](const Params& p, TensorMap& t) {
       ref->reference(reference_params(*ref, specs, p), t);
     };
+    if (ref->reference_macs) {
+      ex->reference_macs = [ref, specs](const Params& p) {
+        return ref->reference_macs(reference_params(*ref, specs, p));
+      };
+    }
+    if (ref->sampled_reference) {
+      ex->sampled_reference = [ref, specs](const Params& p, const TensorMap& t,
+                                           const ReferenceSampleRequest& r) {
+        return ref->sampled_reference(reference_params(*ref, specs, p), t, r);
+      };
+    }
   } else {
     // No reference: the outputs (T.empty returns, out_idx) start as NaN bytes like a fresh
     // allocation, and no values are checked against a reference.

@@ -122,8 +122,12 @@ void run_section(std::string& out, const ReportData& d) {
       std::snprintf(err, sizeof err, "max abs err %.3g, %lld element(s) differ",
                     c.comparison.max_abs_err, static_cast<long long>(c.comparison.mismatches));
       out += "<tr class=\"" + std::string(c.comparison.passed ? "" : "failed") + "\"><td>" +
-             html_escape(c.name) + "</td><td>" + what + "</td><td>" +
-             (c.comparison.passed ? "matches" : "DIFFERS") + " (" + err + ")</td></tr>\n";
+             html_escape(c.name) + "</td><td>" + what +
+             (c.sampled ? " on a sample of " + std::to_string(*c.sampled) + " elements (" +
+                              html_escape(c.sample_note) + ")"
+                        : "") +
+             "</td><td>" + (c.comparison.passed ? "matches" : "DIFFERS") + " (" + err +
+             ")</td></tr>\n";
     }
   };
   rows(r.vs_reference, "the reference");

@@ -18,6 +18,12 @@ std::string format_error(double x) {
   return os.str();
 }
 
+int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 /// One line per check against `what` ("the reference", "the expected array"), with the first
 /// differing element of a failed one.
 void report_checks(std::ostream& out, const std::vector<OutputCheck>& checks,
@@ -25,9 +31,15 @@ void report_checks(std::ostream& out, const std::vector<OutputCheck>& checks,
   for (const OutputCheck& c : checks) {
     const Comparison& cmp = c.comparison;
     out << "  " << c.name << ": " << (cmp.passed ? "matches " : "DIFFERS FROM ") << what
-        << " (max abs err " << format_error(cmp.max_abs_err) << ", max rel err "
-        << format_error(cmp.max_rel_err) << "; tolerance atol " << format_error(c.tolerance.atol)
-        << " rtol " << format_error(c.tolerance.rtol) << ")\n";
+        << (c.sampled ? " ON A SAMPLE" : "") << " (max abs err " << format_error(cmp.max_abs_err)
+        << ", max rel err " << format_error(cmp.max_rel_err) << "; tolerance atol "
+        << format_error(c.tolerance.atol) << " rtol " << format_error(c.tolerance.rtol) << ")\n";
+    if (c.sampled) {
+      const int64_t total = element_count(c.shape);
+      out << "    sampled reference: " << *c.sampled << " of " << total << " elements checked ("
+          << c.sample_note << "); the other " << total - *c.sampled
+          << " are NOT checked against the reference (--reference full checks every one)\n";
+    }
     if (!cmp.passed) {
       out << "    " << cmp.mismatches << " element(s) differ; first at " << c.name
           << index_string(c.shape, cmp.first_mismatch) << ": got " << cmp.first_actual
@@ -39,13 +51,18 @@ void report_checks(std::ostream& out, const std::vector<OutputCheck>& checks,
 json checks_json(const std::vector<OutputCheck>& checks) {
   json list = json::array();
   for (const OutputCheck& c : checks) {
+    const int64_t total = element_count(c.shape);
     json entry = {{"name", c.name},
                   {"passed", c.comparison.passed},
                   {"max_abs_err", c.comparison.max_abs_err},
                   {"max_rel_err", c.comparison.max_rel_err},
                   {"mismatches", c.comparison.mismatches},
                   {"atol", c.tolerance.atol},
-                  {"rtol", c.tolerance.rtol}};
+                  {"rtol", c.tolerance.rtol},
+                  {"elements", total},
+                  {"checked", c.sampled.value_or(total)},
+                  {"sampled", c.sampled.has_value()},
+                  {"sample", c.sampled ? json(c.sample_note) : json(nullptr)}};
     if (!c.comparison.passed) {
       json index = json::array();
       int64_t flat = c.comparison.first_mismatch;
@@ -229,13 +246,13 @@ std::string run_text(const KernelRun& run) {
         << req.seed << ": " << t.blocks << " blocks × " << t.threads << " threads in " << std::fixed
         << std::setprecision(3) << t.seconds << " s (" << t.lane_ops << " lane-ops, "
         << std::setprecision(1) << std::scientific << lane_ops_per_second(t) << "/s)\n"
-        << std::defaultfloat;
+        << std::defaultfloat << std::setprecision(6);  // the values below in full
     if (run.sample) out << sample_text(*run.sample);
   } else {
     out << "kernel " << run.kernel->name << " at tile level, seed " << req.seed << ": "
         << run.blocks << " blocks × " << run.threads << " threads in " << std::fixed
         << std::setprecision(3) << run.seconds << " s\n"
-        << std::defaultfloat;
+        << std::defaultfloat << std::setprecision(6);
   }
   report_checks(out, run.vs_reference, "the reference");
   report_checks(out, run.vs_expected, "the expected array");

@@ -1,0 +1,112 @@
+// The matrix product on a sample of C's elements: rows, columns and whole tiles.
+#include "examples/sampled_product.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace tessel {
+
+namespace {
+
+constexpr int64_t kPanel = 256;  // rows of A or columns of B converted and multiplied at once
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::vector<int64_t> iota_range(int64_t begin, int64_t end) {
+  std::vector<int64_t> v;
+  for (int64_t i = begin; i < end; ++i) v.push_back(i);
+  return v;
+}
+
+}  // namespace
+
+std::vector<int64_t> sample_per_tile(int64_t extent, int64_t tile, int64_t per_tile,
+                                     uint64_t seed) {
+  std::vector<int64_t> picked;
+  uint64_t state = seed ^ 0x5eed5a3b1e7a11edULL;
+  for (int64_t begin = 0; begin < extent; begin += tile) {
+    const int64_t len = std::min(tile, extent - begin);
+    std::vector<int64_t> span;
+    if (len <= per_tile) {
+      span = iota_range(begin, begin + len);
+    } else {
+      while (static_cast<int64_t>(span.size()) < per_tile) {
+        int64_t i = begin + static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(len));
+        if (std::find(span.begin(), span.end(), i) == span.end()) span.push_back(i);
+      }
+      std::sort(span.begin(), span.end());
+    }
+    picked.insert(picked.end(), span.begin(), span.end());
+  }
+  return picked;
+}
+
+SampledOutput sampled_product(int64_t M, int64_t N, int64_t K, const MatrixPart& a_rows,
+                              const MatrixPart& b_cols, const std::vector<int64_t>& rows,
+                              const std::vector<int64_t>& cols,
+                              const std::vector<MatrixTile>& full_tiles) {
+  // The sampled rows of C: A's rows times B, one panel of B's columns at a time.
+  MatrixD a_sampled, c_rows(rows.size(), N);
+  a_rows(rows, a_sampled);
+  parallel_for((N + kPanel - 1) / kPanel, [&](int64_t p) {
+    const int64_t j0 = p * kPanel, j1 = std::min(N, j0 + kPanel);
+    MatrixD b_panel;
+    b_cols(iota_range(j0, j1), b_panel);
+    c_rows.middleCols(j0, j1 - j0).noalias() = a_sampled * b_panel;
+  });
+  // The sampled columns: A times B's columns, one panel of A's rows at a time.
+  MatrixD b_sampled, c_cols(M, cols.size());
+  b_cols(cols, b_sampled);
+  parallel_for((M + kPanel - 1) / kPanel, [&](int64_t p) {
+    const int64_t i0 = p * kPanel, i1 = std::min(M, i0 + kPanel);
+    MatrixD a_panel;
+    a_rows(iota_range(i0, i1), a_panel);
+    c_cols.middleRows(i0, i1 - i0).noalias() = a_panel * b_sampled;
+  });
+  std::vector<MatrixD> c_tiles(full_tiles.size());
+  parallel_for(static_cast<int64_t>(full_tiles.size()), [&](int64_t t) {
+    const MatrixTile& tile = full_tiles[static_cast<size_t>(t)];
+    MatrixD a, b;
+    a_rows(iota_range(tile.row0, tile.row1), a);
+    b_cols(iota_range(tile.col0, tile.col1), b);
+    c_tiles[static_cast<size_t>(t)].noalias() = a * b;
+  });
+
+  // The elements row by row, each once, in flat order.
+  std::vector<int64_t> row_at(M, -1);
+  for (size_t i = 0; i < rows.size(); ++i) row_at[rows[i]] = static_cast<int64_t>(i);
+  SampledOutput out;
+  std::vector<std::pair<int64_t, double>> line;
+  for (int64_t r = 0; r < M; ++r) {
+    if (row_at[r] >= 0) {
+      for (int64_t c = 0; c < N; ++c) {
+        out.indices.push_back(r * N + c);
+        out.expected.push_back(c_rows(row_at[r], c));
+      }
+      continue;
+    }
+    line.clear();
+    for (size_t s = 0; s < cols.size(); ++s) line.emplace_back(cols[s], c_cols(r, s));
+    for (size_t t = 0; t < full_tiles.size(); ++t) {
+      const MatrixTile& tile = full_tiles[t];
+      if (r < tile.row0 || r >= tile.row1) continue;
+      for (int64_t c = tile.col0; c < tile.col1; ++c)
+        line.emplace_back(c, c_tiles[t](r - tile.row0, c - tile.col0));
+    }
+    std::stable_sort(line.begin(), line.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (i > 0 && line[i].first == line[i - 1].first) continue;  // a column also in a tile
+      out.indices.push_back(r * N + line[i].first);
+      out.expected.push_back(line[i].second);
+    }
+  }
+  return out;
+}
+
+}  // namespace tessel
