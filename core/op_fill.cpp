@@ -1,6 +1,8 @@
 // T.fill / T.clear: validation, printing and reference semantics.
 #include "core/op_fill.h"
 
+#include <cstring>
+
 #include "core/expr_printer.h"
 
 namespace tessel {
@@ -27,6 +29,17 @@ void FillOp::run_reference(TileExec& exec) const {
   ConcreteRegion r = evaluate_region(dst_, exec, *this);
   TensorView v = exec.view(dst_.buffer);
   uint64_t bits = encode(v.dtype, exec.eval_value(value_));
+  // The whole buffer (T.clear(acc) in a k loop) in whole bytes per element: the element's bytes,
+  // as store_raw writes them, copied to every element.
+  const int width = v.dtype.storage_bits();
+  if (r.min == std::vector<int64_t>(r.min.size(), 0) && r.extent == v.shape && width % 8 == 0 &&
+      v.dtype.lanes == 1) {
+    uint8_t pattern[8];
+    store_bits(v.dtype, pattern, 0, bits);
+    const size_t bytes = static_cast<size_t>(width / 8);
+    for (int64_t n = 0; n < r.size(); ++n) std::memcpy(v.data + n * width / 8, pattern, bytes);
+    return;
+  }
   std::vector<int64_t> idx = r.min;
   for (int64_t n = 0; n < r.size(); ++n) {
     if (v.in_bounds(idx)) v.store_raw(v.flat(idx), bits);

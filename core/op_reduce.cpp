@@ -2,6 +2,7 @@
 #include "core/op_reduce.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "core/expr_printer.h"
@@ -115,8 +116,33 @@ TileOpRef ReduceOp::map_exprs(const std::function<Expr(const Expr&)>&) const {
   return std::make_shared<ReduceOp>(*this);
 }
 
+namespace {
+
+/// s.load(i), with the float32 and int32 accumulators read straight from their bytes (the same
+/// value as decode gives: the float or integer widened to double).
+struct SourceReader {
+  const TensorView& s;
+  const bool f32 = s.dtype == DataType::f32(), i32 = s.dtype == DataType::i32();
+  double operator()(int64_t i) const {
+    if (f32) {
+      float x;
+      std::memcpy(&x, s.data + i * 4, 4);
+      return x;
+    }
+    if (i32) {
+      int32_t x;
+      std::memcpy(&x, s.data + i * 4, 4);
+      return x;
+    }
+    return s.load(i);
+  }
+};
+
+}  // namespace
+
 void ReduceOp::run_reference(TileExec& exec) const {
   TensorView s = exec.view(src_), d = exec.view(dst_);
+  const SourceReader load{s};
   // View src as (outer, extent, inner) around `dim`.
   int64_t outer = 1, inner = 1, extent = s.shape[dim_];
   for (int i = 0; i < dim_; ++i) outer *= s.shape[i];
@@ -126,7 +152,7 @@ void ReduceOp::run_reference(TileExec& exec) const {
       int64_t out = o * inner + in;
       double acc = clear_ ? identity(kind_) : d.load(out);
       for (int64_t r = 0; r < extent; ++r)
-        acc = combine(kind_, acc, s.load((o * extent + r) * inner + in));
+        acc = combine(kind_, acc, load((o * extent + r) * inner + in));
       d.store(out, acc);
     }
   }
