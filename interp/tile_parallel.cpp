@@ -30,6 +30,7 @@ class Statement {
 
  protected:
   void enter(Frame& f) const {
+    ++f.statement;
     if (s_->loc.known()) f.block.set_current_loc(s_->loc);
     f.steps.step([&] {
       return "kernel '" + f.block.kernel()->name + "', " + f.block.block_name() +
@@ -373,6 +374,22 @@ class Program {
   explicit Program(const ForNode* loop) {
     for_each_stmt(loop->body, [&](const Stmt& s) {
       if (const auto* store = s.as<StoreNode>()) tables.stored.insert(store->buffer.get());
+    });
+    // The sub-expressions that occur more than once in one store (its indices and value).
+    for_each_stmt(loop->body, [&](const Stmt& s) {
+      const auto* store = s.as<StoreNode>();
+      if (!store) return;
+      decltype(tables.uses) mine;
+      auto count = [&](const Expr& e) {
+        pre_order_visit(e, [&](const Expr& x) {
+          if (x.tree_size() >= Tables::kMinReuse && x.tree_size() <= Tables::kMaxReuse) ++mine[x];
+        });
+      };
+      for (const Expr& i : store->indices) count(i);
+      count(store->value);
+      for (const auto& [x, n] : mine) {
+        if (n > 1) tables.uses[x] = n;
+      }
     });
     root = compile_loop(loop, tables);
   }

@@ -494,6 +494,41 @@ class Load final : public Node {
   mutable std::vector<Value> rows_;                          ///< the index rows, one per dim
 };
 
+}  // namespace
+
+/// The value of a repeated sub-expression (Tables::uses) for one (run, statement, tick).
+struct ReuseCache {
+  Value value;
+  uint64_t run = 0, statement = 0, tick = 0;
+};
+
+namespace {
+
+/// An occurrence of a sub-expression that occurs more than once in the nest (structurally equal:
+/// the same operations on the same variables and buffers, as fp4's decoded field in the
+/// dequantising kernels). The first occurrence
+/// evaluated in a statement computes it; the others in that statement reuse the value. An
+/// expression has no side effects and nothing is bound or stored while one statement evaluates
+/// its expressions (the key holds the run, the statement count and the binding tick), so the
+/// reused value is the one the generic evaluator computes again; an error is raised by the first
+/// evaluation, as generically (the run numbers start at 1: a fresh cache never matches).
+class Reuse final : public Node {
+ public:
+  Reuse(NodePtr inner, std::shared_ptr<ReuseCache> cache)
+      : inner_(std::move(inner)), cache_(std::move(cache)) {}
+  Value eval(Frame& f) const override {
+    ReuseCache& c = *cache_;
+    if (c.run == f.run && c.statement == f.statement && c.tick == f.tick) return c.value;
+    Value v = inner_->eval(f);
+    c = ReuseCache{v, f.run, f.statement, f.tick};
+    return v;
+  }
+
+ private:
+  NodePtr inner_;
+  std::shared_ptr<ReuseCache> cache_;
+};
+
 /// The value of a sub-expression that does not change in the innermost loop around it, cached:
 /// it is computed again only when one of the variables it reads was bound since (its version
 /// moved past the tick of the cached value) or in another run of the nest. It reads no buffer the
@@ -615,7 +650,9 @@ std::vector<std::pair<int, const VarNode*>> variable_indices(const std::vector<E
   return vars;
 }
 
-NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx) {
+namespace {
+
+NodePtr compile_unshared(const Expr& e, Tables& tables, const IndexContext& ctx) {
   std::optional<std::vector<int>> deps = memo_deps(e, tables);
   if (!deps) return compile_node(e, tables, ctx);
   tables.memo = false;  // nothing to cache inside a cached value
@@ -623,6 +660,26 @@ NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx) {
   tables.memo = true;
   if (!inner) return nullptr;
   return std::make_unique<Memo>(std::move(inner), std::move(*deps));
+}
+
+}  // namespace
+
+NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx) {
+  auto uses = e.tree_size() >= Tables::kMinReuse && e.tree_size() <= Tables::kMaxReuse
+                  ? tables.uses.find(e)
+                  : tables.uses.end();
+  // Inside a repeated sub-expression, a part that occurs no more often than it is evaluated only
+  // when the whole is: it needs no cache of its own.
+  if (uses == tables.uses.end() || uses->second <= tables.enclosing_uses)
+    return compile_unshared(e, tables, ctx);
+  const int enclosing = tables.enclosing_uses;
+  tables.enclosing_uses = uses->second;
+  NodePtr inner = compile_unshared(e, tables, ctx);
+  tables.enclosing_uses = enclosing;
+  if (!inner) return nullptr;
+  std::shared_ptr<ReuseCache>& cache = tables.reuse[e];
+  if (!cache) cache = std::make_shared<ReuseCache>();
+  return std::make_unique<Reuse>(std::move(inner), cache);
 }
 
 namespace {

@@ -40,6 +40,10 @@ struct Frame {
   uint64_t* version;
   uint64_t tick;
   uint64_t run;
+  /// Counts the statements entered in this run: a sub-expression that occurs several times in one
+  /// statement is evaluated once per value of (run, statement, tick) (Reuse in
+  /// tile_parallel_expr.cpp).
+  uint64_t statement = 0;
 };
 
 /// The value in `slot` of variable `var`; a user error when the nest reads it where it is not
@@ -89,6 +93,8 @@ struct IndexContext {
   const std::vector<Expr>* indices = nullptr;
 };
 
+struct ReuseCache;  // tile_parallel_expr.cpp
+
 /// Numbers the variables and buffers of one nest while it is compiled.
 class Tables {
  public:
@@ -105,6 +111,19 @@ class Tables {
   std::unordered_map<const VarNode*, int> depth_of;
   std::unordered_set<const BufferNode*> stored;
   bool memo = true;
+  /// The sub-expressions of kMinReuse to kMaxReuse nodes that occur more than once in one store
+  /// of the nest, up to structural equality (fp4's decoded field occurs seven times in one
+  /// weight), with their count; and the value cache the occurrences of each share.
+  struct StructuralHash {
+    size_t operator()(const Expr& e) const { return structural_hash(e); }
+  };
+  struct StructuralEqual {
+    bool operator()(const Expr& a, const Expr& b) const { return structural_equal(a, b); }
+  };
+  static constexpr uint64_t kMinReuse = 3, kMaxReuse = 256;
+  std::unordered_map<Expr, int, StructuralHash, StructuralEqual> uses;
+  std::unordered_map<Expr, std::shared_ptr<ReuseCache>, StructuralHash, StructuralEqual> reuse;
+  int enclosing_uses = 1;  ///< the count of the repeated sub-expression being compiled (1: none)
 
  private:
   std::unordered_map<const VarNode*, int> slot_of_;

@@ -151,6 +151,50 @@ def nest(A: T.Tensor((16, 8), "float16"), I: T.Tensor((16, 8), "int32"),
     CHECK(differing(generic.tensors, compiled.tensors) == "");
   }
 
+  // A sub-expression repeated in one store is evaluated once per execution of that store (Reuse
+  // in tile_parallel_expr.cpp); the next store, which reads what the one before stored, must
+  // compute it again. A = 0.5 everywhere: x = 2A + 1 = 2, B = x * x - x = 2, A' = x + B * x = 6,
+  // C = (2A' + 1)^2 = 169; a stale x (2) would give C = 4.
+  TEST_CASE("a sub-expression repeated in a store is reused only within that store") {
+    Kernel k = parse(R"(import tilelang.language as T
+
+
+@T.prim_func
+def rep(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32"),
+        C: T.Tensor((8, 8), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        for i, j in T.Parallel(8, 8):
+            B[i, j] = (A[i, j] * 2.0 + 1.0) * (A[i, j] * 2.0 + 1.0) - (A[i, j] * 2.0 + 1.0)
+            A[i, j] = A[i, j] * 2.0 + 1.0 + B[i, j] * (A[i, j] * 2.0 + 1.0)
+            C[i, j] = (A[i, j] * 2.0 + 1.0) * (A[i, j] * 2.0 + 1.0)
+)");
+    TensorMap in = make_tensors(k, {}, {"B", "C"}, 1);
+    for (int64_t e = 0; e < 64; ++e) in.at("A").set(e, 0.5);
+    Outcome generic = run(k, in, false), compiled = run(k, in, true);
+    CHECK(compiled.error == "");
+    CHECK(differing(generic.tensors, compiled.tensors) == "");
+    CHECK(compiled.tensors.at("B").at(9) == 2.0);
+    CHECK(compiled.tensors.at("A").at(9) == 6.0);
+    CHECK(compiled.tensors.at("C").at(9) == 169.0);
+  }
+
+  TEST_CASE("a division by zero in a repeated sub-expression is the generic evaluator's error") {
+    Kernel k = parse(R"(import tilelang.language as T
+
+
+@T.prim_func
+def rep(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        for i, j in T.Parallel(8, 8):
+            B[i, j] = A[i, 8 // (j - 3) % 8] + A[i, 8 // (j - 3) % 8] * 2.0
+)");
+    TensorMap in = make_tensors(k, {}, {"B"}, 1);
+    Outcome generic = run(k, in, false), compiled = run(k, in, true);
+    CHECK(generic.error.find("integer division by zero") != std::string::npos);
+    CHECK(compiled.error == generic.error);
+    CHECK(differing(generic.tensors, compiled.tensors) == "");
+  }
+
   // The compiled nests cache sub-expressions invariant in the innermost loop (exp(A[k, i] * 0.5)
   // and w[i] in the j loop, i * 3 + bx under the let). The cache must be dropped when an outer
   // loop moves (i), in the next run of the nest (A[k, 0] reads only k, bound outside the nest by
