@@ -83,11 +83,19 @@ class Loop final : public Statement {
     enter(f);
     run(f);
   }
+  static constexpr int64_t kRowLength = 1024;
   void run(Frame& f) const {
     const int64_t lo = min_->eval(f).i;
     const int64_t n = extent_->eval(f).i;
-    if (row_ && n > 1 && body_->run_row(f, Row{slot_, lo, n})) return;
-    for (int64_t it = 0; it < n; ++it) {
+    int64_t it = 0;
+    // Rows of at most kRowLength iterations (a long serial loop needs no long buffers); from the
+    // first row that cannot run as one, the iterations run one by one.
+    while (row_ && n - it > 1) {
+      const int64_t m = std::min(kRowLength, n - it);
+      if (!body_->run_row(f, Row{slot_, lo + it, m})) break;
+      it += m;
+    }
+    for (; it < n; ++it) {
       bind(f, slot_, Value::of_int(lo + it));
       body_->exec(f);
     }

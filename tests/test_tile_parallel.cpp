@@ -326,6 +326,40 @@ def rows(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
     }
   }
 
+  // A loop longer than a row (1024 iterations) runs as several rows: 2500 stores, then 2600 whose
+  // last 100 lie past the edge of B (the error at B[2500], in the third row, after its first 452
+  // stores), and a serial loop of 2500 inside a nest.
+  TEST_CASE("loops longer than a row give the generic evaluator's bytes and errors") {
+    const char* const bodies[] = {
+        "for i in T.Parallel(2500):\n            B[i] = A[i % 16] * 2.0 + i",
+        "for i in T.Parallel(2600):\n            B[i] = A[i % 16] - i",
+        "for i in T.Parallel(1):\n            for j in T.serial(2500):\n                "
+        "B[j] = B[j] * 0.5 + A[j % 16]",
+    };
+    const char* const errors[] = {"", "store to B[2500] is out of bounds", ""};
+    for (size_t c = 0; c < std::size(bodies); ++c) {
+      Kernel k = parse(std::string(R"(import tilelang.language as T
+
+
+@T.prim_func
+def long_rows(A: T.Tensor((16,), "float32"), B: T.Tensor((2500,), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        )") + bodies[c] +
+                       "\n");
+      TensorMap in = make_tensors(k, {}, {}, 6);
+      Outcome generic = run(k, in, false), compiled = run(k, in, true);
+      INFO(bodies[c] << " -> " << generic.error);
+      if (*errors[c]) {
+        CHECK(generic.error.find(errors[c]) != std::string::npos);
+      } else {
+        CHECK(generic.error == "");
+      }
+      CHECK(compiled.error == generic.error);
+      CHECK(differing(generic.tensors, compiled.tensors) == "");
+      CHECK(differing(in, generic.tensors) != "");
+    }
+  }
+
   // --max-steps stops a run at the same statement when every executed statement counts one step in
   // both paths: the message names where it stopped and how many steps were taken.
   TEST_CASE("a step limit stops a compiled nest where it stops the generic one") {
