@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "interp/host_tensor.h"
 
@@ -23,6 +24,17 @@ inline ElemKind elem_kind(DataType t) {
   return ElemKind::kOther;
 }
 
+/// Every f16 bit pattern's float value (256 KiB, built once): decoding an f16 is a lookup.
+inline const float* f16_floats() {
+  static const std::vector<float> table = [] {
+    std::vector<float> v(1 << 16);
+    for (uint32_t b = 0; b < v.size(); ++b)
+      v[b] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(static_cast<uint16_t>(b)));
+    return v;
+  }();
+  return table.data();
+}
+
 /// HostTensor::at.
 inline double load_elem(ElemKind k, const HostTensor& t, int64_t flat) {
   switch (k) {
@@ -34,7 +46,7 @@ inline double load_elem(ElemKind k, const HostTensor& t, int64_t flat) {
     case ElemKind::kF16: {
       uint16_t bits;
       std::memcpy(&bits, t.data() + flat * 2, 2);
-      return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+      return f16_floats()[bits];
     }
     case ElemKind::kI32: {
       int32_t v;

@@ -427,6 +427,15 @@ class Load final : public Node {
     if (!var_indices_.empty()) {  // acc[i, j]: one stride along the row when all of it is inside
       const HostTensor& t = *f.tensors[buffer_];
       if (auto a = row_access(f, row, var_indices_, t.shape())) {
+        if (kind_ == ElemKind::kF16 && is_float_) {  // a lookup per element
+          const float* values = element_access::f16_floats();
+          for (int64_t k = 0; k < row.n; ++k) {
+            uint16_t bits;
+            std::memcpy(&bits, t.data() + (a->first + k * a->step) * 2, 2);
+            out[k] = Value::of_float(values[bits]);
+          }
+          return;
+        }
         for (int64_t k = 0; k < row.n; ++k) {
           const double v = load_elem(kind_, t, a->first + k * a->step);
           out[k] = is_float_ ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
