@@ -1,9 +1,6 @@
 // Shape parameters and chunk views of the Mamba-2 SSD examples.
 #include "examples/linear_attention_shapes.h"
 
-#include <cstring>
-#include <vector>
-
 #include "interp/element_access.h"
 
 namespace tessel {
@@ -48,31 +45,7 @@ const HostTensor* find_tensor(const TensorMap& t, const char* name) {
 
 }  // namespace
 
-/// Every f16 bit pattern's value (HostTensor::at's), built once: decoding a row is a lookup.
-static const double* f16_values() {
-  static const std::vector<double> table = [] {
-    std::vector<double> v(1 << 16);
-    HostTensor one(DataType::f16(), {1});
-    for (uint32_t bits = 0; bits < v.size(); ++bits) {
-      const uint16_t b = static_cast<uint16_t>(bits);
-      std::memcpy(one.data(), &b, 2);
-      v[bits] = one.at(0);
-    }
-    return v;
-  }();
-  return table.data();
-}
-
 void read_elements(const HostTensor& t, int64_t flat, int64_t n, double* out) {
-  if (t.dtype() == DataType::f16()) {
-    const double* values = f16_values();
-    for (int64_t k = 0; k < n; ++k) {
-      uint16_t bits;
-      std::memcpy(&bits, t.data() + (flat + k) * 2, 2);
-      out[k] = values[bits];
-    }
-    return;
-  }
   const element_access::ElemKind kind = element_access::elem_kind(t.dtype());
   for (int64_t k = 0; k < n; ++k) out[k] = element_access::load_elem(kind, t, flat + k);
 }
