@@ -509,6 +509,11 @@ class Load final : public Node {
 struct ReuseCache {
   Value value;
   uint64_t run = 0, statement = 0, tick = 0;
+  /// The last row (eval_row): its values and key, the tick being the one after computing it.
+  std::vector<Value> row;
+  uint64_t row_run = 0, row_statement = 0, row_tick = 0;
+  int row_slot = -1;
+  int64_t row_lo = 0;
 };
 
 namespace {
@@ -529,8 +534,30 @@ class Reuse final : public Node {
     ReuseCache& c = *cache_;
     if (c.run == f.run && c.statement == f.statement && c.tick == f.tick) return c.value;
     Value v = inner_->eval(f);
-    c = ReuseCache{v, f.run, f.statement, f.tick};
+    c.value = v;
+    c.run = f.run;
+    c.statement = f.statement;
+    c.tick = f.tick;
     return v;
+  }
+  /// The same for a row: an occurrence evaluated after another one of the same row, with nothing
+  /// bound in between, copies its values (the row's variable keeps the binding it has; the store
+  /// binds it after the row).
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    ReuseCache& c = *cache_;
+    if (c.row_run == f.run && c.row_statement == f.statement && c.row_tick == f.tick &&
+        c.row_slot == row.slot && c.row_lo == row.lo &&
+        static_cast<int64_t>(c.row.size()) == row.n) {
+      std::copy(c.row.begin(), c.row.end(), out);
+      return;
+    }
+    inner_->eval_row(f, row, out);
+    c.row.assign(out, out + row.n);
+    c.row_run = f.run;
+    c.row_statement = f.statement;
+    c.row_tick = f.tick;
+    c.row_slot = row.slot;
+    c.row_lo = row.lo;
   }
 
  private:
