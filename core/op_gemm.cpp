@@ -12,9 +12,12 @@ namespace tessel {
 
 const char* policy_name(GemmWarpPolicy policy) {
   switch (policy) {
-    case GemmWarpPolicy::kSquare: return "Square";
-    case GemmWarpPolicy::kFullRow: return "FullRow";
-    case GemmWarpPolicy::kFullCol: return "FullCol";
+    case GemmWarpPolicy::kSquare:
+      return "Square";
+    case GemmWarpPolicy::kFullRow:
+      return "FullRow";
+    case GemmWarpPolicy::kFullCol:
+      return "FullCol";
   }
   return "?";
 }
@@ -33,8 +36,8 @@ std::string shape_string(const Buffer& b) {
 }
 
 /// Checks that two extents agree where both are constants.
-void check_dim(const std::string& op, const char* what, const Buffer& x, size_t dx,
-               const Buffer& y, size_t dy, const std::string& fix) {
+void check_dim(const std::string& op, const char* what, const Buffer& x, size_t dx, const Buffer& y,
+               size_t dy, const std::string& fix) {
   auto a = as_const_int(x->shape[dx]), b = as_const_int(y->shape[dy]);
   if (a && b && *a != *b) {
     user_error(op + ": " + what + " of '" + x->name + "' " + shape_string(x) + " is " +
@@ -58,33 +61,40 @@ const float* f16_table() {
   return table.data();
 }
 
-/// Decodes a tile into a matrix; the common 16- and 32-bit float formats take a direct path.
+/// Decodes a tile into `m` (resized to the tile's shape: no allocation when it already has it);
+/// the common 16- and 32-bit float formats take a direct path.
 template <typename Mat>
-Mat read_matrix(const TensorView& v) {
-  Mat m(v.shape[0], v.shape[1]);
+void read_matrix_into(const TensorView& v, Mat& m) {
+  m.resize(v.shape[0], v.shape[1]);
   using Scalar = typename Mat::Scalar;
   Scalar* out = m.data();
   int64_t n = v.size();
   if constexpr (std::is_same_v<Scalar, float>) {
     if (v.dtype == DataType::f32()) {
       std::memcpy(out, v.data, n * sizeof(float));
-      return m;
+      return;
     }
     const auto* bits = reinterpret_cast<const uint16_t*>(v.data);
     if (v.dtype == DataType::f16()) {
       const float* table = f16_table();
       for (int64_t i = 0; i < n; ++i) out[i] = table[bits[i]];
-      return m;
+      return;
     }
     if (v.dtype == DataType::bf16()) {  // bfloat16 is the top half of a float
       for (int64_t i = 0; i < n; ++i) {
         uint32_t word = static_cast<uint32_t>(bits[i]) << 16;
         std::memcpy(&out[i], &word, sizeof word);
       }
-      return m;
+      return;
     }
   }
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Scalar>(v.load(i));
+}
+
+template <typename Mat>
+Mat read_matrix(const TensorView& v) {
+  Mat m;
+  read_matrix_into(v, m);
   return m;
 }
 
@@ -115,7 +125,11 @@ void accumulate(const GemmOptions& o, const Mat& A, const Mat& B, CMat& C) {
 template <typename Mat>
 void multiply(const GemmOp& op, TileExec& exec) {
   TensorView a = exec.view(op.A()), b = exec.view(op.B()), c = exec.view(op.C());
-  Mat A = read_matrix<Mat>(a), B = read_matrix<Mat>(b);
+  // The decoded operands live on in each worker thread: a block's k loop reuses them, no
+  // allocation per call.
+  thread_local Mat A, B;
+  read_matrix_into(a, A);
+  read_matrix_into(b, B);
   const GemmOptions& o = op.options();
   if constexpr (std::is_same_v<typename Mat::Scalar, float>) {
     if (c.dtype == DataType::f32()) {  // accumulate in place in the fp32 accumulator
@@ -155,8 +169,9 @@ TileOpRef GemmOp::make(Buffer A, Buffer B, Buffer C, GemmOptions o, SourceLoc lo
   }
   bool int_inputs = A->dtype.is_integral();
   if (int_inputs ? C->dtype != DataType::i32() : !C->dtype.is_float()) {
-    user_error(op + ": the accumulator '" + C->name + "' is " + C->dtype.name() + " but the inputs are " +
-               A->dtype.name() + "; accumulate " + (int_inputs ? "int8 in int32" : "in float32"));
+    user_error(op + ": the accumulator '" + C->name + "' is " + C->dtype.name() +
+               " but the inputs are " + A->dtype.name() + "; accumulate " +
+               (int_inputs ? "int8 in int32" : "in float32"));
   }
   size_t a_m = o.transpose_A ? 1 : 0, a_k = 1 - a_m;
   size_t b_k = o.transpose_B ? 1 : 0, b_n = 1 - b_k;
@@ -169,7 +184,9 @@ TileOpRef GemmOp::make(Buffer A, Buffer B, Buffer C, GemmOptions o, SourceLoc lo
 }
 
 std::string GemmOp::variant() const {
-  auto letter = [](const Buffer& b) { return b->scope == Scope::kShared || b->scope == Scope::kSharedDyn ? "s" : "r"; };
+  auto letter = [](const Buffer& b) {
+    return b->scope == Scope::kShared || b->scope == Scope::kSharedDyn ? "s" : "r";
+  };
   return std::string(letter(A_)) + letter(B_);
 }
 
