@@ -172,14 +172,8 @@ class Store final : public Statement {
         loaded_(std::move(loaded)) {}
   void exec(Frame& f) const override {
     enter(f);
-    const size_t rank = indices_.size();
     int64_t idx[kMaxRank];
-    if (var_indices_.empty()) {
-      for (size_t d = 0; d < rank; ++d) idx[d] = indices_[d]->eval(f).i;
-    } else {
-      for (size_t d = 0; d < rank; ++d)
-        idx[d] = read_slot(f, var_indices_[d].first, var_indices_[d].second).i;
-    }
+    eval_indices(f, indices_, var_indices_, idx);
     store(f, idx, value_->eval(f));
   }
 
@@ -199,16 +193,7 @@ class Store final : public Statement {
     Value* rows = row_buffer(rows_, static_cast<int64_t>(rank + 1) * row.n);
     Value* values = rows + rank * row.n;
     try {
-      for (size_t d = 0; d < rank; ++d) {
-        Value* r = rows + d * row.n;
-        if (var_indices_.empty()) {
-          indices_[d]->eval_row(f, row, r);
-        } else if (var_indices_[d].first == row.slot) {
-          for (int64_t k = 0; k < row.n; ++k) r[k] = Value::of_int(row.lo + k);
-        } else {
-          std::fill(r, r + row.n, read_slot(f, var_indices_[d].first, var_indices_[d].second));
-        }
-      }
+      eval_index_rows(f, row, indices_, var_indices_, rows);
       value_->eval_row(f, row, values);
     } catch (const UserError&) {
       return false;

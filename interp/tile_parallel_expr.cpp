@@ -412,14 +412,8 @@ class Load final : public Node {
         indices_(std::move(indices)),
         var_indices_(std::move(var_indices)) {}
   Value eval(Frame& f) const override {
-    const size_t rank = indices_.size();
     int64_t idx[kMaxRank];
-    if (var_indices_.empty()) {
-      for (size_t d = 0; d < rank; ++d) idx[d] = indices_[d]->eval(f).i;
-    } else {
-      for (size_t d = 0; d < rank; ++d)
-        idx[d] = read_slot(f, var_indices_[d].first, var_indices_[d].second).i;
-    }
+    eval_indices(f, indices_, var_indices_, idx);
     return at(f, idx);
   }
   void eval_row(Frame& f, const Row& row, Value* out) const override {
@@ -444,16 +438,7 @@ class Load final : public Node {
       }
     }
     Value* rows = row_buffer(rows_, static_cast<int64_t>(rank) * row.n);
-    for (size_t d = 0; d < rank; ++d) {
-      Value* r = rows + d * row.n;
-      if (var_indices_.empty()) {
-        indices_[d]->eval_row(f, row, r);
-      } else if (var_indices_[d].first == row.slot) {
-        for (int64_t k = 0; k < row.n; ++k) r[k] = Value::of_int(row.lo + k);
-      } else {
-        std::fill(r, r + row.n, read_slot(f, var_indices_[d].first, var_indices_[d].second));
-      }
-    }
+    eval_index_rows(f, row, indices_, var_indices_, rows);
     const HostTensor& t = *f.tensors[buffer_];
     const std::vector<int64_t>& shape = t.shape();
     int64_t idx[kMaxRank];

@@ -2,6 +2,7 @@
 // the compiled expression nodes, each a closure over slot-indexed variables and buffers.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -173,6 +174,32 @@ inline std::optional<RowAccess> row_access(const Frame& f, const Row& row,
     }
   }
   return RowAccess{first, step};
+}
+
+/// The indices of an access for the frame's bindings into idx: each index's compiled node, or,
+/// where every index is a variable (variable_indices, non-empty), the variables' slots directly.
+inline void eval_indices(Frame& f, const std::vector<NodePtr>& indices,
+                         const std::vector<std::pair<int, const VarNode*>>& vars, int64_t* idx) {
+  if (vars.empty()) {
+    for (size_t d = 0; d < indices.size(); ++d) idx[d] = indices[d]->eval(f).i;
+  } else {
+    for (size_t d = 0; d < vars.size(); ++d) idx[d] = read_slot(f, vars[d].first, vars[d].second).i;
+  }
+}
+
+/// The same over a row: rows[d * row.n + k] is index d at the row's iteration k.
+inline void eval_index_rows(Frame& f, const Row& row, const std::vector<NodePtr>& indices,
+                            const std::vector<std::pair<int, const VarNode*>>& vars, Value* rows) {
+  for (size_t d = 0; d < indices.size(); ++d) {
+    Value* r = rows + d * row.n;
+    if (vars.empty()) {
+      indices[d]->eval_row(f, row, r);
+    } else if (vars[d].first == row.slot) {
+      for (int64_t k = 0; k < row.n; ++k) r[k] = Value::of_int(row.lo + k);
+    } else {
+      std::fill(r, r + row.n, read_slot(f, vars[d].first, vars[d].second));
+    }
+  }
 }
 
 /// "kernel 'K', block (1, 0), thread 3 (at file:line)" for runtime errors.

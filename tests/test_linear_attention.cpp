@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "codegen/emit.h"
 #include "codegen/toolchain.h"
@@ -46,6 +47,21 @@ TensorMap zero_tensors(const Example& e, const std::map<std::string, std::string
     for (int64_t i = 0; i < tensor.size(); ++i) tensor.set(i, 0);
   }
   return t;
+}
+
+/// `name` (2 heads, seq_len 512) at tile level on seeded inputs, and its reference with the
+/// error bounds on the same inputs.
+std::tuple<const Example*, TensorMap, TensorMap> tile_level_and_reference(const std::string& name) {
+  const Example* e = find_example(name);
+  REQUIRE(e);
+  REQUIRE(e->tolerance);
+  Params p = make_params(*e, {{"nheads", "2"}, {"seq_len", "512"}});
+  Kernel k = e->build(p);
+  TensorMap t = make_tensors(k, {}, e->outputs, 5);
+  TensorMap expected = t;
+  run_tile_level(k, t);
+  e->reference(p, expected);
+  return {e, std::move(t), std::move(expected)};
 }
 
 }  // namespace
@@ -219,15 +235,7 @@ TEST_SUITE("linear attention") {
     // sum dropped (a mask `s < l` where it should be `s <= l`: minus cb[l][l] * e^0 * dt[l] *
     // x[l]) must not: that error is a whole term, about |cb dt x| ~ 0.1, where the bound is a few
     // times 2^-11 of the terms' magnitudes.
-    const Example* e = find_example("chunk_scan");
-    REQUIRE(e);
-    REQUIRE(e->tolerance);
-    Params p = make_params(*e, {{"nheads", "2"}, {"seq_len", "512"}});
-    Kernel k = e->build(p);
-    TensorMap t = make_tensors(k, {}, e->outputs, 5);
-    TensorMap expected = t;
-    run_tile_level(k, t);
-    e->reference(p, expected);
+    auto [e, t, expected] = tile_level_and_reference("chunk_scan");
     const HostTensor& bound = expected.at(error_bound_name("Output"));
     const HostTensor& want = expected.at("Output");
     Comparison kernel = compare(t.at("Output"), want, *e->tolerance, &bound);
@@ -264,15 +272,7 @@ TEST_SUITE("linear attention") {
     // the tile level must lie within it. The same states without each chunk's last position
     // (a loop one position short: minus x[l] B[l] dt[l], its decay e^0 = 1) must not: that error
     // is a whole term, |x B dt| ~ 0.1, where the bound is a few 2^-11 of the terms' magnitudes.
-    const Example* e = find_example("chunk_state");
-    REQUIRE(e);
-    REQUIRE(e->tolerance);
-    Params p = make_params(*e, {{"nheads", "2"}, {"seq_len", "512"}});
-    Kernel k = e->build(p);
-    TensorMap t = make_tensors(k, {}, e->outputs, 5);
-    TensorMap expected = t;
-    run_tile_level(k, t);
-    e->reference(p, expected);
+    auto [e, t, expected] = tile_level_and_reference("chunk_state");
     const HostTensor& bound = expected.at(error_bound_name("states"));
     const HostTensor& want = expected.at("states");
     Comparison kernel = compare(t.at("states"), want, *e->tolerance, &bound);
