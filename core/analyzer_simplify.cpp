@@ -271,7 +271,7 @@ class Simplifier : public ExprMutator {
   TESSEL_COMPARE_(GE, ">=")
 #undef TESSEL_COMPARE_
 
-      Expr visit_And(const AndNode* op, const Expr&) override {
+  Expr visit_And(const AndNode* op, const Expr&) override {
     Expr a = visit(op->a), b = visit(op->b);
     auto ca = as_const_int(a), cb = as_const_int(b);
     if (ca == 0 || cb == 0) return make_bool(false);

@@ -64,6 +64,14 @@ std::tuple<const Example*, TensorMap, TensorMap> tile_level_and_reference(const 
   return {e, std::move(t), std::move(expected)};
 }
 
+/// `actual` within `want`'s per-element error bound (and the example's tolerance).
+void check_within_bound(const HostTensor& actual, const HostTensor& want, const Tolerance& tol,
+                        const HostTensor& bound) {
+  Comparison kernel = compare(actual, want, tol, &bound);
+  INFO("kernel: max_abs_err " << kernel.max_abs_err << ", mismatches " << kernel.mismatches);
+  CHECK(kernel.passed);
+}
+
 }  // namespace
 
 TEST_SUITE("linear attention") {
@@ -238,9 +246,7 @@ TEST_SUITE("linear attention") {
     auto [e, t, expected] = tile_level_and_reference("chunk_scan");
     const HostTensor& bound = expected.at(error_bound_name("Output"));
     const HostTensor& want = expected.at("Output");
-    Comparison kernel = compare(t.at("Output"), want, *e->tolerance, &bound);
-    INFO("kernel: max_abs_err " << kernel.max_abs_err << ", mismatches " << kernel.mismatches);
-    CHECK(kernel.passed);
+    check_within_bound(t.at("Output"), want, *e->tolerance, bound);
 
     HostTensor dropped = t.at("Output");
     const HostTensor &x = t.at("x"), &cb = t.at("cb"), &dt = t.at("dt");
@@ -275,9 +281,7 @@ TEST_SUITE("linear attention") {
     auto [e, t, expected] = tile_level_and_reference("chunk_state");
     const HostTensor& bound = expected.at(error_bound_name("states"));
     const HostTensor& want = expected.at("states");
-    Comparison kernel = compare(t.at("states"), want, *e->tolerance, &bound);
-    INFO("kernel: max_abs_err " << kernel.max_abs_err << ", mismatches " << kernel.mismatches);
-    CHECK(kernel.passed);
+    check_within_bound(t.at("states"), want, *e->tolerance, bound);
 
     HostTensor dropped = t.at("states");
     const HostTensor &x = t.at("x"), &B = t.at("B"), &dt = t.at("dt");

@@ -84,6 +84,25 @@ Nests nests_of(const Kernel& k) {
 
 Kernel parse(const std::string& source) { return parse_kernel(source, "nest.py", {}).kernel; }
 
+/// The kernel `head` + `body` (+ newline) run by the generic evaluator and compiled on the same
+/// seeded inputs: the same error (containing `error`, or none when it is empty), the same
+/// bytes, and something written.
+void check_like_generic(const std::string& head, const std::string& body, const char* error,
+                        uint64_t seed) {
+  Kernel k = parse(head + body + "\n");
+  TensorMap in = make_tensors(k, {}, {}, seed);
+  Outcome generic = run(k, in, false), compiled = run(k, in, true);
+  INFO(body << " -> " << generic.error);
+  if (*error) {
+    CHECK(generic.error.find(error) != std::string::npos);
+  } else {
+    CHECK(generic.error == "");
+  }
+  CHECK(compiled.error == generic.error);
+  CHECK(differing(generic.tensors, compiled.tensors) == "");
+  CHECK(differing(in, generic.tensors) != "");  // the kernel wrote something
+}
+
 }  // namespace
 
 TEST_SUITE("tile level: compiled T.Parallel nests") {
@@ -303,26 +322,15 @@ def div(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
                                   "store to B[16] is out of bounds",
                                   "load of M[4, 0] is out of bounds"};
     for (size_t c = 0; c < std::size(bodies); ++c) {
-      Kernel k = parse(std::string(R"(import tilelang.language as T
+      check_like_generic(R"(import tilelang.language as T
 
 
 @T.prim_func
 def rows(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
          M: T.Tensor((4, 4), "float16")):
     with T.Kernel(1, threads=32) as bx:
-        )") + bodies[c] +
-                       "\n");
-      TensorMap in = make_tensors(k, {}, {}, 2);
-      Outcome generic = run(k, in, false), compiled = run(k, in, true);
-      INFO(bodies[c] << " -> " << generic.error);
-      if (*errors[c]) {
-        CHECK(generic.error.find(errors[c]) != std::string::npos);
-      } else {
-        CHECK(generic.error == "");
-      }
-      CHECK(compiled.error == generic.error);
-      CHECK(differing(generic.tensors, compiled.tensors) == "");
-      CHECK(differing(in, generic.tensors) != "");  // the kernel wrote something
+        )",
+                         bodies[c], errors[c], 2);
     }
   }
 
@@ -338,25 +346,14 @@ def rows(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
     };
     const char* const errors[] = {"", "store to B[2500] is out of bounds", ""};
     for (size_t c = 0; c < std::size(bodies); ++c) {
-      Kernel k = parse(std::string(R"(import tilelang.language as T
+      check_like_generic(R"(import tilelang.language as T
 
 
 @T.prim_func
 def long_rows(A: T.Tensor((16,), "float32"), B: T.Tensor((2500,), "float32")):
     with T.Kernel(1, threads=32) as bx:
-        )") + bodies[c] +
-                       "\n");
-      TensorMap in = make_tensors(k, {}, {}, 6);
-      Outcome generic = run(k, in, false), compiled = run(k, in, true);
-      INFO(bodies[c] << " -> " << generic.error);
-      if (*errors[c]) {
-        CHECK(generic.error.find(errors[c]) != std::string::npos);
-      } else {
-        CHECK(generic.error == "");
-      }
-      CHECK(compiled.error == generic.error);
-      CHECK(differing(generic.tensors, compiled.tensors) == "");
-      CHECK(differing(in, generic.tensors) != "");
+        )",
+                         bodies[c], errors[c], 6);
     }
   }
 
