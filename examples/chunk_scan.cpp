@@ -8,13 +8,16 @@
 // A block owns block_M positions x block_N head dimensions: one gemm against the previous
 // state, then a causal, pipelined loop over the chunk's positions up to its last row, and the
 // skip connection. examples/kernels/chunk_scan.py is the same kernel in TileLang syntax.
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "core/builder.h"
 #include "core/builtin_layouts.h"
 #include "examples/linear_attention_shapes.h"
 #include "examples/reference_math.h"
 #include "examples/registry.h"
+#include "examples/sampled_product.h"
 
 namespace tessel {
 
@@ -104,9 +107,11 @@ Kernel build_chunk_scan(const Params& p) {
   return T.finish();
 }
 
-/// Per (batch, chunk, head), in double precision: Y = diag(e^dA) C S^T + (L o CB) diag(dt) X
-/// + D[h] X, where L[l][s] = exp(dA[l] - dA[s]) for s <= l and 0 above the diagonal, S the
-/// previous state (headdim x dstate), CB the chunk's cb block, X and C the chunk's rows.
+/// The rows `rows` (positions of the chunk, ascending) of one (batch, chunk, head)'s output Y
+/// and of its error bound, into |rows| x headdim matrices, in double precision:
+/// Y = diag(e^dA) C S^T + (L o CB) diag(dt) X + D[h] X, where L[l][s] = exp(dA[l] - dA[s]) for s <=
+/// l and 0 above the diagonal, S the previous state (headdim x dstate), CB the chunk's cb block, X
+/// and C the chunk's rows.
 ///
 /// Beside Y it writes a bound on the kernel's rounding error per element (Output:bound). The
 /// inputs are fp16 values, exact in the reference; the kernel rounds as follows, taking every
@@ -127,12 +132,74 @@ Kernel build_chunk_scan(const Params& p) {
 /// A real error -- a term dropped or added by a wrong mask, a chunk's state missed -- moves an
 /// output by a whole term, |W X| or more, far above eps |W X| ~ 4u |W X|.
 ///
-/// Computed per (batch, chunk, head) with each core's own reused matrices: W and the bound's
-/// weights E + gamma |W| are lower triangular (triangular products, half a full product's work),
+/// Each core reuses its own matrices: with every row, W and the bound's weights E + gamma |W|
+/// are lower triangular (triangular products, half a full product's work),
 /// and the bound's terms are gathered as 2 ((E + gamma |W|) |X| + (eps_d + gamma) state_terms +
 /// (u + gamma) |D| |X|), the same sum as above. exp(dA[l] - dA[s]) is exp(dA[l]) exp(-dA[s]) where
 /// every |dA| of the chunk is at most 300 (both factors and their product are then normal
 /// doubles: a relative difference of a few 2^-53, far below u); else each is its own exp.
+void chunk_scan_rows(const SsdShape& s, const SsdTensors& in, const HostTensor& cb,
+                     const HostTensor& D, int64_t b, int64_t c, int64_t h,
+                     const std::vector<int64_t>& rows, MatrixD& Y, MatrixD& bound) {
+  const int64_t Q = s.chunk, P = s.headdim, r = static_cast<int64_t>(rows.size());
+  const bool all = r == Q;  // rows are then 0..Q-1: W is lower triangular
+  const double u = std::ldexp(1.0, -11), ln2 = std::log(2.0), log2e = 1.0 / ln2;
+  const double gamma = static_cast<double>(s.dstate + Q + 2) * std::ldexp(1.0, -24);
+  const int64_t g = h / s.heads_per_group();
+  thread_local MatrixD X, Xa, Xr, Cm, Cr, S, W, E, CS;
+  thread_local Eigen::VectorXd dA, dt, decay, grow, abs_a, eps_d, decay_r;
+  in.x_chunk(b, c, h, X);
+  in.C_chunk(b, c, g, Cm);
+  in.state(b, c, h, S);
+  in.dA_chunk(b, c, h, dA);
+  in.dt_chunk(b, c, h, dt);
+  const double Dh = D.at(h), Da = std::fabs(Dh);
+  decay = dA.array().exp();
+  const bool factor = dA.cwiseAbs().maxCoeff() <= 300;
+  if (factor) grow = (-dA.array()).exp();
+  abs_a = (dA * log2e).cwiseAbs();
+  // Row i of W and E holds position l = rows[i]: its weights on and before l, zero after.
+  W.setZero(r, Q);
+  E.setZero(r, Q);
+  const int64_t cb_row = ((b * s.nchunks + c) * s.ngroups + g) * Q;
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t l = rows[static_cast<size_t>(i)];
+    double* w = W.row(i).data();
+    double* e = E.row(i).data();
+    read_elements(cb, (cb_row + l) * Q, l + 1, w);
+    for (int64_t j = 0; j <= l; ++j) {
+      const double decay_lj = factor ? decay[l] * grow[j] : std::exp(dA[l] - dA[j]);
+      w[j] *= decay_lj * dt[j];
+      const double diff = std::fabs((dA[l] - dA[j]) * log2e);
+      e[j] = ((ln2 * u * (abs_a[l] + abs_a[j] + 2 * diff) + 3 * u) + gamma) * std::fabs(w[j]);
+    }
+  }
+  Cr = Cm(rows, Eigen::placeholders::all);
+  Xr = X(rows, Eigen::placeholders::all);
+  decay_r = decay(rows);
+  // Y = diag(e^dA) C S^T + W X + D X.
+  CS.resize(r, P);
+  CS.noalias() = Cr * S.transpose();
+  Y.resize(r, P);
+  if (all)
+    Y.noalias() = W.triangularView<Eigen::Lower>() * X;
+  else
+    Y.noalias() = W * X;
+  Y += decay_r.asDiagonal() * CS + Dh * Xr;
+  // The bound, with state_terms = diag(e^dA) |C| |S|^T (CS reused).
+  Xa = X.cwiseAbs();
+  CS.noalias() = Cr.cwiseAbs() * S.cwiseAbs().transpose();
+  eps_d = (2 * ln2 * u) * abs_a(rows).array() + (u + std::ldexp(1.0, -23) + gamma);
+  bound.resize(r, P);
+  if (all)
+    bound.noalias() = E.triangularView<Eigen::Lower>() * Xa;
+  else
+    bound.noalias() = E * Xa;
+  bound += (eps_d.array() * decay_r.array()).matrix().asDiagonal() * CS +
+           ((u + gamma) * Da) * Xr.cwiseAbs();
+  bound *= 2 * (1 + std::ldexp(1.0, -9));  // rounded to fp16 when written: rounded up first
+}
+
 void chunk_scan_reference(const Params& p, TensorMap& t) {
   const SsdShape s = SsdShape::from(p, "chunk_scan");
   const SsdTensors in(s, t);
@@ -142,60 +209,84 @@ void chunk_scan_reference(const Params& p, TensorMap& t) {
       t.insert_or_assign(error_bound_name("Output"), HostTensor(out.dtype(), out.shape()))
           .first->second;
   const int64_t Q = s.chunk, P = s.headdim;
-  const double u = std::ldexp(1.0, -11), ln2 = std::log(2.0), log2e = 1.0 / ln2;
-  const double gamma = static_cast<double>(s.dstate + Q + 2) * std::ldexp(1.0, -24);
+  std::vector<int64_t> every(static_cast<size_t>(Q));
+  std::iota(every.begin(), every.end(), 0);
   // Each (batch, chunk, head) writes its own rows of Output: spread over the cores.
   parallel_for(s.batch * s.nchunks * s.nheads, [&](int64_t bch) {
     const int64_t b = bch / (s.nchunks * s.nheads), c = bch / s.nheads % s.nchunks,
                   h = bch % s.nheads;
-    const int64_t g = h / s.heads_per_group();
-    thread_local MatrixD X, Xa, Cm, S, W, E, CS, Y, bound;
-    thread_local Eigen::VectorXd dA, dt, decay, grow, abs_a, eps_d;
-    in.x_chunk(b, c, h, X);
-    in.C_chunk(b, c, g, Cm);
-    in.state(b, c, h, S);
-    in.dA_chunk(b, c, h, dA);
-    in.dt_chunk(b, c, h, dt);
-    const double Dh = D.at(h), Da = std::fabs(Dh);
-    decay = dA.array().exp();
-    const bool factor = dA.cwiseAbs().maxCoeff() <= 300;
-    if (factor) grow = (-dA.array()).exp();
-    abs_a = (dA * log2e).cwiseAbs();
-    // W and E on and below the diagonal; the triangular products never read above it.
-    W.resize(Q, Q);
-    E.resize(Q, Q);
-    const int64_t cb_row = ((b * s.nchunks + c) * s.ngroups + g) * Q;
-    for (int64_t l = 0; l < Q; ++l) {
-      double* w = W.row(l).data();
-      double* e = E.row(l).data();
-      read_elements(cb, (cb_row + l) * Q, l + 1, w);
-      for (int64_t j = 0; j <= l; ++j) {
-        const double decay_lj = factor ? decay[l] * grow[j] : std::exp(dA[l] - dA[j]);
-        w[j] *= decay_lj * dt[j];
-        const double diff = std::fabs((dA[l] - dA[j]) * log2e);
-        e[j] = ((ln2 * u * (abs_a[l] + abs_a[j] + 2 * diff) + 3 * u) + gamma) * std::fabs(w[j]);
-      }
-    }
-    // Y = diag(e^dA) C S^T + W X + D X.
-    CS.resize(Q, P);
-    CS.noalias() = Cm * S.transpose();
-    Y.resize(Q, P);
-    Y.noalias() = W.triangularView<Eigen::Lower>() * X;
-    Y += decay.asDiagonal() * CS + Dh * X;
-    // The bound, with state_terms = diag(e^dA) |C| |S|^T (CS reused).
-    Xa = X.cwiseAbs();
-    CS.noalias() = Cm.cwiseAbs() * S.cwiseAbs().transpose();
-    eps_d = (2 * ln2 * u) * abs_a.array() + (u + std::ldexp(1.0, -23) + gamma);
-    bound.resize(Q, P);
-    bound.noalias() = E.triangularView<Eigen::Lower>() * Xa;
-    bound += (eps_d.array() * decay.array()).matrix().asDiagonal() * CS + ((u + gamma) * Da) * Xa;
-    bound *= 2 * (1 + std::ldexp(1.0, -9));  // rounded to fp16 when written: rounded up first
+    thread_local MatrixD Y, bound;
+    chunk_scan_rows(s, in, cb, D, b, c, h, every, Y, bound);
     for (int64_t l = 0; l < Q && c * Q + l < s.seq_len; ++l) {
       const int64_t flat = ((b * s.seq_len + c * Q + l) * s.nheads + h) * P;
       write_elements(out, flat, P, Y.row(l).data());
       write_elements(bound_out, flat, P, bound.row(l).data());
     }
   });
+}
+
+/// Output and its bound on the rows (positions, every head and head dimension) of the tiles of
+/// the simulated blocks and on `per_tile` seeded positions of every chunk: each (batch, chunk,
+/// head) computes only those rows (chunk_scan_rows).
+std::vector<SampledOutput> chunk_scan_sampled_reference(const Params& p, const TensorMap& t,
+                                                        const ReferenceSampleRequest& req) {
+  const SsdShape s = SsdShape::from(p, "chunk_scan");
+  const SsdTensors in(s, t);
+  const HostTensor &cb = t.at("cb"), &D = t.at("D");
+  const int64_t Q = s.chunk, P = s.headdim, H = s.nheads, chunks = s.batch * s.nchunks;
+  const int64_t bM = p.positive("block_M"), bN = p.positive("block_N");
+  // Block (bx, by, bz) writes positions by*bM.. of chunk bz / nheads (every (b, c) pair).
+  const std::vector<int64_t> grid = {(P + bN - 1) / bN, Q / bM, chunks * H};
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(chunks));
+  for (int64_t bc = 0; bc < chunks; ++bc)
+    rows[bc] = sample_per_tile(Q, Q, req.per_tile, req.seed * 0x9e3779b97f4a7c15ULL + bc);
+  std::string where = "no tile of a simulated block in full (the grid is not the kernel's)";
+  if (req.grid == grid) {
+    for (int64_t id : req.simulated) {
+      const int64_t by = id / grid[0] % grid[1], bc = id / (grid[0] * grid[1]) / H;
+      std::vector<int64_t>& r = rows[static_cast<size_t>(bc)];
+      for (int64_t l = by * bM; l < (by + 1) * bM; ++l) r.push_back(l);
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+    }
+    where = "the positions of the " + std::to_string(req.simulated.size()) +
+            " simulated blocks' tiles (every head)";
+  }
+  // Chunk bc's elements start at offset[bc]: its positions in order, each with every head and
+  // head dimension, so the indices ascend.
+  std::vector<int64_t> offset(static_cast<size_t>(chunks + 1), 0);
+  for (int64_t bc = 0; bc < chunks; ++bc) {
+    std::vector<int64_t>& r = rows[static_cast<size_t>(bc)];
+    const int64_t c = bc % s.nchunks;
+    r.erase(std::remove_if(r.begin(), r.end(), [&](int64_t l) { return c * Q + l >= s.seq_len; }),
+            r.end());
+    offset[bc + 1] = offset[bc] + static_cast<int64_t>(r.size()) * H * P;
+  }
+  SampledOutput o;
+  o.name = "Output";
+  o.indices.resize(static_cast<size_t>(offset.back()));
+  o.expected.resize(o.indices.size());
+  o.bound.resize(o.indices.size());
+  parallel_for(chunks * H, [&](int64_t bch) {
+    const int64_t bc = bch / H, b = bc / s.nchunks, c = bc % s.nchunks, h = bch % H;
+    const std::vector<int64_t>& r = rows[static_cast<size_t>(bc)];
+    if (r.empty()) return;
+    thread_local MatrixD Y, bound;
+    chunk_scan_rows(s, in, cb, D, b, c, h, r, Y, bound);
+    for (size_t i = 0; i < r.size(); ++i) {
+      const int64_t at = offset[bc] + (static_cast<int64_t>(i) * H + h) * P;
+      const int64_t flat = ((b * s.seq_len + c * Q + r[i]) * H + h) * P;
+      for (int64_t q = 0; q < P; ++q) {
+        o.indices[at + q] = flat + q;
+        o.expected[at + q] = Y(static_cast<int64_t>(i), q);
+        o.bound[at + q] = bound(static_cast<int64_t>(i), q);
+      }
+    }
+  });
+  o.description = where + "; elsewhere " + std::to_string(req.per_tile) +
+                  " positions of every chunk, every head (drawn with seed " +
+                  std::to_string(req.seed) + ")";
+  return {std::move(o)};
 }
 
 }  // namespace
@@ -222,6 +313,14 @@ Example chunk_scan_example() {
   e.bounded_outputs = {"Output"};
   e.build = build_chunk_scan;
   e.reference = chunk_scan_reference;
+  // Per (batch, chunk, head): W X and the bound's E |X| (triangular, chunk^2 headdim / 2 each)
+  // and C S^T twice (chunk headdim dstate each).
+  e.reference_macs = [](const Params& p) {
+    const SsdShape s = SsdShape::from(p, "chunk_scan");
+    return static_cast<double>(s.batch * s.nchunks * s.nheads) *
+           static_cast<double>(s.chunk * s.headdim) * static_cast<double>(s.chunk + 2 * s.dstate);
+  };
+  e.sampled_reference = chunk_scan_sampled_reference;
   return e;
 }
 

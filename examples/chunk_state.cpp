@@ -7,13 +7,16 @@
 // (block_M headdim x block_N dstate) tile as a gemm over the chunk's positions: x^T times B with
 // row l scaled by its decay to the end of the chunk and by dt. examples/kernels/chunk_state.py is
 // the same kernel in TileLang syntax.
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "core/builder.h"
 #include "core/builtin_layouts.h"
 #include "examples/linear_attention_shapes.h"
 #include "examples/reference_math.h"
 #include "examples/registry.h"
+#include "examples/sampled_product.h"
 
 namespace tessel {
 
@@ -77,9 +80,10 @@ Kernel build_chunk_state(const Params& p) {
   return T.finish();
 }
 
-/// states = X^T diag(w) B per (batch, chunk, head), in double precision: X and B are the chunk's
-/// rows of x and B (zero past seq_len), w[l] = exp(dA[Q-1] - dA[l]) dt[l]. Each core reuses one
-/// set of matrices for its (batch, chunk, head) items.
+/// The rows `rows` (head dimensions, ascending) of one (batch, chunk, head)'s state
+/// X^T diag(w) B and of its error bound, into |rows| x dstate matrices, in double precision: X
+/// and B are the chunk's rows of x and B (zero past seq_len), w[l] = exp(dA[Q-1] - dA[l]) dt[l].
+/// Each core reuses its own matrices.
 ///
 /// Beside the states it writes a bound on the kernel's rounding error per element (states:bound),
 /// derived as chunk_scan_reference's: the inputs are fp16 values, exact here; with a = dA log2e
@@ -92,6 +96,32 @@ Kernel build_chunk_state(const Params& p) {
 /// for the second-order terms). The states' own fp16 rounding is the tolerance's rtol, fp16
 /// subnormals its atol. A real error (a position dropped or counted twice, a wrong decay) moves a
 /// state by a whole term |x B w|, far above eps |x B w|.
+void chunk_state_rows(const SsdShape& s, const SsdTensors& in, int64_t b, int64_t c, int64_t h,
+                      const std::vector<int64_t>& rows, MatrixD& S, MatrixD& bound) {
+  const double u = std::ldexp(1.0, -11), ln2 = std::log(2.0), log2e = 1.0 / ln2;
+  const double gamma = static_cast<double>(s.chunk + 2) * std::ldexp(1.0, -24);
+  thread_local MatrixD X, Xr, Bm;
+  thread_local Eigen::VectorXd dA, dt, w, e;
+  in.x_chunk(b, c, h, X);
+  in.B_chunk(b, c, h / s.heads_per_group(), Bm);
+  in.dA_chunk(b, c, h, dA);
+  in.dt_chunk(b, c, h, dt);
+  const double last = dA[s.chunk - 1], a_last = std::fabs(last * log2e);
+  w.resize(s.chunk);
+  e.resize(s.chunk);
+  for (int64_t l = 0; l < s.chunk; ++l) {
+    w[l] = std::exp(last - dA[l]) * dt[l];
+    const double a_l = std::fabs(dA[l] * log2e), diff = std::fabs((last - dA[l]) * log2e);
+    e[l] = (ln2 * u * (a_last + a_l + 2 * diff) + 4 * u + gamma) * std::fabs(w[l]);
+  }
+  Xr = X(Eigen::placeholders::all, rows);
+  S.resize(static_cast<int64_t>(rows.size()), s.dstate);
+  S.noalias() = Xr.transpose() * w.asDiagonal() * Bm;
+  bound.resize(S.rows(), s.dstate);
+  bound.noalias() = Xr.cwiseAbs().transpose() * e.asDiagonal() * Bm.cwiseAbs();
+  bound *= 2 * (1 + std::ldexp(1.0, -9));  // rounded to fp16 when written: rounded up first
+}
+
 void chunk_state_reference(const Params& p, TensorMap& t) {
   const SsdShape s = SsdShape::from(p, "chunk_state");
   const SsdTensors in(s, t);
@@ -99,35 +129,71 @@ void chunk_state_reference(const Params& p, TensorMap& t) {
   HostTensor& bound_out =
       t.insert_or_assign(error_bound_name("states"), HostTensor(states.dtype(), states.shape()))
           .first->second;
-  const double u = std::ldexp(1.0, -11), ln2 = std::log(2.0), log2e = 1.0 / ln2;
-  const double gamma = static_cast<double>(s.chunk + 2) * std::ldexp(1.0, -24);
+  std::vector<int64_t> every(static_cast<size_t>(s.headdim));
+  std::iota(every.begin(), every.end(), 0);
   // Each (batch, chunk, head) writes its own state: spread over the cores.
   parallel_for(s.batch * s.nchunks * s.nheads, [&](int64_t bch) {
     const int64_t b = bch / (s.nchunks * s.nheads), c = bch / s.nheads % s.nchunks,
                   h = bch % s.nheads;
-    thread_local MatrixD X, Bm, S, bound;
-    thread_local Eigen::VectorXd dA, dt, w, e;
-    in.x_chunk(b, c, h, X);
-    in.B_chunk(b, c, h / s.heads_per_group(), Bm);
-    in.dA_chunk(b, c, h, dA);
-    in.dt_chunk(b, c, h, dt);
-    const double last = dA[s.chunk - 1], a_last = std::fabs(last * log2e);
-    w.resize(s.chunk);
-    e.resize(s.chunk);
-    for (int64_t l = 0; l < s.chunk; ++l) {
-      w[l] = std::exp(last - dA[l]) * dt[l];
-      const double a_l = std::fabs(dA[l] * log2e), diff = std::fabs((last - dA[l]) * log2e);
-      e[l] = (ln2 * u * (a_last + a_l + 2 * diff) + 4 * u + gamma) * std::fabs(w[l]);
-    }
-    S.resize(s.headdim, s.dstate);
-    S.noalias() = X.transpose() * w.asDiagonal() * Bm;
-    bound.resize(s.headdim, s.dstate);
-    bound.noalias() = X.cwiseAbs().transpose() * e.asDiagonal() * Bm.cwiseAbs();
-    bound *= 2 * (1 + std::ldexp(1.0, -9));  // rounded to fp16 when written: rounded up first
-    const int64_t flat = ((b * s.nchunks + c) * s.nheads + h) * s.headdim * s.dstate;
+    thread_local MatrixD S, bound;
+    chunk_state_rows(s, in, b, c, h, every, S, bound);
+    const int64_t flat = bch * s.headdim * s.dstate;
     write_elements(states, flat, S.size(), S.data());
     write_elements(bound_out, flat, bound.size(), bound.data());
   });
+}
+
+/// The states and their bound on the rows (head dimensions, every dstate column) of the tiles of
+/// the simulated blocks and on `per_tile` seeded rows of every (batch, chunk, head)'s state:
+/// each computes only those rows (chunk_state_rows).
+std::vector<SampledOutput> chunk_state_sampled_reference(const Params& p, const TensorMap& t,
+                                                         const ReferenceSampleRequest& req) {
+  const SsdShape s = SsdShape::from(p, "chunk_state");
+  const SsdTensors in(s, t);
+  const int64_t P = s.headdim, N = s.dstate, units = s.batch * s.nchunks * s.nheads;
+  const int64_t bM = p.positive("block_M"), bN = p.positive("block_N");
+  // Block (bx, by, bz) writes rows bx*bM.. and columns by*bN.. of state bz.
+  const std::vector<int64_t> grid = {(P + bM - 1) / bM, (N + bN - 1) / bN, units};
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(units));
+  for (int64_t u = 0; u < units; ++u)
+    rows[u] = sample_per_tile(P, P, req.per_tile, req.seed * 0x9e3779b97f4a7c15ULL + u);
+  std::string where = "no tile of a simulated block in full (the grid is not the kernel's)";
+  if (req.grid == grid) {
+    for (int64_t id : req.simulated) {
+      const int64_t bx = id % grid[0], u = id / (grid[0] * grid[1]);
+      std::vector<int64_t>& r = rows[static_cast<size_t>(u)];
+      for (int64_t q = bx * bM; q < std::min(P, (bx + 1) * bM); ++q) r.push_back(q);
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+    }
+    where = "the rows of the " + std::to_string(req.simulated.size()) +
+            " simulated blocks' tiles (every column)";
+  }
+  std::vector<int64_t> offset(static_cast<size_t>(units + 1), 0);  // unit u's first element
+  for (int64_t u = 0; u < units; ++u)
+    offset[u + 1] = offset[u] + static_cast<int64_t>(rows[static_cast<size_t>(u)].size()) * N;
+  SampledOutput o;
+  o.name = "states";
+  o.indices.resize(static_cast<size_t>(offset.back()));
+  o.expected.resize(o.indices.size());
+  o.bound.resize(o.indices.size());
+  parallel_for(units, [&](int64_t u) {
+    const int64_t b = u / (s.nchunks * s.nheads), c = u / s.nheads % s.nchunks, h = u % s.nheads;
+    const std::vector<int64_t>& r = rows[static_cast<size_t>(u)];
+    thread_local MatrixD S, bound;
+    chunk_state_rows(s, in, b, c, h, r, S, bound);
+    for (size_t i = 0; i < r.size(); ++i) {
+      const int64_t at = offset[u] + static_cast<int64_t>(i) * N, flat = (u * P + r[i]) * N;
+      for (int64_t n = 0; n < N; ++n) {
+        o.indices[at + n] = flat + n;
+        o.expected[at + n] = S(static_cast<int64_t>(i), n);
+        o.bound[at + n] = bound(static_cast<int64_t>(i), n);
+      }
+    }
+  });
+  o.description = where + "; elsewhere " + std::to_string(req.per_tile) +
+                  " rows of every state (drawn with seed " + std::to_string(req.seed) + ")";
+  return {std::move(o)};
 }
 
 }  // namespace
@@ -153,6 +219,13 @@ Example chunk_state_example() {
   e.bounded_outputs = {"states"};
   e.build = build_chunk_state;
   e.reference = chunk_state_reference;
+  // Per (batch, chunk, head): the state and its bound, chunk headdim dstate each.
+  e.reference_macs = [](const Params& p) {
+    const SsdShape s = SsdShape::from(p, "chunk_state");
+    return 2.0 * static_cast<double>(s.batch * s.nchunks * s.nheads) *
+           static_cast<double>(s.chunk * s.headdim * s.dstate);
+  };
+  e.sampled_reference = chunk_state_sampled_reference;
   return e;
 }
 

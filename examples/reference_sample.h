@@ -23,7 +23,9 @@ struct SampledOutput {
   std::string name;
   std::vector<int64_t> indices;  ///< flat indices into the output, ascending, distinct
   std::vector<double> expected;  ///< the reference's value at each index (before rounding)
-  std::string description;       ///< which elements, in words ("the tiles of ...; 2 rows ...")
+  /// A bound on the kernel's rounding error at each index (Example::bounded_outputs), or empty.
+  std::vector<double> bound;
+  std::string description;  ///< which elements, in words ("the tiles of ...; 2 rows ...")
 };
 
 }  // namespace tessel

@@ -1,8 +1,6 @@
 // Seeded runs of the examples against their references.
 #include "examples/run_example.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "core/error.h"
@@ -10,26 +8,35 @@
 namespace tessel {
 
 TensorMap make_tensors(const Kernel& kernel, const std::map<std::string, int64_t>& dims,
-                       const std::vector<std::string>& outputs, uint64_t seed) {
+                       const std::vector<std::string>& outputs, uint64_t seed,
+                       const std::vector<std::string>* only) {
+  auto made = [&](const Buffer& b) {
+    return !only || std::find(only->begin(), only->end(), b->name) != only->end();
+  };
   TensorMap tensors;
   auto shapes = param_shapes(kernel, dims);
-  // Refuse sizes the host cannot hold before allocating anything: half of physical memory.
-  const double limit = 0.5 * static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  // Refuse sizes the host cannot hold before allocating anything (host_memory_budget).
+  const double limit = static_cast<double>(host_memory_budget());
   double total = 0;
   for (const Buffer& b : kernel->params) {
+    if (!made(b)) continue;
     double elements = 1;
     for (int64_t e : shapes.at(b->name)) elements *= static_cast<double>(e);
     total += elements * b->dtype.storage_bits() / 8;
     if (total > limit) {
       user_error("kernel '" + kernel->name + "': its tensors would need " +
                  std::to_string(static_cast<int64_t>(total / (1 << 20))) + " MiB by '" + b->name +
-                 "', more than half of this machine's memory (" +
+                 "', more than three quarters of this machine's memory (" +
                  std::to_string(static_cast<int64_t>(limit / (1 << 20))) +
                  " MiB); choose smaller sizes with -D");
     }
   }
   uint64_t stream = 0;
   for (const Buffer& b : kernel->params) {
+    if (!made(b)) {
+      ++stream;
+      continue;
+    }
     bool is_output = std::find(outputs.begin(), outputs.end(), b->name) != outputs.end();
     HostTensor t(b->dtype, shapes.at(b->name), is_output ? 0xFF : 0);
     if (!is_output) t.fill_random(seed * 1000003 + stream);

@@ -21,6 +21,9 @@ struct OutputCheck {
   /// words; `comparison.first_mismatch` is still a flat index into the whole tensor.
   std::optional<int64_t> sampled;
   std::string sample_note;
+  /// Why it failed, where no element comparison says (a tensor the kernel only reads that the
+  /// thread level changed); `comparison.first_mismatch` then points into the changed part.
+  std::string note = {};
 };
 
 struct ExampleRun {
@@ -37,8 +40,11 @@ struct ExampleRun {
 ExampleRun run_example_tile(const Example& example, const Params& params, uint64_t seed,
                             TileRunOptions options = {});
 
-/// Tensors for every parameter of `kernel`: inputs random from `seed`, `outputs` NaN-filled.
+/// Tensors for every parameter of `kernel` (only those named in `only`, when given): inputs
+/// random from `seed`, each parameter's values the same whichever others are made, `outputs`
+/// NaN-filled.
 TensorMap make_tensors(const Kernel& kernel, const std::map<std::string, int64_t>& dims,
-                       const std::vector<std::string>& outputs, uint64_t seed);
+                       const std::vector<std::string>& outputs, uint64_t seed,
+                       const std::vector<std::string>* only = nullptr);
 
 }  // namespace tessel

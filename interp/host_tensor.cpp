@@ -1,6 +1,8 @@
 // Host tensor storage, random fill and comparison.
 #include "interp/host_tensor.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -25,6 +27,11 @@ HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_
 
 TensorView HostTensor::view(const BufferNode* buffer) {
   return TensorView{buffer, dtype_, shape_, bytes_.data()};
+}
+
+int64_t host_memory_budget() {
+  const int64_t bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  return bytes / 4 * 3;
 }
 
 namespace {

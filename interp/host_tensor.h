@@ -49,6 +49,11 @@ class HostTensor {
   std::vector<uint8_t> bytes_;
 };
 
+/// The most bytes of host memory one run's tensors and their copies may take: three quarters
+/// of this machine's physical memory (the rest is the system's and the run's own working memory;
+/// tools/host_data.h counts each copy a run keeps).
+int64_t host_memory_budget();
+
 /// Absolute and relative tolerance: |actual - expected| <= atol + rtol * |expected|.
 struct Tolerance {
   double atol;

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 #include <exception>
+#include <list>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -173,10 +174,13 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
     ThreadRunResult total;
     total.threads = 0;
     total.workers = 0;
+    // options.before holds the tensors before the first launch only.
+    ThreadRunOptions each = options;
     try {
       for (size_t i = 0; i < kernel->launches.size(); ++i) {
-        append_launch(total, run_thread_level(kernel->launches[i], tensors, options),
+        append_launch(total, run_thread_level(kernel->launches[i], tensors, each),
                       launch_label(kernel, i));
+        each.before = nullptr;
       }
     } catch (...) {
       remove_scratch_tensors(scratch, tensors);
@@ -237,14 +241,17 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
   // stops handing out blocks and runs again on the tensors as they were, one block after another
   // in the schedule's order: findings, counters and outputs are then those of --workers 1.
   // Kernels without such races never read what another block writes and need no second run.
-  std::vector<std::pair<HostTensor*, HostTensor>> before;
+  // The written tensors as they were: the caller's (options.before) or copies made here.
+  std::vector<std::pair<HostTensor*, const HostTensor*>> before;
+  std::list<HostTensor> copies;
   if (workers > 1 && options.detectors) {
-    for (const Buffer& b : kernel->params) {
-      bool written = std::any_of(prog->sites.begin(), prog->sites.end(), [&](const sim::Site& s) {
-        return s.buffer == b->name && s.access != "load";
-      });
-      HostTensor& t = tensors.at(b->name);
-      if (written) before.emplace_back(&t, t);
+    for (size_t i = 0; i < kernel->params.size(); ++i) {
+      // Only what the launch writes: the sources of asynchronous copies are read, not written.
+      if (!prog->buffers[i].written) continue;
+      const std::string& name = kernel->params[i]->name;
+      HostTensor& t = tensors.at(name);
+      const bool kept = options.before && options.before->count(name);
+      before.emplace_back(&t, kept ? &options.before->at(name) : &copies.emplace_back(t));
     }
   }
   Launch launch =
@@ -260,7 +267,7 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
     }
   }
   if (workers > 1 && !stopped && launch.sim->cross_block()) {
-    for (auto& [tensor, saved] : before) *tensor = std::move(saved);
+    for (auto& [tensor, saved] : before) *tensor = *saved;
     workers = 1;
     in_block_order = true;
     launch = launch_blocks(kernel, *prog, *target, options, grid, order, tensors, env, workers);

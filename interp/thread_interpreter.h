@@ -41,6 +41,10 @@ struct ThreadRunOptions {
   /// Simulate only these linear block ids (x + gx * (y + gy * z)); every block when empty. The
   /// schedule orders them.
   std::vector<int64_t> only_blocks;
+  /// The tensors as they are before this run, kept by the caller (its written ones at least):
+  /// a launch that runs again in block order restores its written tensors from here instead of
+  /// copying them first. Tensors it writes that are missing here it copies itself.
+  const TensorMap* before = nullptr;
 };
 
 struct ThreadRunResult {

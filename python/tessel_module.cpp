@@ -128,7 +128,7 @@ class PyKernel {
     std::vector<WireArray> tensors, tile;
     for (const cli::ParamInfo& p : run.signature) {
       tensors.push_back(to_wire(p.name, run.tensors.at(p.name)));
-      if (run.tile_ran) tile.push_back(to_wire(p.name, run.tile_tensors.at(p.name)));
+      if (run.tile_ran) tile.push_back(to_wire(p.name, run.tile_tensor(p.name)));
     }
     return {cli::run_json(run).dump(), cli::run_text(run), std::move(tensors), std::move(tile)};
   }

@@ -108,7 +108,7 @@ std::vector<std::string> save_outputs(const DataOptions& o, const KernelRun& run
     written.push_back(path);
     if (!run.tile_ran) continue;
     path = (std::filesystem::path(o.save_dir) / (name + ".tile.npy")).string();
-    write_npy(path, tensor_array(run.tile_tensors.at(name)));
+    write_npy(path, tensor_array(run.tile_tensor(name)));
     written.push_back(path);
   }
   return written;

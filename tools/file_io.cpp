@@ -1,8 +1,6 @@
 // Bounded reads and checked writes of the command line's files (see file_io.h).
 #include "tools/file_io.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -23,10 +21,6 @@ struct FileCloser {
 };
 
 }  // namespace
-
-int64_t host_memory_budget() {
-  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / 2;
-}
 
 std::string read_bounded(const std::string& path, int64_t max_bytes, const std::string& origin) {
   std::error_code ec;

@@ -12,9 +12,6 @@ namespace tessel::cli {
 /// The largest kernel file read: kernel sources are a few KB; 4 MiB leaves room for generated ones.
 constexpr int64_t kMaxKernelFileBytes = int64_t{4} << 20;
 
-/// The most bytes of data the host gives one run: half of this machine's physical memory.
-int64_t host_memory_budget();
-
 /// The most bytes read from a device or a pipe, whose size is not known before reading.
 constexpr int64_t kMaxStreamBytes = int64_t{256} << 20;
 

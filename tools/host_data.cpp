@@ -228,11 +228,22 @@ NpyArray tensor_array(const HostTensor& tensor) {
   return a;
 }
 
-int64_t check_host_memory(const std::vector<ParamInfo>& signature,
-                          const std::vector<std::string>& outputs, bool thread, bool sampled) {
-  const double budget = static_cast<double>(host_memory_budget());
+namespace {
+
+/// The bytes a run holds at its peak (check_host_memory), in parts.
+struct HostMemoryNeed {
+  double tile_peak = 0;                                 ///< the same run at tile level
+  double held = 0;                                      ///< the tensors and their copies
+  double shadow = 0;                                    ///< the simulator's shadow
+  std::vector<std::pair<double, std::string>> tensors;  ///< bytes and "name (shape) dtype"
+  double total() const { return held + shadow; }
+};
+
+HostMemoryNeed host_memory_need(const std::vector<ParamInfo>& signature,
+                                const std::vector<std::string>& outputs, bool thread,
+                                bool sampled) {
+  HostMemoryNeed need;
   double all = 0, out = 0, written = 0, elements = 0;
-  std::vector<std::pair<double, std::string>> tensors;
   for (const ParamInfo& p : signature) {
     double n = 1;
     for (int64_t e : p.shape) n *= static_cast<double>(e);
@@ -241,16 +252,34 @@ int64_t check_host_memory(const std::vector<ParamInfo>& signature,
     elements += std::ceil(n / 1024) * 1024;  // the shadow's pages
     out += bytes * static_cast<double>(std::count(outputs.begin(), outputs.end(), p.name));
     if (p.written) written += bytes;
-    tensors.emplace_back(bytes, p.name + " " + shape_text(p.shape) + " " + p.dtype.name());
+    need.tensors.emplace_back(bytes, p.name + " " + shape_text(p.shape) + " " + p.dtype.name());
   }
-  // The run's tensors and, while the reference runs, its copy of them; the reference keeps its
-  // outputs. The thread level adds the tile level's copy, the copy of the written tensors a
-  // multi-worker run keeps to run again in block order, and the race shadow (24 bytes an
-  // element; a sampled run keeps it for the sampled blocks' elements only, within what is left).
-  const double tile_peak = 2 * all;
-  const double held = thread ? 2 * all + out + written : tile_peak;
-  const double shadow = thread && !sampled ? 24 * elements : 0;
-  const double total = held + shadow;
+  // The run's tensors and the reference's outputs (the reference borrows the inputs). The
+  // thread level adds one copy of the tensors the kernel writes (the tile level runs on it
+  // to compare with; a multi-worker run that runs again in block order restores from it) and
+  // the race shadow (24 bytes an element; a sampled run keeps it for the sampled blocks'
+  // elements only, within what is left).
+  need.tile_peak = all + out;
+  need.held = thread ? all + out + written : need.tile_peak;
+  need.shadow = thread && !sampled ? 24 * elements : 0;
+  return need;
+}
+
+}  // namespace
+
+bool fits_host_memory(const std::vector<ParamInfo>& signature,
+                      const std::vector<std::string>& outputs, bool thread, bool sampled) {
+  return host_memory_need(signature, outputs, thread, sampled).total() <=
+         static_cast<double>(host_memory_budget());
+}
+
+int64_t check_host_memory(const std::vector<ParamInfo>& signature,
+                          const std::vector<std::string>& outputs, bool thread, bool sampled) {
+  const double budget = static_cast<double>(host_memory_budget());
+  HostMemoryNeed need = host_memory_need(signature, outputs, thread, sampled);
+  const double held = need.held, shadow = need.shadow, total = need.total();
+  const double tile_peak = need.tile_peak;
+  std::vector<std::pair<double, std::string>>& tensors = need.tensors;
   if (total <= budget || signature.empty())
     return static_cast<int64_t>(std::max(0.0, budget - held));
   std::stable_sort(tensors.begin(), tensors.end(),
@@ -261,11 +290,9 @@ int64_t check_host_memory(const std::vector<ParamInfo>& signature,
   std::string list;
   for (size_t i = 0; i < tensors.size() && i < 3; ++i)
     list += (i ? ", " : "") + tensors[i].second + " = " + mib(tensors[i].first);
-  std::string how = "held twice while the reference runs";
+  std::string how = "with the reference's outputs";
   if (thread) {
-    how =
-        "held twice (the run's and the tile level's) and the written ones twice more (the "
-        "reference's and a multi-worker run's)";
+    how = "with the reference's outputs and the tile level's copy of the written ones";
     if (!sampled) {
       how += ", and the simulator's 24-byte shadow of each element (" + mib(shadow) +
              "; a sample, --blocks random:8, keeps it for the sampled blocks only)";
@@ -275,7 +302,7 @@ int64_t check_host_memory(const std::vector<ParamInfo>& signature,
   if (thread && tile_peak <= budget) fix += ", or run at tile level (" + mib(tile_peak) + ")";
   user_error("kernel '" + signature.front().kernel + "': its tensors would need " + mib(total) +
              " (" + list + (tensors.size() > 3 ? ", ..." : "") + "; " + how +
-             "), more than half of this machine's memory (" + mib(budget) + "); " + fix);
+             "), more than three quarters of this machine's memory (" + mib(budget) + "); " + fix);
 }
 
 }  // namespace tessel::cli

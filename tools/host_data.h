@@ -53,13 +53,17 @@ NpyArray tensor_array(const HostTensor& tensor);
 
 /// User error (naming the kernel, the largest tensors with their shapes, the total and a fix)
 /// when a run of `signature`'s tensors would hold more than host_memory_budget() at its peak,
-/// checked before anything is allocated: the tensors twice while the reference runs, which then
-/// keeps `outputs` (a name given twice counts twice: an output and its error bound); at `thread`
-/// level also the tile level's copy, a copy of the written tensors and, unless `sampled`, the
-/// simulator's shadow of every element (24 bytes). Returns the bytes left beside the tensors: what
-/// the shadow may take.
+/// checked before anything is allocated: the tensors once and the reference's copies of
+/// `outputs` (a name given twice counts twice: an output and its error bound; none for a
+/// sampled reference); at `thread` level also one copy of the tensors the kernel writes and,
+/// unless `sampled`, the simulator's shadow of every element (24 bytes). Returns the bytes left
+/// beside the tensors: what the shadow may take.
 int64_t check_host_memory(const std::vector<ParamInfo>& signature,
                           const std::vector<std::string>& outputs, bool thread, bool sampled);
+
+/// True when check_host_memory would accept the run.
+bool fits_host_memory(const std::vector<ParamInfo>& signature,
+                      const std::vector<std::string>& outputs, bool thread, bool sampled);
 
 /// "(256, 128)".
 std::string shape_text(const std::vector<int64_t>& shape);

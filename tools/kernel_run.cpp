@@ -15,6 +15,7 @@
 #include "core/target.h"
 #include "interp/block_selection.h"
 #include "tools/cli.h"
+#include "tools/tensor_fingerprint.h"
 
 namespace tessel::cli {
 
@@ -95,15 +96,19 @@ std::vector<OutputCheck> compare_sampled(const TensorMap& actual,
     internal_check(s != sampled.end(), "the sampled reference misses an output");
     const HostTensor& a = actual.at(name);
     const int64_t n = static_cast<int64_t>(s->indices.size());
-    HostTensor got(a.dtype(), {n}), want(a.dtype(), {n});
+    const bool bounded = !s->bound.empty();
+    HostTensor got(a.dtype(), {n}), want(a.dtype(), {n}), bound(a.dtype(), {bounded ? n : 0});
     for (int64_t i = 0; i < n; ++i) {
       got.set(i, a.at(s->indices[i]));
       want.set(i, s->expected[i]);
+      if (bounded) bound.set(i, s->bound[i]);  // rounded as a full reference's bound tensor
     }
     Tolerance tol = Tolerance::for_dtype(a.dtype());
     tol.atol = atol.value_or(tol.atol);
     tol.rtol = rtol.value_or(tol.rtol);
-    OutputCheck check{name, compare(got, want, tol), tol, a.shape(), n, s->description};
+    OutputCheck check{name, compare(got, want, tol, bounded ? &bound : nullptr),
+                      tol,  a.shape(),
+                      n,    s->description};
     if (check.comparison.first_mismatch >= 0)
       check.comparison.first_mismatch = s->indices[check.comparison.first_mismatch];
     checks.push_back(std::move(check));
@@ -111,12 +116,22 @@ std::vector<OutputCheck> compare_sampled(const TensorMap& actual,
   return checks;
 }
 
-/// True when the reference runs on a sample of the outputs (RunRequest::reference). UsageError
-/// for "sampled" where there is no block sample or no sampled reference.
-bool use_sampled_reference(const Example& example, const Params& params, const RunRequest& req,
-                           const std::optional<BlockSample>& sample) {
+/// True when a run that samples blocks would run the reference on a sample of the outputs
+/// (RunRequest::reference): asked to, or the full reference's outputs would not fit in memory
+/// (`full_fits` false), or it would cost more than sample_above_macs.
+bool wants_sampled_reference(const Example& example, const Params& params, const RunRequest& req,
+                             bool full_fits) {
+  if (req.reference == "full" || !example.sampled_reference) return false;
+  return req.reference == "sampled" || !full_fits ||
+         (example.reference_macs && example.reference_macs(params) > req.sample_above_macs);
+}
+
+/// True when the reference runs on a sample of the outputs: `wanted` (wants_sampled_reference)
+/// and the run samples blocks. UsageError for --reference sampled where there is no block
+/// sample or no sampled reference.
+bool use_sampled_reference(const Example& example, const RunRequest& req,
+                           const std::optional<BlockSample>& sample, bool wanted) {
   if (req.reference == "full") return false;
-  const bool can = sample && example.sampled_reference;
   if (req.reference == "sampled") {
     if (!sample) {
       throw UsageError(
@@ -131,7 +146,7 @@ bool use_sampled_reference(const Example& example, const Params& params, const R
     }
     return true;
   }
-  return can && example.reference_macs && example.reference_macs(params) > req.sample_above_macs;
+  return sample && wanted;
 }
 
 /// The blocks `req.blocks` selects of `kernel`'s grid for these tensors; nullopt when that is
@@ -162,11 +177,76 @@ std::optional<BlockSample> select_blocks(const RunRequest& req, const Kernel& ke
   return sample;
 }
 
+/// Moves `names` from one map into another for a scope and back at its end (also when the
+/// scope throws): a run lends the tensors nobody writes instead of copying them.
+class Lend {
+ public:
+  Lend(TensorMap& owner, TensorMap& borrower, std::vector<std::string> names)
+      : owner_(owner), borrower_(borrower), names_(std::move(names)) {
+    for (const std::string& n : names_) borrower_[n] = std::move(owner_.at(n));
+  }
+  ~Lend() {
+    for (const std::string& n : names_) {
+      owner_[n] = std::move(borrower_.at(n));
+      borrower_.erase(n);
+    }
+  }
+  Lend(const Lend&) = delete;
+  Lend& operator=(const Lend&) = delete;
+
+ private:
+  TensorMap& owner_;
+  TensorMap& borrower_;
+  std::vector<std::string> names_;
+};
+
+/// The tensors of a thread-level run before its simulated blocks ran: a copy of those the
+/// kernel writes (the tile level runs on it afterwards, to compare with, and a launch that runs
+/// again in block order restores from it) and the fingerprints of those it only reads, which
+/// are lent to the tile level and must come out of the thread level unchanged.
+struct BeforeThreadRun {
+  TensorMap written;
+  std::vector<std::string> read_only;
+  std::vector<TensorFingerprint> fingerprints;
+
+  BeforeThreadRun(const std::vector<ParamInfo>& signature, const TensorMap& tensors) {
+    for (const ParamInfo& p : signature) {
+      if (p.written) {
+        written.emplace(p.name, tensors.at(p.name));
+      } else {
+        read_only.push_back(p.name);
+        fingerprints.push_back(TensorFingerprint::of(tensors.at(p.name)));
+      }
+    }
+  }
+};
+
+/// The tensors the kernel only reads against their fingerprints before the thread level ran:
+/// one failed check for each the lowered kernel changed.
+std::vector<OutputCheck> check_unchanged(const BeforeThreadRun& before, const TensorMap& tensors) {
+  std::vector<OutputCheck> checks;
+  for (size_t i = 0; i < before.read_only.size(); ++i) {
+    const HostTensor& t = tensors.at(before.read_only[i]);
+    OutputCheck c{before.read_only[i], {}, Tolerance::for_dtype(t.dtype()), t.shape(), {}, ""};
+    if (auto at = TensorFingerprint::of(t).first_change(before.fingerprints[i])) {
+      const int64_t end = std::min(t.size(), *at + TensorFingerprint::kChunkElements);
+      c.comparison.passed = false;
+      c.comparison.first_mismatch = *at;
+      c.note = "the thread level changed it (somewhere in its elements " + std::to_string(*at) +
+               " to " + std::to_string(end - 1) +
+               ", flat), though no tile operator of the kernel writes it";
+    }
+    checks.push_back(std::move(c));
+  }
+  return checks;
+}
+
 /// Lowers a tile-level kernel for the target and runs it on every thread; then the tile level
 /// on the same inputs, when it can. With a block sample (run.sample), the blocks left out run at
 /// tile level first, into the same tensors; then the sampled blocks run at thread level, and at
-/// tile level on a copy, which so holds the whole grid's tile-level results to compare with.
-void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
+/// tile level on the copy of the written tensors taken before, which so holds the whole grid's
+/// tile-level results to compare with.
+void run_thread(KernelRun& run, const Kernel& kernel) {
   const RunRequest& req = run.request;
   ThreadRunOptions options;
   options.target = req.target;
@@ -192,52 +272,46 @@ void run_thread(KernelRun& run, const Kernel& kernel, TensorMap inputs) {
         rest.push_back(b);
     }
     run_tile_level(kernel, run.tensors, TileRunOptions{req.workers, req.control, &rest});
-    inputs = run.tensors;
-    run.phases.tile_rest = lap(clock);
     options.only_blocks = sample.simulated;
-    run.thread = run_thread_level(thread_kernel, run.tensors, options);
-    run.blocks = run.thread->blocks;
-    run.threads = run.thread->threads;
-    run.seconds = run.thread->seconds;
-    run.phases.run = lap(clock);
-    try {
-      run_tile_level(kernel, inputs, TileRunOptions{req.workers, req.control, &sample.simulated});
-      run.tile_tensors = std::move(inputs);
-      run.tile_ran = true;
-    } catch (const RunStopped&) {
-      throw;
-    } catch (const UserError& e) {
-      run.tile_note = std::string("failed: ") + e.what();
-    }
-    run.phases.tile_check = lap(clock);
-    return;
+    run.phases.tile_rest = lap(clock);
+  }
+  // The tile level does not execute intrinsics: kernels written with them are compared with
+  // the reference only (a sample of such a kernel was refused by select_blocks).
+  const bool tile_check = !uses_intrinsics(kernel);
+  std::optional<BeforeThreadRun> before;
+  if (tile_check) {
+    before.emplace(run.signature, run.tensors);
+    options.before = &before->written;
   }
   run.thread = run_thread_level(thread_kernel, run.tensors, options);
   run.blocks = run.thread->blocks;
   run.threads = run.thread->threads;
   run.seconds = run.thread->seconds;
   run.phases.run = lap(clock);
-  // The tile level does not execute intrinsics: kernels written with them are compared with
-  // the reference only.
-  if (uses_intrinsics(kernel)) {
+  if (!tile_check) {
     run.tile_note =
-        "not run: the kernel calls instructions of the intrinsic table, which only the "
-        "thread level executes";
+        "not run: the kernel calls instructions of the intrinsic table, which only the thread "
+        "level executes";
     return;
   }
+  std::vector<OutputCheck> unchanged = check_unchanged(*before, run.tensors);
   try {
     // Blocks that race on global elements load what other blocks stored as the CPU threads
     // happen to interleave; the thread level then ran them one after another, and so does the
     // tile level, so that both levels (and every --workers) give the same values.
-    int tile_workers = run.thread->in_block_order ? 1 : req.workers;
-    run_tile_level(kernel, inputs, TileRunOptions{tile_workers, req.control});
-    run.tile_tensors = std::move(inputs);
+    const int tile_workers = run.thread->in_block_order ? 1 : req.workers;
+    run.tile_tensors = std::move(before->written);
+    Lend lend(run.tensors, run.tile_tensors, before->read_only);
+    run_tile_level(
+        kernel, run.tile_tensors,
+        TileRunOptions{tile_workers, req.control, run.sample ? &run.sample->simulated : nullptr});
     run.tile_ran = true;
   } catch (const RunStopped&) {
     throw;  // the limits hold for both levels
   } catch (const UserError& e) {
     run.tile_note = std::string("failed: ") + e.what();
   }
+  run.vs_tile = std::move(unchanged);
   run.phases.tile_check = lap(clock);
 }
 
@@ -292,6 +366,11 @@ sim::Counters BlockSample::scaled(const sim::Counters& m) const {
   return c;
 }
 
+const HostTensor& KernelRun::tile_tensor(const std::string& name) const {
+  auto it = tile_tensors.find(name);
+  return it != tile_tensors.end() ? it->second : tensors.at(name);
+}
+
 std::vector<std::string> KernelRun::output_names() const {
   std::vector<std::string> names;
   for (const ParamInfo& p : signature) {
@@ -306,14 +385,48 @@ std::vector<std::string> KernelRun::output_names() const {
 
 namespace {
 
+/// The example's reference on copies of its outputs, with the run's other tensors lent to it
+/// (a reference only reads its inputs): its outputs and their error bounds.
+TensorMap full_reference(const Example& example, const Params& params, TensorMap& tensors) {
+  TensorMap reference;
+  std::vector<std::string> inputs;
+  for (const auto& [name, tensor] : tensors) {
+    if (std::count(example.outputs.begin(), example.outputs.end(), name))
+      reference.emplace(name, tensor);
+    else
+      inputs.push_back(name);
+  }
+  {
+    Lend lend(tensors, reference, inputs);
+    example.reference(params, reference);
+  }
+  for (auto it = reference.begin(); it != reference.end();) {  // only the outputs are compared
+    bool output = std::any_of(
+        example.outputs.begin(), example.outputs.end(),
+        [&](const std::string& o) { return it->first == o || it->first == error_bound_name(o); });
+    it = output ? std::next(it) : reference.erase(it);
+  }
+  return reference;
+}
+
+/// Where `name` stands in the kernel's parameter list (past the end when it is none).
+size_t param_position(const std::vector<ParamInfo>& signature, const std::string& name) {
+  auto it = std::find_if(signature.begin(), signature.end(),
+                         [&](const ParamInfo& p) { return p.name == name; });
+  return static_cast<size_t>(it - signature.begin());
+}
+
 /// Sets the parameters `init` names to zeros, random values (the seed's) or NaN bytes.
 void apply_init(const std::map<std::string, std::string>& init, const Kernel& kernel,
                 const std::map<std::string, int64_t>& dims, uint64_t seed, TensorMap& tensors) {
   if (init.empty()) return;
-  std::vector<std::string> names;
-  for (const auto& [name, how] : init) names.push_back(name);
-  TensorMap random = make_tensors(kernel, dims, {}, seed);
-  TensorMap nan = make_tensors(kernel, dims, names, seed);
+  std::vector<std::string> randoms, nans;  // made for these only
+  for (const auto& [name, how] : init) {
+    if (how == "random") randoms.push_back(name);
+    if (how == "nan") nans.push_back(name);
+  }
+  TensorMap random = make_tensors(kernel, dims, {}, seed, &randoms);
+  TensorMap nan = make_tensors(kernel, dims, nans, seed, &nans);
   for (const auto& [name, how] : init) {
     auto it = tensors.find(name);
     if (it == tensors.end()) {
@@ -347,14 +460,21 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   run.kernel = example.build(k.params);
   std::map<std::string, int64_t> dims = run_dims(k);
   run.signature = kernel_signature(run.kernel, dims);
-  // The tensors, the reference's copy, at thread level the tile level's copy, the copy a
-  // multi-worker run keeps to run again in block order (run_thread_level) and the cross-block
-  // shadow (24 bytes per element touched): refused before any is allocated when too large.
+  // The tensors, the reference's outputs, at thread level the tile level's copy of the written
+  // tensors and the cross-block shadow (24 bytes per element touched): refused before any is
+  // allocated when too large.
   const bool thread = request.level == "thread";
   const bool sampled = thread && !request.blocks.empty() && request.blocks != "all";
-  std::vector<std::string> kept = example.outputs;  // by the reference, with their bounds
-  kept.insert(kept.end(), example.bounded_outputs.begin(), example.bounded_outputs.end());
-  run.shadow_budget = check_host_memory(run.signature, kept, thread, sampled);
+  std::vector<std::string> kept;  // by the reference: its outputs with their bounds
+  if (k.has_reference) {
+    kept = example.outputs;
+    kept.insert(kept.end(), example.bounded_outputs.begin(), example.bounded_outputs.end());
+  }
+  const bool sampled_kept =
+      sampled && wants_sampled_reference(example, k.params, request,
+                                         fits_host_memory(run.signature, kept, thread, sampled));
+  run.shadow_budget = check_host_memory(
+      run.signature, sampled_kept ? std::vector<std::string>{} : kept, thread, sampled);
 
   // Checked before anything runs: every array names a parameter and fits it.
   TensorMap given, expected;
@@ -378,26 +498,21 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   apply_init(init, run.kernel, dims, request.seed, run.tensors);
   for (auto& [name, tensor] : given) run.tensors.insert_or_assign(name, std::move(tensor));
   if (thread) run.sample = select_blocks(request, run.kernel, run.tensors);
+  if (sampled_kept && !run.sample)  // the spec named every block: the full reference runs
+    run.shadow_budget = check_host_memory(run.signature, kept, thread, false);
   run.phases.inputs = lap(clock);
   TensorMap reference;
   std::vector<SampledOutput> sampled_reference;
-  if (k.has_reference && use_sampled_reference(example, k.params, request, run.sample)) {
+  if (k.has_reference && use_sampled_reference(example, request, run.sample, sampled_kept)) {
     ReferenceSampleRequest ask{run.sample->grid, run.sample->simulated, request.seed};
     sampled_reference = example.sampled_reference(k.params, run.tensors, ask);
-  } else {
-    reference = run.tensors;
-    example.reference(k.params, reference);
-    for (auto it = reference.begin(); it != reference.end();) {  // only the outputs are compared
-      bool output = std::any_of(
-          example.outputs.begin(), example.outputs.end(),
-          [&](const std::string& o) { return it->first == o || it->first == error_bound_name(o); });
-      it = output ? std::next(it) : reference.erase(it);
-    }
+  } else if (k.has_reference) {
+    reference = full_reference(example, k.params, run.tensors);
   }
   run.phases.reference = lap(clock);
 
   if (request.level == "thread") {
-    run_thread(run, run.kernel, run.tensors);
+    run_thread(run, run.kernel);
   } else {
     TileRunStats stats =
         run_tile_level(run.kernel, run.tensors, TileRunOptions{request.workers, request.control});
@@ -424,10 +539,16 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   run.vs_expected =
       compare_tensors(run.tensors, expected, expected_names, request.atol, request.rtol);
   if (run.tile_ran) {
-    // Every tensor, not only the declared outputs: a broken kernel may write where it should not.
-    std::vector<std::string> all;
-    for (const ParamInfo& p : run.signature) all.push_back(p.name);
-    run.vs_tile = compare_tensors(run.tensors, run.tile_tensors, all);
+    // Every tensor the kernel writes, not only the declared outputs: a broken kernel may write
+    // where it should not (those it only reads were checked unchanged, run_thread).
+    std::vector<std::string> written;
+    for (const auto& [name, tensor] : run.tile_tensors) written.push_back(name);
+    for (OutputCheck& c : compare_tensors(run.tensors, run.tile_tensors, written))
+      run.vs_tile.push_back(std::move(c));
+    std::stable_sort(
+        run.vs_tile.begin(), run.vs_tile.end(), [&](const OutputCheck& a, const OutputCheck& b) {
+          return param_position(run.signature, a.name) < param_position(run.signature, b.name);
+        });
   }
   for (const auto* checks : {&run.vs_reference, &run.vs_expected}) {
     for (const OutputCheck& c : *checks) {

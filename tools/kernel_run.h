@@ -88,8 +88,10 @@ struct KernelRun {
   bool has_reference = true;  ///< a built-in reference checked the values
   bool lowered = false;       ///< thread level: the kernel was lowered for the target
   std::vector<ParamInfo> signature;
-  TensorMap tensors;                      ///< every parameter after the run, at the run's level
-  TensorMap tile_tensors;                 ///< thread level: the tile level's results (when it ran)
+  TensorMap tensors;  ///< every parameter after the run, at the run's level
+  /// Thread level: the tile level's results (when it ran) of the tensors the kernel writes; the
+  /// others it only reads, unchanged (tile_tensor).
+  TensorMap tile_tensors;
   std::vector<OutputCheck> vs_reference;  ///< the built-in reference's outputs
   std::vector<OutputCheck> vs_expected;   ///< the user's expected arrays
   std::vector<OutputCheck> vs_tile;       ///< thread level: every tensor against the tile level
@@ -107,6 +109,9 @@ struct KernelRun {
 
   /// The parameters the kernel writes, and those the reference or the user checked.
   std::vector<std::string> output_names() const;
+  /// Parameter `name` after the tile level (requires tile_ran): its copy where the kernel writes
+  /// it, else the tensor itself, which the thread level left unchanged (vs_tile says so).
+  const HostTensor& tile_tensor(const std::string& name) const;
 };
 
 /// Runs `k` as `request` says. UsageError for a bad level, schedule, target or block spec (or

@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 
+#include "interp/host_tensor.h"
 #include "tools/cli.h"
 #include "tools/file_io.h"
 
@@ -193,7 +194,8 @@ std::map<std::string, NpyArray> read_npz(const std::string& path, const std::str
     total += st.size;
     if (total > budget) {
       throw UsageError(member + ": the archive's arrays hold more than " +
-                       std::to_string(budget >> 20) + " MiB, half of this machine's memory");
+                       std::to_string(budget >> 20) +
+                       " MiB, three quarters of this machine's memory");
     }
     std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(zip_fopen_index(archive.get(), i, 0),
                                                            zip_fclose);

@@ -62,7 +62,8 @@ json checks_json(const std::vector<OutputCheck>& checks) {
                   {"elements", total},
                   {"checked", c.sampled.value_or(total)},
                   {"sampled", c.sampled.has_value()},
-                  {"sample", c.sampled ? json(c.sample_note) : json(nullptr)}};
+                  {"sample", c.sampled ? json(c.sample_note) : json(nullptr)},
+                  {"note", c.note.empty() ? json(nullptr) : json(c.note)}};
     if (!c.comparison.passed) {
       json index = json::array();
       int64_t flat = c.comparison.first_mismatch;
@@ -266,15 +267,18 @@ std::string run_text(const KernelRun& run) {
       bool same = std::all_of(run.vs_tile.begin(), run.vs_tile.end(),
                               [](const OutputCheck& c) { return c.comparison.passed; });
       out << "  tile level: " << (same ? "same results" : "DIFFERENT results") << "\n";
-      for (const OutputCheck& c : run.vs_tile) {
-        if (c.comparison.passed) continue;
-        out << "    " << c.name << ": " << c.comparison.mismatches
-            << " element(s) differ; first at " << c.name
-            << index_string(c.shape, c.comparison.first_mismatch) << ": thread level "
-            << c.comparison.first_actual << ", tile level " << c.comparison.first_expected << "\n";
-      }
     } else {
       out << "  tile level: " << run.tile_note << "\n";
+    }
+    for (const OutputCheck& c : run.vs_tile) {
+      if (c.comparison.passed) continue;
+      if (!c.note.empty()) {
+        out << "    " << c.name << ": " << c.note << "\n";
+        continue;
+      }
+      out << "    " << c.name << ": " << c.comparison.mismatches << " element(s) differ; first at "
+          << c.name << index_string(c.shape, c.comparison.first_mismatch) << ": thread level "
+          << c.comparison.first_actual << ", tile level " << c.comparison.first_expected << "\n";
     }
     if (run.lowered) out << traffic_table(traffic_per_operator(run.kernel, run.thread->report));
     out << run.thread->report.text();
@@ -305,7 +309,7 @@ json run_json(const KernelRun& run) {
   json tile = {{"ran", run.tile_ran},
                {"note", run.tile_note.empty() ? json(nullptr) : json(run.tile_note)},
                {"matches", run.tile_ran ? json(same) : json(nullptr)}};
-  if (run.tile_ran) tile["tensors"] = checks_json(run.vs_tile);
+  if (run.tile_ran || !run.vs_tile.empty()) tile["tensors"] = checks_json(run.vs_tile);
   j["target"] = req.target;
   j["schedule"] = Schedule::parse(req.schedule)->name();
   j["warp_size"] = t.warp_size;
