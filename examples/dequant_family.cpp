@@ -18,6 +18,7 @@
 #include "examples/dequant_formats.h"
 #include "examples/reference_math.h"
 #include "examples/registry.h"
+#include "examples/sampled_product.h"
 
 namespace tessel {
 
@@ -161,17 +162,16 @@ Kernel build_gemv(LowBit f, const Params& p) {
   return T.finish();
 }
 
-/// Rows [r0, r1) of W: W[n, k] decoded from the packed bytes and scaled, then rounded to `type`,
-/// the type the kernel multiplies it in (float16 for the GEMMs' operand: an fp4 value times a
-/// float16 scale has 12 significant bits; float32 for the GEMVs), in double.
-MatrixD dequantized_rows(LowBit f, const TensorMap& t, int64_t K, DataType type, int64_t r0,
-                         int64_t r1) {
+/// The rows of W (MatrixPart): W[n, k] decoded from the packed bytes and scaled, then rounded to
+/// `type`, the type the kernel multiplies it in (float16 for the GEMMs' operand: an fp4 value
+/// times a float16 scale has 12 significant bits; float32 for the GEMVs), in double. The one
+/// decoding of every reference of the family, full or sampled.
+MatrixPart dequantized_rows(LowBit f, const TensorMap& t, int64_t K, DataType type) {
   const HostTensor& B = t.at("B");
   internal_check(B.dtype() == DataType::u8(), "dequant reference: B holds uint8 bytes");
-  const int64_t packed = B.shape()[1], per = lowbit_per_byte(f);
   const HostTensor* scale = lowbit_scaled(f) ? &t.at("Scale") : nullptr;
-  const int64_t groups = scale ? scale->shape()[1] : 1, group_size = K / groups;
   // host_decode of every byte at every field position, once: decoded[pos * 256 + byte].
+  const int64_t per = lowbit_per_byte(f);
   std::vector<double> decoded(static_cast<size_t>(per) * 256);
   for (int64_t pos = 0; pos < per; ++pos) {
     for (int byte = 0; byte < 256; ++byte) {
@@ -179,43 +179,61 @@ MatrixD dequantized_rows(LowBit f, const TensorMap& t, int64_t K, DataType type,
       decoded[static_cast<size_t>(pos * 256 + byte)] = scale ? w : round_to(type, w);
     }
   }
-  MatrixD W(r1 - r0, K);
-  for (int64_t n = r0; n < r1; ++n) {
-    const uint8_t* row = B.data() + n * packed;
-    double* out = W.row(n - r0).data();
-    double group_scale = 1;
-    for (int64_t k = 0; k < K; ++k) {
-      double w = decoded[static_cast<size_t>((k % per) * 256 + row[k / per])];
-      if (!scale) {
-        out[k] = w;
-        continue;
+  return [&B, scale, decoded, per, K, type](const std::vector<int64_t>& rows, MatrixD& out) {
+    const int64_t packed = B.shape()[1];
+    const int64_t groups = scale ? scale->shape()[1] : 1, group_size = K / groups;
+    out.resize(static_cast<int64_t>(rows.size()), K);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int64_t n = rows[i];
+      const uint8_t* row = B.data() + n * packed;
+      double* w_row = out.row(static_cast<int64_t>(i)).data();
+      double group_scale = 1;
+      for (int64_t k = 0; k < K; ++k) {
+        double w = decoded[static_cast<size_t>((k % per) * 256 + row[k / per])];
+        if (!scale) {
+          w_row[k] = w;
+          continue;
+        }
+        if (k % group_size == 0) group_scale = scale->at(n * groups + k / group_size);
+        w_row[k] = round_to(type, w * group_scale);
       }
-      if (k % group_size == 0) group_scale = scale->at(n * groups + k / group_size);
-      out[k] = round_to(type, w * group_scale);
     }
-  }
-  return W;
+  };
+}
+
+/// The type the GEMMs multiply the weights in: int8 for int2 (with int8 activations), else
+/// float16.
+DataType gemm_operand(LowBit f) { return f == LowBit::kInt2 ? DataType::i8() : DataType::f16(); }
+
+/// Ct = W A^T, W decoded and multiplied on every core.
+void gemm_reference(LowBit f, TensorMap& t) {
+  MatrixD A = to_matrix(t.at("A"));
+  const int64_t N = t.at("B").shape()[0], K = A.cols();
+  MatrixD W = all_rows(dequantized_rows(f, t, K, gemm_operand(f)), N, K);
+  from_matrix(t.at("Ct"), parallel_product(W, A, /*transpose_b=*/true));
+}
+
+/// Ct = W A^T on the simulated blocks' tiles Ct[bx * block_N, by * block_M] in full and on
+/// `per_tile` seeded rows and columns of every other tile: only the rows of W the product asks
+/// for are decoded (dequantized_rows, as the full reference decodes them).
+std::vector<SampledOutput> gemm_sampled_reference(LowBit f, const Params& p, const TensorMap& t,
+                                                  const ReferenceSampleRequest& req) {
+  const HostTensor& A = t.at("A");
+  const int64_t K = A.shape()[1];
+  TiledProduct c{"Ct",
+                 t.at("Ct").shape()[0],
+                 A.shape()[0],
+                 K,
+                 p.positive("block_N"),
+                 p.positive("block_M"),
+                 /*rows_on_x=*/true,
+                 "(ceildiv(N, block_N), ceildiv(M, block_M))"};
+  return {sampled_tiled_product(c, dequantized_rows(f, t, K, gemm_operand(f)),
+                                tensor_rows_as_columns(A), req)};
 }
 
 /// Rows of W decoded per slice of kRowSlice rows, the slices spread over the cores.
 constexpr int64_t kRowSlice = 64;
-
-/// All of W (dequantized_rows), decoded on every core.
-MatrixD dequantized(LowBit f, const TensorMap& t, int64_t K, DataType type) {
-  const int64_t N = t.at("B").shape()[0];
-  MatrixD W(N, K);
-  parallel_for((N + kRowSlice - 1) / kRowSlice, [&](int64_t s) {
-    const int64_t r0 = s * kRowSlice, r1 = std::min(N, r0 + kRowSlice);
-    W.middleRows(r0, r1 - r0) = dequantized_rows(f, t, K, type, r0, r1);
-  });
-  return W;
-}
-
-void gemm_reference(LowBit f, TensorMap& t) {
-  MatrixD A = to_matrix(t.at("A"));
-  const DataType operand = f == LowBit::kInt2 ? DataType::i8() : DataType::f16();
-  from_matrix(t.at("Ct"), parallel_product(dequantized(f, t, A.cols(), operand), A.transpose()));
-}
 
 /// C = W a, a slice of kRowSlice rows at a time on every core: W is never held whole (at the
 /// paper's V4, N x K doubles would take 6.6 GB). Each row's dot product is Eigen's, as for the
@@ -226,12 +244,16 @@ void gemv_reference(LowBit f, TensorMap& t) {
   Eigen::VectorXd a(K);
   for (int64_t k = 0; k < K; ++k) a(k) = A.at(k);
   const DataType operand = f == LowBit::kInt2 ? DataType::i32() : DataType::f32();
+  const MatrixPart w_rows = dequantized_rows(f, t, K, operand);
   HostTensor& C = t.at("C");
   const int64_t N = C.shape()[0];
   Eigen::VectorXd c(N);
   parallel_for((N + kRowSlice - 1) / kRowSlice, [&](int64_t s) {
-    const int64_t r0 = s * kRowSlice, r1 = std::min(N, r0 + kRowSlice);
-    c.segment(r0, r1 - r0).noalias() = dequantized_rows(f, t, K, operand, r0, r1) * a;
+    std::vector<int64_t> rows;
+    for (int64_t n = s * kRowSlice; n < std::min(N, (s + 1) * kRowSlice); ++n) rows.push_back(n);
+    MatrixD W;
+    w_rows(rows, W);
+    c.segment(rows.front(), W.rows()).noalias() = W * a;
   });
   for (int64_t n = 0; n < N; ++n) C.set(n, c(n));
 }
@@ -270,6 +292,10 @@ Example gemm_example(LowBit f) {
   e.outputs = {"Ct"};
   e.build = [f](const Params& p) { return build_gemm(f, p); };
   e.reference = [f](const Params&, TensorMap& t) { gemm_reference(f, t); };
+  e.reference_macs = gemm_shape_macs;
+  e.sampled_reference = [f](const Params& p, const TensorMap& t, const ReferenceSampleRequest& r) {
+    return gemm_sampled_reference(f, p, t, r);
+  };
   return e;
 }
 

@@ -2,9 +2,12 @@
 // packed into int8 bytes; each k-step copies a packed tile, unpacks it element-wise in registers
 // (TVM's _tir_packed_to_unsigned_convert("int", 8)) and multiplies: Ct = dequant(B) @ A^T.
 // examples/kernels/dequant_gemm.py is the same kernel in TileLang syntax.
+#include <vector>
+
 #include "core/builder.h"
 #include "examples/reference_math.h"
 #include "examples/registry.h"
+#include "examples/sampled_product.h"
 
 namespace tessel {
 
@@ -61,21 +64,48 @@ Kernel build_dequant_gemm(const Params& p) {
   return T.finish();
 }
 
-/// Ct = W @ A^T with W[n, k] the unsigned field k % elems of byte B[n, k / elems], low bits
-/// first; the field width comes from the shapes (K / B's columns values per byte).
-void dequant_gemm_reference(TensorMap& t) {
-  const HostTensor &A = t.at("A"), &B = t.at("B");
-  int64_t N = B.shape()[0], packed = B.shape()[1], K = A.shape()[1];
-  int64_t elems = K / packed;
-  int bits = static_cast<int>(8 / elems);
-  MatrixD W(N, K);
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t k = 0; k < K; ++k) {
-      auto byte = static_cast<uint8_t>(static_cast<int64_t>(B.at(n * packed + k / elems)));
-      W(n, k) = (byte >> (bits * (k % elems))) & ((1 << bits) - 1);
+/// The rows of W (MatrixPart): W[n, k] is the unsigned field k % elems of byte B[n, k / elems],
+/// low bits first; the field width comes from the shapes (K / B's columns values per byte). The
+/// one unpacking of the full and the sampled reference.
+MatrixPart unpacked_rows(const HostTensor& B, int64_t K) {
+  return [&B, K](const std::vector<int64_t>& rows, MatrixD& out) {
+    const int64_t packed = B.shape()[1], elems = K / packed;
+    const int bits = static_cast<int>(8 / elems);
+    out.resize(static_cast<int64_t>(rows.size()), K);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const uint8_t* row = B.data() + rows[i] * packed;  // int8 storage: two's-complement bytes
+      for (int64_t k = 0; k < K; ++k) {
+        out(static_cast<int64_t>(i), k) =
+            (row[k / elems] >> (bits * (k % elems))) & ((1 << bits) - 1);
+      }
     }
-  }
-  from_matrix(t.at("Ct"), W * to_matrix(A).transpose());
+  };
+}
+
+/// Ct = W @ A^T, W unpacked and multiplied on every core.
+void dequant_gemm_reference(TensorMap& t) {
+  const HostTensor& B = t.at("B");
+  MatrixD A = to_matrix(t.at("A"));
+  MatrixD W = all_rows(unpacked_rows(B, A.cols()), B.shape()[0], A.cols());
+  from_matrix(t.at("Ct"), parallel_product(W, A, /*transpose_b=*/true));
+}
+
+/// Ct = W @ A^T on the simulated blocks' tiles Ct[bx * block_N, by * block_M] in full and on
+/// `per_tile` seeded rows and columns of every other tile: only the rows of W the product asks
+/// for are unpacked (unpacked_rows, as the full reference unpacks them).
+std::vector<SampledOutput> dequant_gemm_sampled_reference(const Params& p, const TensorMap& t,
+                                                          const ReferenceSampleRequest& req) {
+  const HostTensor &A = t.at("A"), &B = t.at("B");
+  const int64_t K = A.shape()[1];
+  TiledProduct c{"Ct",
+                 B.shape()[0],
+                 A.shape()[0],
+                 K,
+                 p.positive("block_N"),
+                 p.positive("block_M"),
+                 /*rows_on_x=*/true,
+                 "(ceildiv(N, block_N), ceildiv(M, block_M))"};
+  return {sampled_tiled_product(c, unpacked_rows(B, K), tensor_rows_as_columns(A), req)};
 }
 
 }  // namespace
@@ -101,6 +131,8 @@ Example dequant_gemm_example() {
   e.outputs = {"Ct"};
   e.build = build_dequant_gemm;
   e.reference = [](const Params&, TensorMap& t) { dequant_gemm_reference(t); };
+  e.reference_macs = gemm_shape_macs;
+  e.sampled_reference = dequant_gemm_sampled_reference;
   return e;
 }
 

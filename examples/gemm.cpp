@@ -69,58 +69,32 @@ void gemm_reference(TensorMap& t, bool transpose_b) {
 }
 
 /// C = A·B (B stored (N, K) when transpose_b) on the simulated blocks' tiles of C in full and on
-/// `per_tile` seeded rows and columns of every block_M × block_N tile.
+/// `per_tile` seeded rows and columns of every block_M × block_N tile. Block (bx, by) writes
+/// C[by * bM, bx * bN] on a (ceildiv(N, bN), ceildiv(M, bM)) grid.
 std::vector<SampledOutput> gemm_sampled_reference(const Params& p, const TensorMap& t,
                                                   const ReferenceSampleRequest& req,
                                                   bool transpose_b) {
   const HostTensor &A = t.at("A"), &B = t.at("B");
-  const int64_t M = A.shape()[0], K = A.shape()[1], N = t.at("C").shape()[1];
-  const int64_t bM = p.positive("block_M"), bN = p.positive("block_N");
-  MatrixPart a_rows = [&](const std::vector<int64_t>& rows, MatrixD& out) {
-    out.resize(static_cast<int64_t>(rows.size()), K);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      for (int64_t k = 0; k < K; ++k) out(static_cast<int64_t>(i), k) = A.at(rows[i] * K + k);
-    }
-  };
-  MatrixPart b_cols = [&](const std::vector<int64_t>& cols, MatrixD& out) {
-    const int64_t n = static_cast<int64_t>(cols.size());
-    out.resize(K, n);
-    if (transpose_b) {  // column j of B is row j of the stored (N, K) tensor
-      for (int64_t j = 0; j < n; ++j) {
-        for (int64_t k = 0; k < K; ++k) out(k, j) = B.at(cols[j] * K + k);
-      }
-    } else {
+  const int64_t N = t.at("C").shape()[1];
+  MatrixPart b_cols = tensor_rows_as_columns(B);  // column j of B is row j of the stored (N, K)
+  if (!transpose_b) {
+    b_cols = [&B, N](const std::vector<int64_t>& cols, MatrixD& out) {
+      const int64_t K = B.shape()[0], n = static_cast<int64_t>(cols.size());
+      out.resize(K, n);
       for (int64_t k = 0; k < K; ++k) {
         for (int64_t j = 0; j < n; ++j) out(k, j) = B.at(k * N + cols[j]);
       }
-    }
-  };
-  // Block (bx, by) writes C[by * bM, bx * bN] on a (ceildiv(N, bN), ceildiv(M, bM)) grid.
-  std::vector<MatrixTile> tiles;
-  std::string where;
-  const int64_t gx = (N + bN - 1) / bN, gy = (M + bM - 1) / bM;
-  if (req.grid == std::vector<int64_t>{gx, gy}) {
-    for (int64_t id : req.simulated) {
-      int64_t bx = id % gx, by = id / gx;
-      tiles.push_back({by * bM, std::min(M, (by + 1) * bM), bx * bN, std::min(N, (bx + 1) * bN)});
-    }
-    where = "the tiles C[by*" + std::to_string(bM) + ", bx*" + std::to_string(bN) + "] of the " +
-            std::to_string(tiles.size()) + " simulated blocks in full";
-  } else {
-    where =
-        "no tile of a simulated block in full (the grid is not (ceildiv(N, block_N), "
-        "ceildiv(M, block_M)), so its blocks' tiles are not known)";
+    };
   }
-  std::vector<int64_t> rows = sample_per_tile(M, bM, req.per_tile, req.seed);
-  std::vector<int64_t> cols = sample_per_tile(N, bN, req.per_tile, req.seed + 1);
-  SampledOutput c = sampled_product(M, N, K, a_rows, b_cols, rows, cols, tiles);
-  c.name = "C";
-  c.description = where + "; elsewhere " + std::to_string(req.per_tile) + " rows of every " +
-                  std::to_string(bM) + " and " + std::to_string(req.per_tile) +
-                  " columns of every " + std::to_string(bN) + " (" + std::to_string(rows.size()) +
-                  " rows, " + std::to_string(cols.size()) + " columns, drawn with seed " +
-                  std::to_string(req.seed) + ")";
-  return {std::move(c)};
+  TiledProduct c{"C",
+                 A.shape()[0],
+                 N,
+                 A.shape()[1],
+                 p.positive("block_M"),
+                 p.positive("block_N"),
+                 /*rows_on_x=*/false,
+                 "(ceildiv(N, block_N), ceildiv(M, block_M))"};
+  return {sampled_tiled_product(c, tensor_rows(A), b_cols, req)};
 }
 
 Example make(Variant v, std::string name, std::string description) {
@@ -131,10 +105,7 @@ Example make(Variant v, std::string name, std::string description) {
   e.outputs = {"C"};
   e.build = [v](const Params& p) { return build_gemm(p, v); };
   e.reference = [v](const Params&, TensorMap& t) { gemm_reference(t, v == Variant::kTransposeB); };
-  e.reference_macs = [](const Params& p) {
-    return static_cast<double>(p.integer("M")) * static_cast<double>(p.integer("N")) *
-           static_cast<double>(p.integer("K"));
-  };
+  e.reference_macs = gemm_shape_macs;
   e.sampled_reference = [v](const Params& p, const TensorMap& t, const ReferenceSampleRequest& r) {
     return gemm_sampled_reference(p, t, r, v == Variant::kTransposeB);
   };

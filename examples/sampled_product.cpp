@@ -2,6 +2,7 @@
 #include "examples/sampled_product.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 namespace tessel {
@@ -24,6 +25,78 @@ std::vector<int64_t> iota_range(int64_t begin, int64_t end) {
 }
 
 }  // namespace
+
+MatrixD all_rows(const MatrixPart& a_rows, int64_t rows, int64_t K) {
+  constexpr int64_t kSlice = 64;
+  MatrixD all(rows, K);
+  parallel_for((rows + kSlice - 1) / kSlice, [&](int64_t s) {
+    const int64_t r0 = s * kSlice, r1 = std::min(rows, r0 + kSlice);
+    MatrixD slice;
+    a_rows(iota_range(r0, r1), slice);
+    all.middleRows(r0, r1 - r0) = slice;
+  });
+  return all;
+}
+
+MatrixPart tensor_rows(const HostTensor& t) {
+  return [&t](const std::vector<int64_t>& index, MatrixD& out) {
+    const int64_t K = t.shape()[1];
+    out.resize(static_cast<int64_t>(index.size()), K);
+    for (size_t i = 0; i < index.size(); ++i) {
+      for (int64_t k = 0; k < K; ++k) out(static_cast<int64_t>(i), k) = t.at(index[i] * K + k);
+    }
+  };
+}
+
+MatrixPart tensor_rows_as_columns(const HostTensor& t) {
+  return [&t](const std::vector<int64_t>& index, MatrixD& out) {
+    const int64_t K = t.shape()[1];
+    out.resize(K, static_cast<int64_t>(index.size()));
+    for (size_t j = 0; j < index.size(); ++j) {
+      for (int64_t k = 0; k < K; ++k) out(k, static_cast<int64_t>(j)) = t.at(index[j] * K + k);
+    }
+  };
+}
+
+SampledOutput sampled_tiled_product(const TiledProduct& c, const MatrixPart& a_rows,
+                                    const MatrixPart& b_cols, const ReferenceSampleRequest& req) {
+  const int64_t tr = c.tile_rows, tc = c.tile_cols;
+  const int64_t row_tiles = (c.rows + tr - 1) / tr, col_tiles = (c.cols + tc - 1) / tc;
+  const std::vector<int64_t> grid = c.rows_on_x ? std::vector<int64_t>{row_tiles, col_tiles}
+                                                : std::vector<int64_t>{col_tiles, row_tiles};
+  std::vector<MatrixTile> tiles;
+  std::string where;
+  if (req.grid == grid) {
+    for (int64_t id : req.simulated) {
+      const int64_t x = id % grid[0], y = id / grid[0];
+      const int64_t r = c.rows_on_x ? x : y, q = c.rows_on_x ? y : x;
+      tiles.push_back(
+          {r * tr, std::min(c.rows, (r + 1) * tr), q * tc, std::min(c.cols, (q + 1) * tc)});
+    }
+    const std::string row_block = c.rows_on_x ? "bx" : "by", col_block = c.rows_on_x ? "by" : "bx";
+    where = "the tiles " + c.output + "[" + row_block + "*" + std::to_string(tr) + ", " +
+            col_block + "*" + std::to_string(tc) + "] of the " + std::to_string(tiles.size()) +
+            " simulated blocks in full";
+  } else {
+    where = "no tile of a simulated block in full (the grid is not " + c.grid_words +
+            ", so its blocks' tiles are not known)";
+  }
+  std::vector<int64_t> rows = sample_per_tile(c.rows, tr, req.per_tile, req.seed);
+  std::vector<int64_t> cols = sample_per_tile(c.cols, tc, req.per_tile, req.seed + 1);
+  SampledOutput out = sampled_product(c.rows, c.cols, c.depth, a_rows, b_cols, rows, cols, tiles);
+  out.name = c.output;
+  out.description = where + "; elsewhere " + std::to_string(req.per_tile) + " rows of every " +
+                    std::to_string(tr) + " and " + std::to_string(req.per_tile) +
+                    " columns of every " + std::to_string(tc) + " (" + std::to_string(rows.size()) +
+                    " rows, " + std::to_string(cols.size()) + " columns, drawn with seed " +
+                    std::to_string(req.seed) + ")";
+  return out;
+}
+
+double gemm_shape_macs(const Params& p) {
+  return static_cast<double>(p.integer("M")) * static_cast<double>(p.integer("N")) *
+         static_cast<double>(p.integer("K"));
+}
 
 std::vector<int64_t> sample_per_tile(int64_t extent, int64_t tile, int64_t per_tile,
                                      uint64_t seed) {

@@ -140,9 +140,10 @@ bool use_sampled_reference(const Example& example, const RunRequest& req,
           "fewer than all blocks");
     }
     if (!example.sampled_reference) {
-      throw UsageError("--reference sampled: kernel '" + example.name +
-                       "' has no sampled reference (the GEMM examples have one); use "
-                       "--reference full");
+      throw UsageError(
+          "--reference sampled: kernel '" + example.name +
+          "' has no sampled reference (the GEMM and dequantised GEMM examples have one); use "
+          "--reference full");
     }
     return true;
   }
