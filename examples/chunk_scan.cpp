@@ -237,17 +237,12 @@ std::vector<SampledOutput> chunk_scan_sampled_reference(const Params& p, const T
   const int64_t bM = p.positive("block_M"), bN = p.positive("block_N");
   // Block (bx, by, bz) writes positions by*bM.. of chunk bz / nheads (every (b, c) pair).
   const std::vector<int64_t> grid = {(P + bN - 1) / bN, Q / bM, chunks * H};
-  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(chunks));
-  for (int64_t bc = 0; bc < chunks; ++bc)
-    rows[bc] = sample_per_tile(Q, Q, req.per_tile, req.seed * 0x9e3779b97f4a7c15ULL + bc);
+  std::vector<std::vector<int64_t>> rows = sample_per_unit(chunks, Q, req.per_tile, req.seed);
   std::string where = "no tile of a simulated block in full (the grid is not the kernel's)";
   if (req.grid == grid) {
     for (int64_t id : req.simulated) {
       const int64_t by = id / grid[0] % grid[1], bc = id / (grid[0] * grid[1]) / H;
-      std::vector<int64_t>& r = rows[static_cast<size_t>(bc)];
-      for (int64_t l = by * bM; l < (by + 1) * bM; ++l) r.push_back(l);
-      std::sort(r.begin(), r.end());
-      r.erase(std::unique(r.begin(), r.end()), r.end());
+      add_span(rows[static_cast<size_t>(bc)], by * bM, (by + 1) * bM);
     }
     where = "the positions of the " + std::to_string(req.simulated.size()) +
             " simulated blocks' tiles (every head)";

@@ -154,17 +154,12 @@ std::vector<SampledOutput> chunk_state_sampled_reference(const Params& p, const 
   const int64_t bM = p.positive("block_M"), bN = p.positive("block_N");
   // Block (bx, by, bz) writes rows bx*bM.. and columns by*bN.. of state bz.
   const std::vector<int64_t> grid = {(P + bM - 1) / bM, (N + bN - 1) / bN, units};
-  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(units));
-  for (int64_t u = 0; u < units; ++u)
-    rows[u] = sample_per_tile(P, P, req.per_tile, req.seed * 0x9e3779b97f4a7c15ULL + u);
+  std::vector<std::vector<int64_t>> rows = sample_per_unit(units, P, req.per_tile, req.seed);
   std::string where = "no tile of a simulated block in full (the grid is not the kernel's)";
   if (req.grid == grid) {
     for (int64_t id : req.simulated) {
       const int64_t bx = id % grid[0], u = id / (grid[0] * grid[1]);
-      std::vector<int64_t>& r = rows[static_cast<size_t>(u)];
-      for (int64_t q = bx * bM; q < std::min(P, (bx + 1) * bM); ++q) r.push_back(q);
-      std::sort(r.begin(), r.end());
-      r.erase(std::unique(r.begin(), r.end()), r.end());
+      add_span(rows[static_cast<size_t>(u)], bx * bM, std::min(P, (bx + 1) * bM));
     }
     where = "the rows of the " + std::to_string(req.simulated.size()) +
             " simulated blocks' tiles (every column)";

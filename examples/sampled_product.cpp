@@ -182,4 +182,20 @@ SampledOutput sampled_product(int64_t M, int64_t N, int64_t K, const MatrixPart&
   return out;
 }
 
+std::vector<std::vector<int64_t>> sample_per_unit(int64_t units, int64_t extent, int64_t per_unit,
+                                                  uint64_t seed) {
+  std::vector<std::vector<int64_t>> picked(static_cast<size_t>(units));
+  for (int64_t u = 0; u < units; ++u) {
+    picked[static_cast<size_t>(u)] =
+        sample_per_tile(extent, extent, per_unit, seed * 0x9e3779b97f4a7c15ULL + u);
+  }
+  return picked;
+}
+
+void add_span(std::vector<int64_t>& indices, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) indices.push_back(i);
+  std::sort(indices.begin(), indices.end());
+  indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+}
+
 }  // namespace tessel

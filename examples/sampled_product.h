@@ -71,4 +71,12 @@ double gemm_shape_macs(const Params& p);
 /// [0, extent) (all of a shorter span), drawn with `seed`; ascending.
 std::vector<int64_t> sample_per_tile(int64_t extent, int64_t tile, int64_t per_tile, uint64_t seed);
 
+/// For each of `units` (a chunk, a state): `per_unit` distinct indices of [0, extent), ascending,
+/// each unit's drawn with its own seed from `seed`.
+std::vector<std::vector<int64_t>> sample_per_unit(int64_t units, int64_t extent, int64_t per_unit,
+                                                  uint64_t seed);
+
+/// Adds [begin, end) to the ascending, distinct `indices`, which stay so.
+void add_span(std::vector<int64_t>& indices, int64_t begin, int64_t end);
+
 }  // namespace tessel
