@@ -380,7 +380,7 @@ std::optional<Fragment> derive_fragment(const Fragment& loop, const std::vector<
     int64_t keep = ((int64_t{1} << nbits) - 1) ^ group;
     int lo = std::countr_zero(static_cast<uint64_t>(group));
     Expr spread;
-    if ((group >> lo & (group >> lo) + 1) == 0) {
+    if (((group >> lo) & ((group >> lo) + 1)) == 0) {  // contiguous bits
       spread = lo == 0 ? Expr(rep) : rep << make_int(lo);
     } else {
       spread = make_int(0);

@@ -174,8 +174,8 @@ void chunk_scan_rows(const SsdShape& s, const SsdTensors& in, const HostTensor& 
       e[j] = ((ln2 * u * (abs_a[l] + abs_a[j] + 2 * diff) + 3 * u) + gamma) * std::fabs(w[j]);
     }
   }
-  Cr = Cm(rows, Eigen::placeholders::all);
-  Xr = X(rows, Eigen::placeholders::all);
+  Cr = Cm(rows, Eigen::all);
+  Xr = X(rows, Eigen::all);
   decay_r = decay(rows);
   // Y = diag(e^dA) C S^T + W X + D X.
   CS.resize(r, P);

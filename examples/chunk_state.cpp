@@ -114,7 +114,7 @@ void chunk_state_rows(const SsdShape& s, const SsdTensors& in, int64_t b, int64_
     const double a_l = std::fabs(dA[l] * log2e), diff = std::fabs((last - dA[l]) * log2e);
     e[l] = (ln2 * u * (a_last + a_l + 2 * diff) + 4 * u + gamma) * std::fabs(w[l]);
   }
-  Xr = X(Eigen::placeholders::all, rows);
+  Xr = X(Eigen::all, rows);
   S.resize(static_cast<int64_t>(rows.size()), s.dstate);
   S.noalias() = Xr.transpose() * w.asDiagonal() * Bm;
   bound.resize(S.rows(), s.dstate);

@@ -30,13 +30,13 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 // ---- Block -------------------------------------------------------------------------------------
 
 BlockExec::BlockExec(LaunchContext& launch, uint32_t block_linear, int64_t turn)
-    : launch_(launch),
+    : steps(launch.control),
+      launch_(launch),
       block_linear_(block_linear),
       block_index_(launch.sim.block_index(block_linear)),
       threads_(launch.prog.kernel->threads),
       sim_(launch.sim, block_linear, threads_),
-      storage_(launch.prog.buffers.size()),
-      steps(launch.control) {
+      storage_(launch.prog.buffers.size()) {
   const ThreadProgram& prog = launch.prog;
   if (turn >= 0) sim_.set_turn(turn, [this](int b, int64_t flat) { return global_cell(b, flat); });
   for (int b = 0; b < prog.num_globals; ++b) {
