@@ -277,11 +277,9 @@ int64_t check_host_memory(const std::vector<ParamInfo>& signature,
                           const std::vector<std::string>& outputs, bool thread, bool sampled) {
   const double budget = static_cast<double>(host_memory_budget());
   HostMemoryNeed need = host_memory_need(signature, outputs, thread, sampled);
-  const double held = need.held, shadow = need.shadow, total = need.total();
-  const double tile_peak = need.tile_peak;
-  std::vector<std::pair<double, std::string>>& tensors = need.tensors;
-  if (total <= budget || signature.empty())
-    return static_cast<int64_t>(std::max(0.0, budget - held));
+  if (need.total() <= budget || signature.empty())
+    return static_cast<int64_t>(std::max(0.0, budget - need.held));
+  auto& tensors = need.tensors;
   std::stable_sort(tensors.begin(), tensors.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   auto mib = [](double bytes) {
@@ -294,14 +292,15 @@ int64_t check_host_memory(const std::vector<ParamInfo>& signature,
   if (thread) {
     how = "with the reference's outputs and the tile level's copy of the written ones";
     if (!sampled) {
-      how += ", and the simulator's 24-byte shadow of each element (" + mib(shadow) +
+      how += ", and the simulator's 24-byte shadow of each element (" + mib(need.shadow) +
              "; a sample, --blocks random:8, keeps it for the sampled blocks only)";
     }
   }
   std::string fix = "choose smaller sizes with -D";
-  if (thread && tile_peak <= budget) fix += ", or run at tile level (" + mib(tile_peak) + ")";
-  user_error("kernel '" + signature.front().kernel + "': its tensors would need " + mib(total) +
-             " (" + list + (tensors.size() > 3 ? ", ..." : "") + "; " + how +
+  if (thread && need.tile_peak <= budget)
+    fix += ", or run at tile level (" + mib(need.tile_peak) + ")";
+  user_error("kernel '" + signature.front().kernel + "': its tensors would need " +
+             mib(need.total()) + " (" + list + (tensors.size() > 3 ? ", ..." : "") + "; " + how +
              "), more than three quarters of this machine's memory (" + mib(budget) + "); " + fix);
 }
 
