@@ -74,6 +74,10 @@ inline float float_round_to_odd(double x) {
   return std::bit_cast<float>(bits | 1u);
 }
 
+/// round_f16 where its inline path does not apply: subnormals, overflow, inf and NaN
+/// (element_access.cpp).
+double round_f16_rare(double x);
+
 /// round_to(f16, x): round to odd in float, then to nearest even at f16's precision. For normal
 /// halves (|x| in [2^-14, 65504]) that is x rounded to nearest even at 11 significant bits
 /// directly (round to odd at 24 >= 11 + 2 bits first does not change a round to nearest), done
@@ -87,9 +91,8 @@ inline double round_f16(double x) {
     u += (uint64_t{1} << 41) - 1 + ((u >> 42) & 1u);
     return std::bit_cast<double>(u & ~((uint64_t{1} << 42) - 1));
   }
-  const float f = float_round_to_odd(x);
-  if (std::fabs(f) < 0x1p-14f) return std::nearbyint(f * 0x1p24f) * 0x1p-24f;
-  return static_cast<float>(Eigen::half(f));
+  if (x == 0) return x;  // +0 and -0
+  return round_f16_rare(x);
 }
 
 /// The f16 bit pattern of round_f16(x) (what HostTensor::set stores): normal halves are taken

@@ -177,7 +177,7 @@ class Store final : public Statement {
     store(f, idx, value_->eval(f));
   }
 
-  /// The indices and values of every iteration first (nothing is stored yet: the value reads no
+  /// The values and indices of every iteration first (nothing is stored yet: the value reads no
   /// element an earlier iteration stores, see row_safe), then the stores in loop order, each
   /// after its iteration's step, and the loop variable's last binding (nothing between two
   /// stores reads it; an error or a stop discards the frame). A user error while computing the rows
@@ -193,7 +193,6 @@ class Store final : public Statement {
     Value* rows = row_buffer(rows_, static_cast<int64_t>(rank + 1) * row.n);
     Value* values = rows + rank * row.n;
     try {
-      eval_index_rows(f, row, indices_, var_indices_, rows);
       value_->eval_row(f, row, values);
     } catch (const UserError&) {
       return false;
@@ -201,15 +200,42 @@ class Store final : public Statement {
     if (!var_indices_.empty()) {  // acc[i, j]: one stride along the row when all of it is inside
       HostTensor& t = *f.tensors[buffer_];
       if (auto a = row_access(f, row, var_indices_, t.shape())) {
-        for (int64_t k = 0; k < row.n; ++k) {
-          enter(f);
-          const Value v = values[k];
-          store_elem(kind_, t, a->first + k * a->step,
-                     value_float_ ? v.f : static_cast<double>(v.i));
+        const int64_t first = a->first, step = a->step;
+        uint8_t* data = t.data();
+        // The element kind and the value's type tested once for the row.
+        auto store_all = [&](auto value) {
+          if (kind_ == ElemKind::kF16) {
+            for (int64_t k = 0; k < row.n; ++k) {
+              enter(f);
+              const uint16_t bits = element_access::f16_bits(value(values[k]));
+              std::memcpy(data + (first + k * step) * 2, &bits, 2);
+            }
+          } else if (kind_ == ElemKind::kF32) {
+            for (int64_t k = 0; k < row.n; ++k) {
+              enter(f);
+              const float v = static_cast<float>(value(values[k]));
+              std::memcpy(data + (first + k * step) * 4, &v, 4);
+            }
+          } else {
+            for (int64_t k = 0; k < row.n; ++k) {
+              enter(f);
+              store_elem(kind_, t, first + k * step, value(values[k]));
+            }
+          }
+        };
+        if (value_float_) {
+          store_all([](const Value& v) { return v.f; });
+        } else {
+          store_all([](const Value& v) { return static_cast<double>(v.i); });
         }
         bind_last(f, row);
         return true;
       }
+    }
+    try {
+      eval_index_rows(f, row, indices_, var_indices_, rows);
+    } catch (const UserError&) {
+      return false;
     }
     int64_t idx[kMaxRank];
     for (int64_t k = 0; k < row.n; ++k) {

@@ -2,6 +2,7 @@
 // buffers from a table resolved once per run of the nest. Each node computes exactly what the
 // generic evaluator (scalar_eval.cpp) computes, in the same order, with the same errors.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -77,6 +78,21 @@ inline int64_t wrap_fast(DataType t, int64_t v) {
   return wrap_int(t, v);
 }
 
+/// Calls body(wrap) with wrap(v) = wrap_fast(t, v), specialised for the common dtypes so that a
+/// row's loop tests the dtype once.
+template <typename Body>
+inline void with_wrap(DataType t, Body&& body) {
+  if (t == DataType::i32()) {
+    body([](int64_t v) { return static_cast<int64_t>(static_cast<int32_t>(v)); });
+  } else if (t == DataType::i8()) {
+    body([](int64_t v) { return static_cast<int64_t>(static_cast<int8_t>(v)); });
+  } else if (t == DataType::u8()) {
+    body([](int64_t v) { return static_cast<int64_t>(static_cast<uint8_t>(v)); });
+  } else {
+    body([t](int64_t v) { return wrap_fast(t, v); });
+  }
+}
+
 /// floor_div and floor_mod (core/int_eval.cpp), inline.
 inline int64_t floor_div_fast(int64_t a, int64_t b) {
   if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));  // INT64_MIN / -1
@@ -144,10 +160,12 @@ struct DivisionSite {
 };
 
 // Binary arithmetic: Op::f on doubles for float dtypes, Op::i on integers (which may check the
-// divisor through the site).
-#define TESSEL_BINOP_(Name, int_expr, float_expr, has_float)                      \
+// divisor through the site). kDivides: the integer form is floor division (kModulo: its
+// remainder), which checks its divisor.
+#define TESSEL_BINOP_(Name, int_expr, float_expr, has_float, divides, modulo)     \
   struct Name##Op {                                                               \
     static constexpr bool kFloat = has_float;                                     \
+    static constexpr bool kDivides = divides, kModulo = modulo;                   \
     static double f(double x, double y) { return float_expr; }                    \
     static int64_t i(int64_t x, int64_t y, Frame& fr, const DivisionSite& site) { \
       (void)fr;                                                                   \
@@ -156,20 +174,25 @@ struct DivisionSite {
     }                                                                             \
   };
 using U = uint64_t;
-TESSEL_BINOP_(Add, static_cast<int64_t>(static_cast<U>(x) + static_cast<U>(y)), x + y, true)
-TESSEL_BINOP_(Sub, static_cast<int64_t>(static_cast<U>(x) - static_cast<U>(y)), x - y, true)
-TESSEL_BINOP_(Mul, static_cast<int64_t>(static_cast<U>(x) * static_cast<U>(y)), x* y, true)
-TESSEL_BINOP_(Div, floor_div_fast(x, site.nonzero(fr, y)), x / y, true)
-TESSEL_BINOP_(FloorDiv, floor_div_fast(x, site.nonzero(fr, y)), std::floor(x / y), true)
-TESSEL_BINOP_(FloorMod, floor_mod_fast(x, site.nonzero(fr, y)), x - std::floor(x / y) * y, true)
-TESSEL_BINOP_(Min, std::min(x, y), std::fmin(x, y), true)
-TESSEL_BINOP_(Max, std::max(x, y), std::fmax(x, y), true)
-TESSEL_BINOP_(BitAnd, x& y, 0.0, false)
-TESSEL_BINOP_(BitOr, x | y, 0.0, false)
-TESSEL_BINOP_(BitXor, x ^ y, 0.0, false)
-TESSEL_BINOP_(Shl, (y < 0 || y >= 64) ? 0 : static_cast<int64_t>(static_cast<U>(x) << y), 0.0,
+TESSEL_BINOP_(Add, static_cast<int64_t>(static_cast<U>(x) + static_cast<U>(y)), x + y, true, false,
               false)
-TESSEL_BINOP_(Shr, x >> std::clamp<int64_t>(y, 0, 63), 0.0, false)
+TESSEL_BINOP_(Sub, static_cast<int64_t>(static_cast<U>(x) - static_cast<U>(y)), x - y, true, false,
+              false)
+TESSEL_BINOP_(Mul, static_cast<int64_t>(static_cast<U>(x) * static_cast<U>(y)), x* y, true, false,
+              false)
+TESSEL_BINOP_(Div, floor_div_fast(x, site.nonzero(fr, y)), x / y, true, true, false)
+TESSEL_BINOP_(FloorDiv, floor_div_fast(x, site.nonzero(fr, y)), std::floor(x / y), true, true,
+              false)
+TESSEL_BINOP_(FloorMod, floor_mod_fast(x, site.nonzero(fr, y)), x - std::floor(x / y) * y, true,
+              true, true)
+TESSEL_BINOP_(Min, std::min(x, y), std::fmin(x, y), true, false, false)
+TESSEL_BINOP_(Max, std::max(x, y), std::fmax(x, y), true, false, false)
+TESSEL_BINOP_(BitAnd, x& y, 0.0, false, false, false)
+TESSEL_BINOP_(BitOr, x | y, 0.0, false, false, false)
+TESSEL_BINOP_(BitXor, x ^ y, 0.0, false, false, false)
+TESSEL_BINOP_(Shl, (y < 0 || y >= 64) ? 0 : static_cast<int64_t>(static_cast<U>(x) << y), 0.0,
+              false, false, false)
+TESSEL_BINOP_(Shr, x >> std::clamp<int64_t>(y, 0, 63), 0.0, false, false, false)
 #undef TESSEL_BINOP_
 
 template <typename Op>
@@ -208,8 +231,10 @@ class IntBinary final : public Node {
     Value *x = row_buffer(x_, row.n), *y = row_buffer(y_, row.n);
     a_->eval_row(f, row, x);
     b_->eval_row(f, row, y);
-    for (int64_t k = 0; k < row.n; ++k)
-      out[k] = Value::of_int(wrap_fast(t_, Op::i(x[k].i, y[k].i, f, site_)));
+    const int64_t n = row.n;
+    with_wrap(t_, [&](auto wrap) {
+      for (int64_t k = 0; k < n; ++k) out[k] = Value::of_int(wrap(Op::i(x[k].i, y[k].i, f, site_)));
+    });
   }
 
  private:
@@ -250,8 +275,24 @@ class IntBinaryImm final : public Node {
   }
   void eval_row(Frame& f, const Row& row, Value* out) const override {
     a_->eval_row(f, row, out);
-    for (int64_t k = 0; k < row.n; ++k)
-      out[k] = Value::of_int(wrap_fast(t_, Op::i(out[k].i, y_, f, site_)));
+    const int64_t n = row.n, y = y_;
+    if constexpr (Op::kDivides) {
+      site_.nonzero(f, y);  // a literal divisor: zero fails every iteration, nonzero none
+      // A power of two: floor division and modulo are a shift and a mask (two's complement).
+      if (y > 0 && (y & (y - 1)) == 0) {
+        const int shift = std::countr_zero(static_cast<uint64_t>(y));
+        with_wrap(t_, [&](auto wrap) {
+          for (int64_t k = 0; k < n; ++k) {
+            const int64_t x = out[k].i;
+            out[k] = Value::of_int(wrap(Op::kModulo ? x & (y - 1) : x >> shift));
+          }
+        });
+        return;
+      }
+    }
+    with_wrap(t_, [&](auto wrap) {
+      for (int64_t k = 0; k < n; ++k) out[k] = Value::of_int(wrap(Op::i(out[k].i, y, f, site_)));
+    });
   }
 
  private:
@@ -351,7 +392,18 @@ class Cast final : public Node {
   Value eval(Frame& f) const override { return convert(v_->eval(f)); }
   void eval_row(Frame& f, const Row& row, Value* out) const override {
     v_->eval_row(f, row, out);
-    for (int64_t k = 0; k < row.n; ++k) out[k] = convert(out[k]);
+    const int64_t n = row.n;
+    if (to_.is_float() && from_.is_float()) {
+      round_row(to_, n, out, [&](int64_t k) { return out[k].f; });
+    } else if (to_.is_float()) {
+      round_row(to_, n, out, [&](int64_t k) { return static_cast<double>(out[k].i); });
+    } else if (!from_.is_float()) {
+      with_wrap(to_, [&](auto wrap) {
+        for (int64_t k = 0; k < n; ++k) out[k] = Value::of_int(wrap(out[k].i));
+      });
+    } else {
+      for (int64_t k = 0; k < n; ++k) out[k] = convert(out[k]);
+    }
   }
 
  private:
@@ -418,48 +470,78 @@ class Load final : public Node {
   }
   void eval_row(Frame& f, const Row& row, Value* out) const override {
     const size_t rank = indices_.size();
+    const HostTensor& t = *f.tensors[buffer_];
+    const int64_t n = row.n;
     if (!var_indices_.empty()) {  // acc[i, j]: one stride along the row when all of it is inside
-      const HostTensor& t = *f.tensors[buffer_];
       if (auto a = row_access(f, row, var_indices_, t.shape())) {
-        if (kind_ == ElemKind::kF16 && is_float_) {  // a lookup per element
-          const float* values = element_access::f16_floats();
-          for (int64_t k = 0; k < row.n; ++k) {
-            uint16_t bits;
-            std::memcpy(&bits, t.data() + (a->first + k * a->step) * 2, 2);
-            out[k] = Value::of_float(values[bits]);
-          }
-          return;
-        }
-        for (int64_t k = 0; k < row.n; ++k) {
-          const double v = load_elem(kind_, t, a->first + k * a->step);
-          out[k] = is_float_ ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
-        }
+        const int64_t first = a->first, step = a->step;
+        with_loader(t, [&](auto load) {
+          for (int64_t k = 0; k < n; ++k) out[k] = load(first + k * step);
+        });
         return;
       }
     }
-    Value* rows = row_buffer(rows_, static_cast<int64_t>(rank) * row.n);
+    Value* rows = row_buffer(rows_, static_cast<int64_t>(rank) * n);
     eval_index_rows(f, row, indices_, var_indices_, rows);
-    const HostTensor& t = *f.tensors[buffer_];
     const std::vector<int64_t>& shape = t.shape();
-    int64_t idx[kMaxRank];
-    for (int64_t k = 0; k < row.n; ++k) {
-      int64_t flat = 0;
-      bool inside = rank == shape.size();
-      for (size_t d = 0; d < rank; ++d) {
-        idx[d] = rows[d * row.n + k].i;
-        inside = inside && idx[d] >= 0 && idx[d] < shape[d];
-        flat = flat * shape[d] + idx[d];
-      }
-      if (!inside) {
-        out[k] = at(f, idx);  // raises the out-of-bounds error
-        continue;
-      }
-      const double v = load_elem(kind_, t, flat);
-      out[k] = is_float_ ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
+    if (rank != shape.size()) {
+      for (int64_t k = 0; k < n; ++k) out[k] = at_row(f, rows, n, k);  // raises the error
+      return;
     }
+    with_loader(t, [&](auto load) {
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t flat = 0;
+        bool inside = true;
+        for (size_t d = 0; d < rank; ++d) {
+          const int64_t i = rows[d * n + k].i;
+          inside = inside && i >= 0 && i < shape[d];
+          flat = flat * shape[d] + i;
+        }
+        out[k] = inside ? load(flat) : at_row(f, rows, n, k);  // at_row raises out of bounds
+      }
+    });
   }
 
  private:
+  /// Calls body(load) with load(flat) the Value of element `flat` of `t`, specialised for the
+  /// element kind and the load's type so that a row's loop tests them once.
+  template <typename Body>
+  void with_loader(const HostTensor& t, Body&& body) const {
+    const uint8_t* data = t.data();
+    if (kind_ == ElemKind::kF16 && is_float_) {  // a lookup per element
+      const float* values = element_access::f16_floats();
+      body([data, values](int64_t flat) {
+        uint16_t bits;
+        std::memcpy(&bits, data + flat * 2, 2);
+        return Value::of_float(values[bits]);
+      });
+    } else if (kind_ == ElemKind::kF32 && is_float_) {
+      body([data](int64_t flat) {
+        float v;
+        std::memcpy(&v, data + flat * 4, 4);
+        return Value::of_float(v);
+      });
+    } else if (kind_ == ElemKind::kI8 && !is_float_) {
+      body([data](int64_t flat) { return Value::of_int(static_cast<int8_t>(data[flat])); });
+    } else if (kind_ == ElemKind::kU8 && !is_float_) {
+      body([data](int64_t flat) { return Value::of_int(data[flat]); });
+    } else {
+      const ElemKind kind = kind_;
+      const bool is_float = is_float_;
+      body([&t, kind, is_float](int64_t flat) {
+        const double v = load_elem(kind, t, flat);
+        return is_float ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
+      });
+    }
+  }
+
+  /// at() for iteration k of index rows `rows` (rows[d * n + k]).
+  Value at_row(Frame& f, const Value* rows, int64_t n, int64_t k) const {
+    int64_t idx[kMaxRank];
+    for (size_t d = 0; d < indices_.size(); ++d) idx[d] = rows[d * n + k].i;
+    return at(f, idx);
+  }
+
   /// The element at `idx` (rank indices_.size()), or the generic path's out-of-bounds error.
   Value at(Frame& f, const int64_t* idx) const {
     const size_t rank = indices_.size();

@@ -129,11 +129,13 @@ TEST_SUITE("tile level: compiled T.Parallel nests") {
     CHECK(loops >= 50);
   }
 
-  // One nest with each kind of expression node: integer floor division and modulo of negative
+  // Nests with each kind of expression node: integer floor division and modulo of negative
   // numbers, min/max, bit operations and shifts, comparisons of floats and of integers, and/or/not,
   // select, casts both ways (f32 -> i32 truncates, i32 -> f16 rounds), builtins, an int abs, a let,
   // a serial loop and an if/else inside the nest, stores to a fragment, a local and a global buffer
-  // of four dtypes.
+  // of four dtypes; the last nest is one store, so it runs as rows, where a literal power-of-two
+  // divisor is a shift and a mask: (j * 3 - 11) % 8 is 5 at j = 0 (-11 = -2 * 8 + 5), where C's
+  // remainder would give -3.
   TEST_CASE("each expression and statement kind in a nest gives the generic evaluator's bytes") {
     Kernel k = parse(R"(import tilelang.language as T
 
@@ -159,10 +161,12 @@ def nest(A: T.Tensor((16, 8), "float16"), I: T.Tensor((16, 8), "int32"),
             H[i, j] = T.cast(T.cast(acc[i, j] * 100.0, "int32"), "float16")
             G[i, j] = T.cast(I[i, j] * 37 + bx, "int8") + (U[i, j] >> 2) + S[i, j] * 3
             J[i, j] = J[i, j] + (i - 7) // -1 + (j - 9) % -4 + (i * 5 - 40) // 8 + (U[i, j] & 7)
+        for i, j in T.Parallel(16, 8):
+            I[i, j] = (j * 3 - 11) % 8 + (j - 6) // 2 * 16 + T.cast(S[i, j] // 4, "int32") + i
 )");
     Nests n = nests_of(k);
-    CHECK(n.loops == 4);  // two 2-d nests: an i loop holding a j loop each
-    CHECK(n.compiled == 4);
+    CHECK(n.loops == 6);  // three 2-d nests: an i loop holding a j loop each
+    CHECK(n.compiled == 6);
     TensorMap in = make_tensors(k, {}, {"F", "H", "J", "G"}, 3);
     Outcome generic = run(k, in, false), compiled = run(k, in, true);
     CHECK(generic.error == "");
