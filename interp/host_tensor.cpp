@@ -15,6 +15,30 @@
 
 namespace tessel {
 
+namespace {
+
+/// body(i) for every i < count, handed out one at a time to `workers` threads (0: one per core;
+/// never more than count). body must not throw.
+template <typename Body>
+void on_cores(int64_t count, int workers, Body&& body) {
+  if (workers <= 0) workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t threads = std::min<int64_t>(workers, count);
+  if (threads <= 1) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  auto worker = [&] {
+    for (int64_t i = next++; i < count; i = next++) body(i);
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
 HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_byte)
     : dtype_(dtype), shape_(std::move(shape)) {
   size_ = 1;
@@ -22,7 +46,15 @@ HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_
     if (e < 0) user_error("a tensor cannot have the negative extent " + std::to_string(e));
     size_ *= e;
   }
-  bytes_.assign(dtype_.storage_bytes(size_), fill_byte);
+  const int64_t bytes = dtype_.storage_bytes(size_);
+  bytes_.resize(static_cast<size_t>(bytes));
+  // Slices of 64 MiB on every core: the first touch of a page costs more than writing it.
+  constexpr int64_t kSlice = int64_t{1} << 26;
+  on_cores((bytes + kSlice - 1) / kSlice, 0, [&](int64_t s) {
+    const int64_t begin = s * kSlice;
+    std::memset(bytes_.data() + begin, fill_byte,
+                static_cast<size_t>(std::min(kSlice, bytes - begin)));
+  });
 }
 
 TensorView HostTensor::view(const BufferNode* buffer) {
@@ -76,22 +108,9 @@ void HostTensor::fill_random(uint64_t seed, int workers) {
       for (int64_t i = begin; i < end; ++i) set(i, static_cast<double>(dist(rng)));
     }
   };
-  if (workers <= 0) workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  workers = static_cast<int>(std::min<int64_t>(workers, chunks));
-  if (workers <= 1) {
-    for (int64_t c = 0; c < chunks; ++c) fill_chunk(c);
-    return;
-  }
-  // Chunks are handed out one at a time; each writes its own elements (whole bytes: a chunk
-  // starts at a multiple of kRandomChunk elements), and nothing in fill_chunk throws.
-  std::atomic<int64_t> next{0};
-  auto worker = [&] {
-    for (int64_t c = next++; c < chunks; c = next++) fill_chunk(c);
-  };
-  std::vector<std::thread> pool;
-  for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+  // Each chunk writes its own elements (whole bytes: a chunk starts at a multiple of
+  // kRandomChunk elements), and nothing in fill_chunk throws.
+  on_cores(chunks, workers, fill_chunk);
 }
 
 Tolerance Tolerance::for_dtype(DataType dtype) {
@@ -110,10 +129,11 @@ Tolerance Tolerance::for_dtype(DataType dtype) {
   return {1e-9, 1e-9};
 }
 
-Comparison compare(const HostTensor& actual, const HostTensor& expected, Tolerance tol,
-                   const HostTensor* bound) {
-  internal_check(actual.size() == expected.size(), "compare: tensors of different sizes");
-  internal_check(!bound || bound->size() == expected.size(), "compare: bound of another size");
+namespace {
+
+/// compare() over the elements [begin, end).
+Comparison compare_range(const HostTensor& actual, const HostTensor& expected, Tolerance tol,
+                         const HostTensor* bound, int64_t begin, int64_t end) {
   Comparison c;
   // An element with the same bits in both (same dtype) is equal to itself: with tolerances that
   // are not negative and no bound it passes with no error and changes nothing below, so runs of
@@ -126,9 +146,9 @@ Comparison compare(const HostTensor& actual, const HostTensor& expected, Toleran
   const element_access::ElemKind ka = element_access::elem_kind(actual.dtype()),
                                  ke = element_access::elem_kind(expected.dtype());
   constexpr int64_t kRun = 256;
-  for (int64_t i = 0; i < actual.size(); ++i) {
+  for (int64_t i = begin; i < end; ++i) {
     if (same_type) {
-      if (i % kRun == 0 && i + kRun <= actual.size() &&
+      if (i % kRun == 0 && i + kRun <= end &&
           std::memcmp(actual.data() + i * width, expected.data() + i * width, kRun * width) == 0) {
         i += kRun - 1;
         continue;
@@ -158,6 +178,37 @@ Comparison compare(const HostTensor& actual, const HostTensor& expected, Toleran
       }
       ++c.mismatches;
       c.passed = false;
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+Comparison compare(const HostTensor& actual, const HostTensor& expected, Tolerance tol,
+                   const HostTensor* bound) {
+  internal_check(actual.size() == expected.size(), "compare: tensors of different sizes");
+  internal_check(!bound || bound->size() == expected.size(), "compare: bound of another size");
+  // Slices of kCompareSlice elements (a multiple of the 256-element runs) on every core, merged
+  // in index order: the result does not depend on the number of threads.
+  constexpr int64_t kCompareSlice = int64_t{1} << 22;
+  const int64_t n = actual.size(), slices = (n + kCompareSlice - 1) / kCompareSlice;
+  if (slices <= 1) return compare_range(actual, expected, tol, bound, 0, n);
+  std::vector<Comparison> parts(static_cast<size_t>(slices));
+  on_cores(slices, 0, [&](int64_t s) {  // compare_range throws nothing
+    parts[static_cast<size_t>(s)] = compare_range(actual, expected, tol, bound, s * kCompareSlice,
+                                                  std::min(n, (s + 1) * kCompareSlice));
+  });
+  Comparison c;
+  for (const Comparison& p : parts) {
+    c.passed = c.passed && p.passed;
+    c.max_abs_err = std::max(c.max_abs_err, p.max_abs_err);
+    c.max_rel_err = std::max(c.max_rel_err, p.max_rel_err);
+    c.mismatches += p.mismatches;
+    if (c.first_mismatch < 0 && p.first_mismatch >= 0) {
+      c.first_mismatch = p.first_mismatch;
+      c.first_actual = p.first_actual;
+      c.first_expected = p.first_expected;
     }
   }
   return c;

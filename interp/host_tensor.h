@@ -3,13 +3,36 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/tile_exec.h"
 
 namespace tessel {
+
+/// std::allocator, but resize() leaves new elements uninitialised (HostTensor's constructor
+/// then writes every byte, on every core for a large tensor, instead of one core zeroing them).
+template <typename T>
+struct UninitialisedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitialisedAllocator<U>;
+  };
+  UninitialisedAllocator() = default;
+  template <typename U>
+  UninitialisedAllocator(const UninitialisedAllocator<U>&) {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
 
 class HostTensor {
  public:
@@ -46,7 +69,7 @@ class HostTensor {
   DataType dtype_;
   std::vector<int64_t> shape_;
   int64_t size_ = 0;
-  std::vector<uint8_t> bytes_;
+  std::vector<uint8_t, UninitialisedAllocator<uint8_t>> bytes_;
 };
 
 /// The most bytes of host memory one run's tensors and their copies may take: three quarters

@@ -177,18 +177,22 @@ TEST_SUITE("dequant sampled reference") {
     }
   }
 
-  TEST_CASE("the dequant GEMMs' full references cost M * N * K: M6 and M7 sample, M0-M5 do not") {
-    // Under the default threshold of 1.5e12: M2 (4096 x 28672 x 8192) = 962,072,674,304 does
-    // not sample; M6 (8192 x 28672 x 8192) = 1,924,145,348,608 does.
+  TEST_CASE("the dequant GEMMs' full references cost M * N * K: M2 and M6 sample, M1 does not") {
+    // Under the default threshold of 4e11: M1 (4096 x 8192 x 8192) = 274,877,906,944 does not
+    // sample; M2 (4096 x 28672 x 8192) = 962,072,674,304 and M6 (8192 x 28672 x 8192) =
+    // 1,924,145,348,608 do.
     for (const std::string name : kDequantGemms) {
       CAPTURE(name);
       const Example* e = find_example(name);
       REQUIRE(e->reference_macs);
+      Params m1 = make_params(*e, {{"M", "4096"}, {"N", "8192"}, {"K", "8192"}});
       Params m2 = make_params(*e, {{"M", "4096"}, {"N", "28672"}, {"K", "8192"}});
       Params m6 = make_params(*e, {{"M", "8192"}, {"N", "28672"}, {"K", "8192"}});
+      CHECK(e->reference_macs(m1) == 274877906944.0);
       CHECK(e->reference_macs(m2) == 962072674304.0);
       CHECK(e->reference_macs(m6) == 1924145348608.0);
-      CHECK(e->reference_macs(m2) < cli::RunRequest{}.sample_above_macs);
+      CHECK(e->reference_macs(m1) < cli::RunRequest{}.sample_above_macs);
+      CHECK(e->reference_macs(m2) > cli::RunRequest{}.sample_above_macs);
       CHECK(e->reference_macs(m6) > cli::RunRequest{}.sample_above_macs);
     }
   }

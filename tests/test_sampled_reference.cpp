@@ -144,7 +144,7 @@ TEST_SUITE("sampled reference") {
   }
 
   TEST_CASE("auto uses the full reference for a GEMM that costs little") {
-    // 96 * 128 * 64 multiply-adds, far below the 1.5e12 above which auto samples.
+    // 96 * 128 * 64 multiply-adds, far below the 4e11 above which auto samples.
     CliResult r = run_small({"gemm", "--blocks", "first", "--json"});
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);

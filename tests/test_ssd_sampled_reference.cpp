@@ -8,9 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "examples/presets.h"
 #include "examples/registry.h"
 #include "examples/run_example.h"
 #include "tests/cli_runner.h"
+#include "tools/kernel_run.h"
 
 using namespace tessel;
 
@@ -174,8 +176,32 @@ TEST_SUITE("sampled reference of the SSD workloads") {
     CHECK(g["outputs"][0]["checked"].get<int64_t>() < g["outputs"][0]["elements"].get<int64_t>());
   }
 
+  TEST_CASE("auto samples the references of CC5 and CT5 and not those of CC4 and CT4") {
+    // Batch 64, 64 heads, chunk 256, headdim 64, dstate 128 (paper Table 4, TileLang's example).
+    // chunk_state: 2 * chunk * headdim * dstate = 4,194,304 multiply-adds a (batch, chunk, head):
+    // CT5 (seq 8192, 32 chunks) 131,072 of them = 549,755,813,888; CT4 (2048) 137,438,953,472.
+    // chunk_scan: chunk * headdim * (chunk + 2 * dstate) = 8,388,608 each: CC5 1,099,511,627,776,
+    // CC4 274,877,906,944. The threshold is 4e11.
+    const double threshold = cli::RunRequest{}.sample_above_macs;
+    const struct {
+      const char *kernel, *preset;
+      double macs;
+    } cases[] = {{"chunk_state", "CT5", 549755813888.0},
+                 {"chunk_state", "CT4", 137438953472.0},
+                 {"chunk_scan", "CC5", 1099511627776.0},
+                 {"chunk_scan", "CC4", 274877906944.0}};
+    for (const auto& c : cases) {
+      CAPTURE(c.preset);
+      const Example* e = find_example(c.kernel);
+      REQUIRE(e->reference_macs);
+      const Params p = make_params(*e, apply_preset(c.kernel, {{"preset", c.preset}}));
+      CHECK(e->reference_macs(p) == c.macs);
+      CHECK((e->reference_macs(p) > threshold) == (c.preset[2] == '5'));
+    }
+  }
+
   TEST_CASE("auto runs the full reference of a small chunk_state") {
-    // 2 * 4 * 4 states of 64 x 64 x 64 multiply-adds, twice: far below 1.5e12, and it fits.
+    // 2 * 4 * 4 states of 64 x 64 x 64 multiply-adds, twice: far below 4e11, and it fits.
     CliResult r = run_tessel(
         ragged_args({"run", "chunk_state", "--level", "thread", "--blocks", "first", "--json"}));
     REQUIRE(r.status == 0);

@@ -478,6 +478,30 @@ TEST_SUITE("tile level: element fast paths") {
     CHECK(compare(a, a, Tolerance{-1.0, 0.0}).mismatches == 999);
   }
 
+  // A tensor of three slices of 2^22 elements is compared on every core and the slices merged in
+  // index order: mismatches in the last slice (at 9,000,000: 3 vs 0) and the first (at 5: 1 vs 0)
+  // make the first mismatch 5, two in all, the largest error the last slice's 3; the bound lets
+  // the one element it covers pass.
+  TEST_CASE("comparing a tensor in slices reports what one pass over it reports") {
+    const int64_t n = 3 * (int64_t{1} << 22);
+    HostTensor a(DataType::f32(), {n}), b(DataType::f32(), {n});
+    a.set(5, 1.0);
+    a.set(9000000, 3.0);
+    a.set(4200000, 0.5);  // within the bound below
+    HostTensor bound(DataType::f32(), {n});
+    bound.set(4200000, 0.5);
+    Comparison c = compare(a, b, Tolerance{1e-3, 1e-3}, &bound);
+    CHECK(!c.passed);
+    CHECK(c.mismatches == 2);
+    CHECK(c.first_mismatch == 5);
+    CHECK(c.first_actual == 1.0);
+    CHECK(c.first_expected == 0.0);
+    CHECK(c.max_abs_err == 3.0);
+    Comparison unbounded = compare(a, b, Tolerance{1e-3, 1e-3});
+    CHECK(unbounded.mismatches == 3);
+    CHECK(unbounded.first_mismatch == 5);
+  }
+
 }  // TEST_SUITE
 
 TEST_SUITE("tile level: blocks on several workers") {

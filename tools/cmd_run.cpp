@@ -144,7 +144,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "what the built-in reference computes: full (every output element), sampled "
                   "(with --blocks: the simulated blocks' outputs in full, seeded rows and columns "
                   "of the others; GEMM examples) or auto (sampled when the full reference would "
-                  "cost more than 1.5e12 multiply-adds)")
+                  "cost more than 4e11 multiply-adds)")
       ->check(CLI::IsMember({"auto", "full", "sampled"}))
       ->default_val("auto");
   sub->add_option("--target", o.target,
