@@ -189,10 +189,9 @@ void CopyOp::run_reference(TileExec& exec) const {
               sdims.back() == static_cast<int>(sv.shape.size()) - 1 &&
               ddims.back() == static_cast<int>(dv.shape.size()) - 1;
   if (rows) {
-    std::vector<int64_t> outer(sq_s.begin(), sq_s.end() - 1);
+    std::vector<int64_t> outer(sq_s.begin(), sq_s.end() - 1), full(sq_s.size(), 0);
     for_each_index(outer, [&](const std::vector<int64_t>& pos) {
-      std::vector<int64_t> full = pos;
-      full.push_back(0);
+      std::copy(pos.begin(), pos.end(), full.begin());  // the row's last index stays 0
       place(full);
       copy_run(sv, dv, si, di, sq_s.back());
     });

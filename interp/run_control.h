@@ -74,6 +74,15 @@ class StepCounter {
     if (!control_ || ++pending_ < batch_) return;
     flush(where);
   }
+  /// n steps at once, when they stay short of the next hand-over (so no stop can fall among
+  /// them): true. False, counting nothing, when the caller must count them one by one with
+  /// step() to stop where a run of single steps stops.
+  bool steps_within_batch(int64_t n) {
+    if (!control_) return true;
+    if (pending_ + n >= batch_) return false;
+    pending_ += n;
+    return true;
+  }
   /// Hands over the steps counted so far (at the end of a block).
   template <typename Where>
   void flush(Where&& where) {

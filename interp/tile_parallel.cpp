@@ -37,6 +37,14 @@ class Statement {
              (s_->loc.known() ? " (at " + s_->loc.str() + ")" : "");
     });
   }
+  /// enter() for n executions at once, when no stop can fall among them (true; false: the
+  /// caller enters each execution).
+  bool enter_all(Frame& f, int64_t n) const {
+    if (!f.steps.steps_within_batch(n)) return false;
+    f.statement += static_cast<uint64_t>(n);
+    if (s_->loc.known()) f.block.set_current_loc(s_->loc);
+    return true;
+  }
   const StmtNode* s_;
 };
 using StatementPtr = std::unique_ptr<const Statement>;
@@ -200,25 +208,28 @@ class Store final : public Statement {
     if (!var_indices_.empty()) {  // acc[i, j]: one stride along the row when all of it is inside
       HostTensor& t = *f.tensors[buffer_];
       if (auto a = row_access(f, row, var_indices_, t.shape())) {
-        const int64_t first = a->first, step = a->step;
+        const int64_t first = a->first, step = a->step, n = row.n;
         uint8_t* data = t.data();
+        // The stores are in bounds: each iteration's step counts before its store, so where no
+        // stop can come among them they may all count first.
+        const bool entered = enter_all(f, n);
         // The element kind and the value's type tested once for the row.
         auto store_all = [&](auto value) {
           if (kind_ == ElemKind::kF16) {
-            for (int64_t k = 0; k < row.n; ++k) {
-              enter(f);
+            for (int64_t k = 0; k < n; ++k) {
+              if (!entered) enter(f);
               const uint16_t bits = element_access::f16_bits(value(values[k]));
               std::memcpy(data + (first + k * step) * 2, &bits, 2);
             }
           } else if (kind_ == ElemKind::kF32) {
-            for (int64_t k = 0; k < row.n; ++k) {
-              enter(f);
+            for (int64_t k = 0; k < n; ++k) {
+              if (!entered) enter(f);
               const float v = static_cast<float>(value(values[k]));
               std::memcpy(data + (first + k * step) * 4, &v, 4);
             }
           } else {
-            for (int64_t k = 0; k < row.n; ++k) {
-              enter(f);
+            for (int64_t k = 0; k < n; ++k) {
+              if (!entered) enter(f);
               store_elem(kind_, t, first + k * step, value(values[k]));
             }
           }

@@ -396,7 +396,16 @@ class Cast final : public Node {
     if (to_.is_float() && from_.is_float()) {
       round_row(to_, n, out, [&](int64_t k) { return out[k].f; });
     } else if (to_.is_float()) {
-      round_row(to_, n, out, [&](int64_t k) { return static_cast<double>(out[k].i); });
+      // Integers of magnitude at most 2^11 are halves, at most 2^24 floats: when the whole row
+      // is, converting it rounds nothing (dequantised weights are a few bits wide).
+      const int64_t exact = to_ == DataType::f16() ? 2048 : to_ == DataType::f32() ? 1 << 24 : 0;
+      bool all_exact = exact > 0;
+      for (int64_t k = 0; k < n; ++k) all_exact &= out[k].i >= -exact && out[k].i <= exact;
+      if (all_exact) {
+        for (int64_t k = 0; k < n; ++k) out[k] = Value::of_float(static_cast<double>(out[k].i));
+      } else {
+        round_row(to_, n, out, [&](int64_t k) { return static_cast<double>(out[k].i); });
+      }
     } else if (!from_.is_float()) {
       with_wrap(to_, [&](auto wrap) {
         for (int64_t k = 0; k < n; ++k) out[k] = Value::of_int(wrap(out[k].i));
