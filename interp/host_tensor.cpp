@@ -21,7 +21,9 @@ namespace {
 /// never more than count). body must not throw.
 template <typename Body>
 void on_cores(int64_t count, int workers, Body&& body) {
-  if (workers <= 0) workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // hardware_concurrency() reads sysfs: not asked for one slice (a block's small buffers).
+  if (workers <= 0 && count > 1)
+    workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int64_t threads = std::min<int64_t>(workers, count);
   if (threads <= 1) {
     for (int64_t i = 0; i < count; ++i) body(i);
