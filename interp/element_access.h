@@ -84,35 +84,41 @@ double round_f16_rare(double x);
 /// on the double's bits: drop 42 significand bits, ties to even; the bounds are halves, so |x|
 /// and its float round to odd lie on the same side of each. Subnormal halves round the float to
 /// a multiple of 2^-24; values past 65504, inf and NaN go through Eigen::half as round_to does.
-inline double round_f16(double x) {
-  // Normal or zero, decided on the bits without a data-dependent branch between the two (a
-  // dequantised weight is zero one time in sixteen): |x| in [2^-14, 65504] as one unsigned range
-  // test of its bits.
+/// The bits of a double x with |x| in [2^-14, 65504] rounded to nearest even at 11 significant
+/// bits, and whether |x| lies there: one unsigned range test of the bits, no data-dependent
+/// branch (a dequantised weight is zero one time in sixteen).
+struct F16Normal {
+  uint64_t rounded;
+  bool normal;
+};
+inline F16Normal f16_normal(uint64_t u) {
   constexpr uint64_t kLo = std::bit_cast<uint64_t>(0x1p-14), kHi = std::bit_cast<uint64_t>(65504.0);
-  uint64_t u = std::bit_cast<uint64_t>(x);
   const uint64_t a = u & ~(uint64_t{1} << 63);
-  const bool normal = a - kLo <= kHi - kLo;
-  if (!normal & (a != 0)) [[unlikely]]
+  return {(u + (uint64_t{1} << 41) - 1 + ((u >> 42) & 1u)) & ~((uint64_t{1} << 42) - 1),
+          a - kLo <= kHi - kLo};
+}
+
+inline double round_f16(double x) {
+  const uint64_t u = std::bit_cast<uint64_t>(x);
+  const F16Normal n = f16_normal(u);
+  if (!n.normal & (x != 0)) [[unlikely]]
     return round_f16_rare(x);
-  const uint64_t rounded =
-      (u + (uint64_t{1} << 41) - 1 + ((u >> 42) & 1u)) & ~((uint64_t{1} << 42) - 1);
-  return std::bit_cast<double>(normal ? rounded : u);
+  return std::bit_cast<double>(n.normal ? n.rounded : u);  // zero keeps its bits
 }
 
 /// The f16 bit pattern of round_f16(x) (what HostTensor::set stores): normal halves (a normal
 /// x rounds to one) and zeros from the rounded double's bits, the rest through Eigen::half
 /// (exact: the value is a half).
 inline uint16_t f16_bits(double x) {
-  constexpr uint64_t kLo = std::bit_cast<uint64_t>(0x1p-14), kHi = std::bit_cast<uint64_t>(65504.0);
-  const uint64_t u = std::bit_cast<uint64_t>(x), a = u & ~(uint64_t{1} << 63);
-  const bool normal = a - kLo <= kHi - kLo;
-  if (!normal & (a != 0)) [[unlikely]]
+  const uint64_t u = std::bit_cast<uint64_t>(x);
+  const F16Normal n = f16_normal(u);
+  if (!n.normal & (x != 0)) [[unlikely]]
     return Eigen::numext::bit_cast<uint16_t>(Eigen::half(static_cast<float>(round_f16_rare(x))));
-  const uint64_t r = (u + (uint64_t{1} << 41) - 1 + ((u >> 42) & 1u)) & ~((uint64_t{1} << 42) - 1);
   const uint16_t sign = static_cast<uint16_t>((u >> 48) & 0x8000);
-  const uint64_t exponent = ((r >> 52) & 0x7FF) - 1023 + 15;
-  const uint16_t bits = static_cast<uint16_t>(sign | (exponent << 10) | ((r >> 42) & 0x3FF));
-  return normal ? bits : sign;
+  const uint64_t exponent = ((n.rounded >> 52) & 0x7FF) - 1023 + 15;
+  const uint16_t bits =
+      static_cast<uint16_t>(sign | (exponent << 10) | ((n.rounded >> 42) & 0x3FF));
+  return n.normal ? bits : sign;
 }
 
 /// HostTensor::set.
