@@ -89,13 +89,13 @@ double round_f16_rare(double x);
 /// branch (a dequantised weight is zero one time in sixteen).
 struct F16Normal {
   uint64_t rounded;
-  bool normal;
+  uint64_t normal;  ///< 1 or 0 (an integer, so that loops over rows of them vectorise)
 };
 inline F16Normal f16_normal(uint64_t u) {
   constexpr uint64_t kLo = std::bit_cast<uint64_t>(0x1p-14), kHi = std::bit_cast<uint64_t>(65504.0);
   const uint64_t a = u & ~(uint64_t{1} << 63);
   return {(u + (uint64_t{1} << 41) - 1 + ((u >> 42) & 1u)) & ~((uint64_t{1} << 42) - 1),
-          a - kLo <= kHi - kLo};
+          static_cast<uint64_t>(a - kLo <= kHi - kLo)};
 }
 
 inline double round_f16(double x) {
@@ -106,6 +106,16 @@ inline double round_f16(double x) {
   return std::bit_cast<double>(n.normal ? n.rounded : u);  // zero keeps its bits
 }
 
+/// The f16 bits of a double's bits u that are a normal half once rounded (n = f16_normal(u)),
+/// or of a zero (n.normal = 0: the sign alone), without a branch.
+inline uint16_t f16_normal_bits(uint64_t u, const F16Normal& n) {
+  const uint64_t sign = (u >> 48) & 0x8000;
+  const uint64_t exponent = ((n.rounded >> 52) & 0x7FF) - 1023 + 15;
+  const uint64_t normal_bits = sign | (exponent << 10) | ((n.rounded >> 42) & 0x3FF);
+  const uint64_t keep = n.normal - 1;  // all ones when not normal
+  return static_cast<uint16_t>((normal_bits & ~keep) | (sign & keep));
+}
+
 /// The f16 bit pattern of round_f16(x) (what HostTensor::set stores): normal halves (a normal
 /// x rounds to one) and zeros from the rounded double's bits, the rest through Eigen::half
 /// (exact: the value is a half).
@@ -114,11 +124,44 @@ inline uint16_t f16_bits(double x) {
   const F16Normal n = f16_normal(u);
   if (!n.normal & (x != 0)) [[unlikely]]
     return Eigen::numext::bit_cast<uint16_t>(Eigen::half(static_cast<float>(round_f16_rare(x))));
-  const uint16_t sign = static_cast<uint16_t>((u >> 48) & 0x8000);
-  const uint64_t exponent = ((n.rounded >> 52) & 0x7FF) - 1023 + 15;
-  const uint16_t bits =
-      static_cast<uint16_t>(sign | (exponent << 10) | ((n.rounded >> 42) & 0x3FF));
-  return n.normal ? bits : sign;
+  return f16_normal_bits(u, n);
+}
+
+/// round_f16 over a row in place. One pass rounds the normal halves and keeps every other value
+/// as it is (no data-dependent branch, so it vectorises); only when the row held a subnormal, an
+/// overflow, an inf or a NaN does a second pass give those round_f16, which leaves the values
+/// the first pass rounded as they are (a normal half rounds to itself).
+inline void round_f16_row(double* v, int64_t n) {
+  uint64_t rare = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    uint64_t u;
+    std::memcpy(&u, v + k, 8);
+    const F16Normal r = f16_normal(u);
+    rare |= (r.normal ^ 1) & static_cast<uint64_t>((u << 1) != 0);  // neither normal nor zero
+    const uint64_t keep = r.normal - 1;                             // all ones when not normal
+    u = (r.rounded & ~keep) | (u & keep);
+    std::memcpy(v + k, &u, 8);
+  }
+  if (rare) [[unlikely]] {
+    for (int64_t k = 0; k < n; ++k) v[k] = round_f16(v[k]);
+  }
+}
+
+/// The f16 bit patterns of a row of halves (f16_bits of each) into bits[0, n):
+/// one pass without a data-dependent branch for normal halves and zeros, and f16_bits itself
+/// for every element of a row that holds anything else.
+inline void f16_bits_row(const double* v, int64_t n, uint16_t* bits) {
+  uint64_t rare = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    uint64_t u;
+    std::memcpy(&u, v + k, 8);
+    const F16Normal r = f16_normal(u);
+    rare |= (r.normal ^ 1) & static_cast<uint64_t>((u << 1) != 0);  // neither normal nor zero
+    bits[k] = f16_normal_bits(u, r);
+  }
+  if (rare) [[unlikely]] {
+    for (int64_t k = 0; k < n; ++k) bits[k] = f16_bits(v[k]);
+  }
 }
 
 /// HostTensor::set.

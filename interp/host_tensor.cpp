@@ -96,7 +96,18 @@ void HostTensor::fill_random(uint64_t seed, int workers) {
   auto fill_chunk = [&](int64_t c) {
     std::mt19937_64 rng(chunk_seed(seed, c));
     const int64_t begin = c * kRandomChunk, end = std::min(size_, begin + kRandomChunk);
-    if (dtype_.is_float()) {
+    if (dtype_ == DataType::f16()) {  // the draws of a row, then their bits in one pass
+      std::uniform_real_distribution<double> dist(-1.0, 1.0);
+      constexpr int64_t kRow = 1024;
+      double draws[kRow];
+      uint16_t bits[kRow];
+      for (int64_t i = begin; i < end; i += kRow) {
+        const int64_t n = std::min(kRow, end - i);
+        for (int64_t k = 0; k < n; ++k) draws[k] = dist(rng);
+        element_access::f16_bits_row(draws, n, bits);
+        std::memcpy(bytes_.data() + i * 2, bits, static_cast<size_t>(n) * 2);
+      }
+    } else if (dtype_.is_float()) {
       std::uniform_real_distribution<double> dist(-1.0, 1.0);
       for (int64_t i = begin; i < end; ++i) element_access::store_elem(kind, *this, i, dist(rng));
     } else if (dtype_.is_bool()) {

@@ -198,60 +198,47 @@ class Store final : public Statement {
         return false;  // two names, one storage
     }
     const size_t rank = indices_.size();
-    Value* rows = row_buffer(rows_, static_cast<int64_t>(rank + 1) * row.n);
-    Value* values = rows + rank * row.n;
+    const int64_t n = row.n;
+    // The values as doubles (a float value's .f, an integer's .i converted, as store() reads them).
+    double* values = row_buffer(values_, n);
     try {
-      value_->eval_row(f, row, values);
+      if (value_float_) {
+        value_->eval_row_f(f, row, values);
+      } else {
+        int64_t* ints = row_buffer(rows_, n);
+        value_->eval_row_i(f, row, ints);
+        for (int64_t k = 0; k < n; ++k) values[k] = static_cast<double>(ints[k]);
+      }
     } catch (const UserError&) {
       return false;
     }
     if (!var_indices_.empty()) {  // acc[i, j]: one stride along the row when all of it is inside
       HostTensor& t = *f.tensors[buffer_];
       if (auto a = row_access(f, row, var_indices_, t.shape())) {
-        const int64_t first = a->first, step = a->step, n = row.n;
-        uint8_t* data = t.data();
         // The stores are in bounds: each iteration's step counts before its store, so where no
         // stop can come among them they may all count first.
-        const bool entered = enter_all(f, n);
-        // The element kind and the value's type tested once for the row.
-        auto store_all = [&](auto value) {
-          if (kind_ == ElemKind::kF16) {
-            for (int64_t k = 0; k < n; ++k) {
-              if (!entered) enter(f);
-              const uint16_t bits = element_access::f16_bits(value(values[k]));
-              std::memcpy(data + (first + k * step) * 2, &bits, 2);
-            }
-          } else if (kind_ == ElemKind::kF32) {
-            for (int64_t k = 0; k < n; ++k) {
-              if (!entered) enter(f);
-              const float v = static_cast<float>(value(values[k]));
-              std::memcpy(data + (first + k * step) * 4, &v, 4);
-            }
-          } else {
-            for (int64_t k = 0; k < n; ++k) {
-              if (!entered) enter(f);
-              store_elem(kind_, t, first + k * step, value(values[k]));
-            }
-          }
-        };
-        if (value_float_) {
-          store_all([](const Value& v) { return v.f; });
+        if (enter_all(f, n)) {
+          store_all(t, a->first, a->step, values, n);
         } else {
-          store_all([](const Value& v) { return static_cast<double>(v.i); });
+          for (int64_t k = 0; k < n; ++k) {
+            enter(f);
+            store_elem(kind_, t, a->first + k * a->step, values[k]);
+          }
         }
         bind_last(f, row);
         return true;
       }
     }
+    int64_t* rows = row_buffer(rows_, static_cast<int64_t>(rank) * n);
     try {
       eval_index_rows(f, row, indices_, var_indices_, rows);
     } catch (const UserError&) {
       return false;
     }
     int64_t idx[kMaxRank];
-    for (int64_t k = 0; k < row.n; ++k) {
+    for (int64_t k = 0; k < n; ++k) {
       enter(f);
-      for (size_t d = 0; d < rank; ++d) idx[d] = rows[d * row.n + k].i;
+      for (size_t d = 0; d < rank; ++d) idx[d] = rows[d * n + k];
       store(f, idx, values[k]);
     }
     bind_last(f, row);
@@ -259,8 +246,32 @@ class Store final : public Statement {
   }
 
  private:
-  /// Writes `v` at `idx`, or raises the generic path's out-of-bounds error.
-  void store(Frame& f, const int64_t* idx, Value v) const {
+  /// values[k] at element first + k * step of `t` for k < n (all in bounds), the element kind
+  /// tested once: f16 through f16_bits_row, which vectorises.
+  void store_all(HostTensor& t, int64_t first, int64_t step, const double* values,
+                 int64_t n) const {
+    uint8_t* data = t.data();
+    if (kind_ == ElemKind::kF16) {
+      uint16_t* bits = row_buffer(bits_, n);
+      f16_bits_row(values, n, bits);
+      if (step == 1) {
+        std::memcpy(data + first * 2, bits, static_cast<size_t>(n) * 2);
+      } else {
+        for (int64_t k = 0; k < n; ++k) std::memcpy(data + (first + k * step) * 2, bits + k, 2);
+      }
+    } else if (kind_ == ElemKind::kF32) {
+      for (int64_t k = 0; k < n; ++k) {
+        const float v = static_cast<float>(values[k]);
+        std::memcpy(data + (first + k * step) * 4, &v, 4);
+      }
+    } else {
+      for (int64_t k = 0; k < n; ++k) store_elem(kind_, t, first + k * step, values[k]);
+    }
+  }
+
+  /// Writes `v` (the value as store_elem takes it) at `idx`, or raises the generic path's
+  /// out-of-bounds error.
+  void store(Frame& f, const int64_t* idx, double v) const {
     const size_t rank = indices_.size();
     HostTensor& t = *f.tensors[buffer_];
     const std::vector<int64_t>& shape = t.shape();
@@ -274,7 +285,10 @@ class Store final : public Statement {
       flat = checked_flat_index(f.block, f.thread, op_->buffer, t,
                                 std::vector<int64_t>(idx, idx + rank), "store to");
     }
-    store_elem(kind_, t, flat, value_float_ ? v.f : static_cast<double>(v.i));
+    store_elem(kind_, t, flat, v);
+  }
+  void store(Frame& f, const int64_t* idx, Value v) const {
+    store(f, idx, value_float_ ? v.f : static_cast<double>(v.i));
   }
 
   const StoreNode* op_;
@@ -285,7 +299,9 @@ class Store final : public Statement {
   std::vector<std::pair<int, const VarNode*>> var_indices_;  ///< variable_indices
   NodePtr value_;
   std::vector<int> loaded_;
-  mutable std::vector<Value> rows_;  ///< run_row's index rows and values
+  mutable std::vector<int64_t> rows_;  ///< run_row's index rows (or integer values)
+  mutable std::vector<double> values_;
+  mutable std::vector<uint16_t> bits_;
 };
 
 StatementPtr compile_stmt(const Stmt& s, Tables& tables);

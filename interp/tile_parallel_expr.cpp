@@ -5,7 +5,10 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
+#include <type_traits>
+#include <unordered_map>
 
 #include "core/expr_functor.h"
 #include "core/expr_printer.h"
@@ -44,26 +47,63 @@ void Node::eval_row(Frame& f, const Row& row, Value* out) const {
   }
 }
 
+void Node::eval_row_f(Frame& f, const Row& row, double* out) const {
+  Value* v = row_buffer(values_, row.n);
+  eval_row(f, row, v);
+  for (int64_t k = 0; k < row.n; ++k) out[k] = v[k].f;
+}
+
+void Node::eval_row_i(Frame& f, const Row& row, int64_t* out) const {
+  Value* v = row_buffer(values_, row.n);
+  eval_row(f, row, v);
+  for (int64_t k = 0; k < row.n; ++k) out[k] = v[k].i;
+}
+
 namespace {
+
+/// A node whose every value is a float (T = double: Value::of_float, whose integer field is 0)
+/// or an integer (T = int64_t: Value::of_int, whose float field is the integer converted): it
+/// computes its row as T in row(), and the three row forms follow from that.
+template <typename T>
+class TypedNode : public Node {
+ public:
+  void eval_row(Frame& f, const Row& row, Value* out) const final {
+    T* x = row_buffer(scratch_, row.n);
+    this->row(f, row, x);
+    for (int64_t k = 0; k < row.n; ++k)
+      out[k] = std::is_same_v<T, double> ? Value::of_float(x[k]) : Value::of_int(x[k]);
+  }
+  void eval_row_f(Frame& f, const Row& row, double* out) const final {
+    if constexpr (std::is_same_v<T, double>) {
+      this->row(f, row, out);
+    } else {
+      T* x = row_buffer(scratch_, row.n);
+      this->row(f, row, x);
+      for (int64_t k = 0; k < row.n; ++k) out[k] = static_cast<double>(x[k]);
+    }
+  }
+  void eval_row_i(Frame& f, const Row& row, int64_t* out) const final {
+    if constexpr (std::is_same_v<T, int64_t>) {
+      this->row(f, row, out);
+    } else {
+      this->row(f, row, row_buffer(scratch_, row.n));
+      std::fill(out, out + row.n, 0);
+    }
+  }
+
+ protected:
+  /// out[k] = the value with the row's variable bound to row.lo + k.
+  virtual void row(Frame& f, const Row& row, T* out) const = 0;
+
+ private:
+  mutable std::vector<T> scratch_;
+};
 
 /// round_to with the f32 (accumulators) and f16 cases inline.
 inline double round_fast(DataType t, double x) {
   if (t == DataType::f32()) return static_cast<double>(static_cast<float>(x));
   if (t == DataType::f16()) return round_f16(x);
   return round_to(t, x);
-}
-
-/// out[k] = of_float(round_fast(t, value(k))) for k < n, the dtype tested once for the row.
-template <typename F>
-inline void round_row(DataType t, int64_t n, Value* out, F&& value) {
-  if (t == DataType::f32()) {
-    for (int64_t k = 0; k < n; ++k)
-      out[k] = Value::of_float(static_cast<double>(static_cast<float>(value(k))));
-  } else if (t == DataType::f16()) {
-    for (int64_t k = 0; k < n; ++k) out[k] = Value::of_float(round_f16(value(k)));
-  } else {
-    for (int64_t k = 0; k < n; ++k) out[k] = Value::of_float(round_to(t, value(k)));
-  }
 }
 
 /// wrap_int, inline for the integer types narrower than 64 bits.
@@ -111,6 +151,12 @@ class IntImm final : public Node {
   void eval_row(Frame&, const Row& row, Value* out) const override {
     std::fill(out, out + row.n, v_);
   }
+  void eval_row_f(Frame&, const Row& row, double* out) const override {
+    std::fill(out, out + row.n, v_.f);
+  }
+  void eval_row_i(Frame&, const Row& row, int64_t* out) const override {
+    std::fill(out, out + row.n, v_.i);
+  }
 
  private:
   Value v_;
@@ -122,6 +168,12 @@ class FloatImm final : public Node {
   Value eval(Frame&) const override { return v_; }
   void eval_row(Frame&, const Row& row, Value* out) const override {
     std::fill(out, out + row.n, v_);
+  }
+  void eval_row_f(Frame&, const Row& row, double* out) const override {
+    std::fill(out, out + row.n, v_.f);
+  }
+  void eval_row_i(Frame&, const Row& row, int64_t* out) const override {
+    std::fill(out, out + row.n, v_.i);
   }
 
  private:
@@ -137,6 +189,20 @@ class VarRead final : public Node {
       for (int64_t k = 0; k < row.n; ++k) out[k] = Value::of_int(row.lo + k);
     } else {
       std::fill(out, out + row.n, read_slot(f, slot_, var_));
+    }
+  }
+  void eval_row_f(Frame& f, const Row& row, double* out) const override {
+    if (slot_ == row.slot) {
+      for (int64_t k = 0; k < row.n; ++k) out[k] = static_cast<double>(row.lo + k);
+    } else {
+      std::fill(out, out + row.n, read_slot(f, slot_, var_).f);
+    }
+  }
+  void eval_row_i(Frame& f, const Row& row, int64_t* out) const override {
+    if (slot_ == row.slot) {
+      for (int64_t k = 0; k < row.n; ++k) out[k] = row.lo + k;
+    } else {
+      std::fill(out, out + row.n, read_slot(f, slot_, var_).i);
     }
   }
 
@@ -196,7 +262,7 @@ TESSEL_BINOP_(Shr, x >> std::clamp<int64_t>(y, 0, 63), 0.0, false, false, false)
 #undef TESSEL_BINOP_
 
 template <typename Op>
-class FloatBinary final : public Node {
+class FloatBinary final : public TypedNode<double> {
  public:
   FloatBinary(DataType t, NodePtr a, NodePtr b) : t_(t), a_(std::move(a)), b_(std::move(b)) {}
   Value eval(Frame& f) const override {
@@ -204,21 +270,23 @@ class FloatBinary final : public Node {
     double y = b_->eval(f).f;
     return Value::of_float(round_fast(t_, Op::f(x, y)));
   }
-  void eval_row(Frame& f, const Row& row, Value* out) const override {
-    Value *x = row_buffer(x_, row.n), *y = row_buffer(y_, row.n);
-    a_->eval_row(f, row, x);
-    b_->eval_row(f, row, y);
-    round_row(t_, row.n, out, [&](int64_t k) { return Op::f(x[k].f, y[k].f); });
+
+ protected:
+  void row(Frame& f, const Row& row, double* out) const override {
+    double* y = row_buffer(y_, row.n);
+    a_->eval_row_f(f, row, out);  // in place: out[k] is read before it is written
+    b_->eval_row_f(f, row, y);
+    round_row(t_, row.n, out, [&](int64_t k) { return Op::f(out[k], y[k]); });
   }
 
  private:
   DataType t_;
   NodePtr a_, b_;
-  mutable std::vector<Value> x_, y_;  ///< the operands' rows
+  mutable std::vector<double> y_;  ///< the right operand's row
 };
 
 template <typename Op>
-class IntBinary final : public Node {
+class IntBinary final : public TypedNode<int64_t> {
  public:
   IntBinary(DataType t, NodePtr a, NodePtr b, DivisionSite site)
       : t_(t), a_(std::move(a)), b_(std::move(b)), site_(std::move(site)) {}
@@ -227,13 +295,15 @@ class IntBinary final : public Node {
     int64_t y = b_->eval(f).i;
     return Value::of_int(wrap_fast(t_, Op::i(x, y, f, site_)));
   }
-  void eval_row(Frame& f, const Row& row, Value* out) const override {
-    Value *x = row_buffer(x_, row.n), *y = row_buffer(y_, row.n);
-    a_->eval_row(f, row, x);
-    b_->eval_row(f, row, y);
+
+ protected:
+  void row(Frame& f, const Row& row, int64_t* out) const override {
+    int64_t* y = row_buffer(y_, row.n);
+    a_->eval_row_i(f, row, out);
+    b_->eval_row_i(f, row, y);
     const int64_t n = row.n;
     with_wrap(t_, [&](auto wrap) {
-      for (int64_t k = 0; k < n; ++k) out[k] = Value::of_int(wrap(Op::i(x[k].i, y[k].i, f, site_)));
+      for (int64_t k = 0; k < n; ++k) out[k] = wrap(Op::i(out[k], y[k], f, site_));
     });
   }
 
@@ -241,21 +311,24 @@ class IntBinary final : public Node {
   DataType t_;
   NodePtr a_, b_;
   DivisionSite site_;
-  mutable std::vector<Value> x_, y_;
+  mutable std::vector<int64_t> y_;
 };
 
 /// An operation whose right operand is a literal (`j % 2`, `x * 0.5`): one call fewer.
 template <typename Op>
-class FloatBinaryImm final : public Node {
+class FloatBinaryImm final : public TypedNode<double> {
  public:
   FloatBinaryImm(DataType t, NodePtr a, double y) : t_(t), a_(std::move(a)), y_(y) {}
   Value eval(Frame& f) const override {
     double x = a_->eval(f).f;
     return Value::of_float(round_fast(t_, Op::f(x, y_)));
   }
-  void eval_row(Frame& f, const Row& row, Value* out) const override {
-    a_->eval_row(f, row, out);  // in place: out[k] is read before it is written
-    round_row(t_, row.n, out, [&](int64_t k) { return Op::f(out[k].f, y_); });
+
+ protected:
+  void row(Frame& f, const Row& row, double* out) const override {
+    a_->eval_row_f(f, row, out);
+    const double y = y_;
+    round_row(t_, row.n, out, [&](int64_t k) { return Op::f(out[k], y); });
   }
 
  private:
@@ -265,7 +338,7 @@ class FloatBinaryImm final : public Node {
 };
 
 template <typename Op>
-class IntBinaryImm final : public Node {
+class IntBinaryImm final : public TypedNode<int64_t> {
  public:
   IntBinaryImm(DataType t, NodePtr a, int64_t y, DivisionSite site)
       : t_(t), a_(std::move(a)), y_(y), site_(std::move(site)) {}
@@ -273,8 +346,10 @@ class IntBinaryImm final : public Node {
     int64_t x = a_->eval(f).i;
     return Value::of_int(wrap_fast(t_, Op::i(x, y_, f, site_)));
   }
-  void eval_row(Frame& f, const Row& row, Value* out) const override {
-    a_->eval_row(f, row, out);
+
+ protected:
+  void row(Frame& f, const Row& row, int64_t* out) const override {
+    a_->eval_row_i(f, row, out);
     const int64_t n = row.n, y = y_;
     if constexpr (Op::kDivides) {
       site_.nonzero(f, y);  // a literal divisor: zero fails every iteration, nonzero none
@@ -282,16 +357,14 @@ class IntBinaryImm final : public Node {
       if (y > 0 && (y & (y - 1)) == 0) {
         const int shift = std::countr_zero(static_cast<uint64_t>(y));
         with_wrap(t_, [&](auto wrap) {
-          for (int64_t k = 0; k < n; ++k) {
-            const int64_t x = out[k].i;
-            out[k] = Value::of_int(wrap(Op::kModulo ? x & (y - 1) : x >> shift));
-          }
+          for (int64_t k = 0; k < n; ++k)
+            out[k] = wrap(Op::kModulo ? out[k] & (y - 1) : out[k] >> shift);
         });
         return;
       }
     }
     with_wrap(t_, [&](auto wrap) {
-      for (int64_t k = 0; k < n; ++k) out[k] = Value::of_int(wrap(Op::i(out[k].i, y, f, site_)));
+      for (int64_t k = 0; k < n; ++k) out[k] = wrap(Op::i(out[k], y, f, site_));
     });
   }
 
@@ -316,7 +389,7 @@ TESSEL_CMPOP_(GE, >=)
 #undef TESSEL_CMPOP_
 
 template <typename Op, bool kFloat>
-class Compare final : public Node {
+class Compare final : public TypedNode<int64_t> {
  public:
   Compare(NodePtr a, NodePtr b) : a_(std::move(a)), b_(std::move(b)) {}
   Value eval(Frame& f) const override {
@@ -325,22 +398,25 @@ class Compare final : public Node {
     if constexpr (kFloat) return Value::of_int(Op::f(a.f, b.f));
     return Value::of_int(Op::i(a.i, b.i));
   }
-  void eval_row(Frame& f, const Row& row, Value* out) const override {
-    Value *x = row_buffer(x_, row.n), *y = row_buffer(y_, row.n);
-    a_->eval_row(f, row, x);
-    b_->eval_row(f, row, y);
-    for (int64_t k = 0; k < row.n; ++k) {
-      if constexpr (kFloat) {
-        out[k] = Value::of_int(Op::f(x[k].f, y[k].f));
-      } else {
-        out[k] = Value::of_int(Op::i(x[k].i, y[k].i));
-      }
+
+ protected:
+  void row(Frame& f, const Row& row, int64_t* out) const override {
+    using Operand = std::conditional_t<kFloat, double, int64_t>;
+    Operand *x = row_buffer(x_, row.n), *y = row_buffer(y_, row.n);
+    if constexpr (kFloat) {
+      a_->eval_row_f(f, row, x);
+      b_->eval_row_f(f, row, y);
+      for (int64_t k = 0; k < row.n; ++k) out[k] = Op::f(x[k], y[k]);
+    } else {
+      a_->eval_row_i(f, row, x);
+      b_->eval_row_i(f, row, y);
+      for (int64_t k = 0; k < row.n; ++k) out[k] = Op::i(x[k], y[k]);
     }
   }
 
  private:
   NodePtr a_, b_;
-  mutable std::vector<Value> x_, y_;
+  mutable std::vector<std::conditional_t<kFloat, double, int64_t>> x_, y_;
 };
 
 class Logic final : public Node {
@@ -369,107 +445,211 @@ class Select final : public Node {
  public:
   Select(NodePtr c, NodePtr t, NodePtr e) : c_(std::move(c)), t_(std::move(t)), e_(std::move(e)) {}
   Value eval(Frame& f) const override { return c_->eval(f).i ? t_->eval(f) : e_->eval(f); }
-  /// Both branches over the whole row: an error in the branch an iteration does not take sends
-  /// the row back to one-by-one evaluation, which takes only the chosen one.
   void eval_row(Frame& f, const Row& row, Value* out) const override {
-    Value *c = row_buffer(c_row_, row.n), *t = row_buffer(t_row_, row.n);
-    c_->eval_row(f, row, c);
-    t_->eval_row(f, row, t);
-    e_->eval_row(f, row, out);
-    for (int64_t k = 0; k < row.n; ++k) {
-      if (c[k].i) out[k] = t[k];
-    }
+    select_row(f, row, out, t_values_,
+               [&](const NodePtr& branch, Value* to) { branch->eval_row(f, row, to); });
+  }
+  void eval_row_f(Frame& f, const Row& row, double* out) const override {
+    select_row(f, row, out, t_doubles_,
+               [&](const NodePtr& branch, double* to) { branch->eval_row_f(f, row, to); });
+  }
+  void eval_row_i(Frame& f, const Row& row, int64_t* out) const override {
+    select_row(f, row, out, t_ints_,
+               [&](const NodePtr& branch, int64_t* to) { branch->eval_row_i(f, row, to); });
   }
 
  private:
+  /// The branch every iteration takes when they all take one; otherwise both branches over the
+  /// whole row: an error in the branch an iteration does not take sends the row back to
+  /// one-by-one evaluation, which takes only the chosen one.
+  template <typename T, typename EvalBranch>
+  void select_row(Frame& f, const Row& row, T* out, std::vector<T>& then_row,
+                  EvalBranch&& eval_branch) const {
+    int64_t* c = row_buffer(c_row_, row.n);
+    c_->eval_row_i(f, row, c);
+    int64_t taken = 0;
+    for (int64_t k = 0; k < row.n; ++k) taken += c[k] != 0;
+    if (taken == row.n) return eval_branch(t_, out);
+    if (taken == 0) return eval_branch(e_, out);
+    T* t = row_buffer(then_row, row.n);
+    eval_branch(t_, t);
+    eval_branch(e_, out);
+    for (int64_t k = 0; k < row.n; ++k) out[k] = c[k] ? t[k] : out[k];
+  }
+
   NodePtr c_, t_, e_;
-  mutable std::vector<Value> c_row_, t_row_;
+  mutable std::vector<int64_t> c_row_;
+  mutable std::vector<Value> t_values_;
+  mutable std::vector<double> t_doubles_;
+  mutable std::vector<int64_t> t_ints_;
 };
 
-class Cast final : public Node {
+/// A cast to a float (T = double) or to an integer (T = int64_t) dtype.
+template <typename T>
+class Cast final : public TypedNode<T> {
  public:
   Cast(DataType from, DataType to, NodePtr v) : from_(from), to_(to), v_(std::move(v)) {}
-  Value eval(Frame& f) const override { return convert(v_->eval(f)); }
-  void eval_row(Frame& f, const Row& row, Value* out) const override {
-    v_->eval_row(f, row, out);
-    const int64_t n = row.n;
-    if (to_.is_float() && from_.is_float()) {
-      round_row(to_, n, out, [&](int64_t k) { return out[k].f; });
-    } else if (to_.is_float()) {
-      // Integers of magnitude at most 2^11 are halves, at most 2^24 floats: when the whole row
-      // is, converting it rounds nothing (dequantised weights are a few bits wide).
-      const int64_t exact = to_ == DataType::f16() ? 2048 : to_ == DataType::f32() ? 1 << 24 : 0;
-      bool all_exact = exact > 0;
-      for (int64_t k = 0; k < n; ++k) all_exact &= out[k].i >= -exact && out[k].i <= exact;
-      if (all_exact) {
-        for (int64_t k = 0; k < n; ++k) out[k] = Value::of_float(static_cast<double>(out[k].i));
-      } else {
-        round_row(to_, n, out, [&](int64_t k) { return static_cast<double>(out[k].i); });
-      }
-    } else if (!from_.is_float()) {
-      with_wrap(to_, [&](auto wrap) {
-        for (int64_t k = 0; k < n; ++k) out[k] = Value::of_int(wrap(out[k].i));
-      });
-    } else {
-      for (int64_t k = 0; k < n; ++k) out[k] = convert(out[k]);
-    }
-  }
-
- private:
-  Value convert(Value v) const {
+  Value eval(Frame& f) const override {
+    const Value v = v_->eval(f);
     if (to_.is_float()) return Value::of_float(round_fast(to_, v.as_double(from_)));
     if (from_.is_float())
       return Value::of_int(static_cast<int64_t>(round_to(to_, std::trunc(v.f))));
     return Value::of_int(wrap_fast(to_, v.i));
   }
 
+ protected:
+  void row(Frame& f, const Row& row, T* out) const override {
+    const int64_t n = row.n;
+    if constexpr (std::is_same_v<T, double>) {
+      if (from_.is_float()) {
+        v_->eval_row_f(f, row, out);
+        round_row(to_, n, out, [&](int64_t k) { return out[k]; });
+        return;
+      }
+      int64_t* x = row_buffer(operand_, n);
+      v_->eval_row_i(f, row, x);
+      // Integers of magnitude at most 2^11 are halves, at most 2^24 floats: when the whole row
+      // is, converting it rounds nothing (dequantised weights are a few bits wide).
+      const int64_t exact = to_ == DataType::f16() ? 2048 : to_ == DataType::f32() ? 1 << 24 : 0;
+      int64_t inexact = exact == 0;
+      for (int64_t k = 0; k < n; ++k) inexact |= x[k] < -exact || x[k] > exact;
+      if (!inexact) {
+        for (int64_t k = 0; k < n; ++k) out[k] = static_cast<double>(x[k]);
+      } else {
+        round_row(to_, n, out, [&](int64_t k) { return static_cast<double>(x[k]); });
+      }
+    } else if (from_.is_float()) {
+      double* x = row_buffer(operand_double_, n);
+      v_->eval_row_f(f, row, x);
+      for (int64_t k = 0; k < n; ++k)
+        out[k] = static_cast<int64_t>(round_to(to_, std::trunc(x[k])));
+    } else {
+      v_->eval_row_i(f, row, out);
+      with_wrap(to_, [&](auto wrap) {
+        for (int64_t k = 0; k < n; ++k) out[k] = wrap(out[k]);
+      });
+    }
+  }
+
+ private:
   DataType from_, to_;
   NodePtr v_;
+  mutable std::vector<int64_t> operand_;
+  mutable std::vector<double> operand_double_;
 };
 
-class Call final : public Node {
- public:
-  Call(DataType t, Builtin op, NodePtr a, NodePtr b)
-      : t_(t), op_(op), a_(std::move(a)), b_(std::move(b)) {}
-  Value eval(Frame& f) const override {
-    Value a = a_->eval(f);
-    if (op_ == Builtin::kAbs && !t_.is_float()) return Value::of_int(wrap_int(t_, std::llabs(a.i)));
-    double y = op_ == Builtin::kPow ? b_->eval(f).f : 0.0;
-    return Value::of_float(round_fast(t_, float_builtin(op_, a.f, y)));
+/// Whether `op` is a one-argument float builtin (float_builtin computes it from x alone).
+bool has_f16_table(Builtin op) {
+  switch (op) {
+    case Builtin::kExp:
+    case Builtin::kExp2:
+    case Builtin::kLog:
+    case Builtin::kLog2:
+    case Builtin::kAbs:
+    case Builtin::kSqrt:
+    case Builtin::kRsqrt:
+    case Builtin::kTanh:
+    case Builtin::kSin:
+    case Builtin::kCos:
+    case Builtin::kFloor:
+    case Builtin::kCeil:
+      return true;
+    default:
+      return false;
   }
-  void eval_row(Frame& f, const Row& row, Value* out) const override {
-    a_->eval_row(f, row, out);
-    if (op_ == Builtin::kAbs && !t_.is_float()) {
-      for (int64_t k = 0; k < row.n; ++k)
-        out[k] = Value::of_int(wrap_int(t_, std::llabs(out[k].i)));
-      return;
+}
+
+/// Every f16 bit pattern's round_to(f16, op(x)) for a one-argument builtin `op` (T.exp2,
+/// T.exp, ...), as a float (a half is exactly a float), built the first time it is asked for:
+/// on halves the builtin is a lookup.
+const float* f16_builtin_table(Builtin op) {
+  static std::mutex lock;
+  static std::unordered_map<Builtin, std::vector<float>> tables;
+  const std::lock_guard<std::mutex> hold(lock);
+  std::vector<float>& table = tables[op];
+  if (table.empty()) {
+    const float* halves = element_access::f16_floats();
+    table.resize(1 << 16);
+    for (size_t b = 0; b < table.size(); ++b)
+      table[b] = static_cast<float>(round_f16(float_builtin(op, halves[b], 0.0)));
+  }
+  return table.data();
+}
+
+/// A float builtin (T.exp2, T.sqrt, T.pow, ...; T.abs of a float).
+class Call final : public TypedNode<double> {
+ public:
+  Call(DataType t, Builtin op, NodePtr a, NodePtr b, const float* f16_table)
+      : t_(t), op_(op), a_(std::move(a)), b_(std::move(b)), table_(f16_table) {}
+  Value eval(Frame& f) const override {
+    const double x = a_->eval(f).f;
+    const double y = op_ == Builtin::kPow ? b_->eval(f).f : 0.0;
+    return Value::of_float(round_fast(t_, float_builtin(op_, x, y)));
+  }
+
+ protected:
+  void row(Frame& f, const Row& row, double* out) const override {
+    a_->eval_row_f(f, row, out);
+    const int64_t n = row.n;
+    if (table_) {  // a half's result is the table's entry for its bits
+      uint16_t* bits = row_buffer(bits_, n);
+      f16_bits_row(out, n, bits);
+      const float* halves = element_access::f16_floats();
+      int64_t inexact = 0;  // an argument that is not a half (never, for an f16 expression)
+      for (int64_t k = 0; k < n; ++k) inexact |= static_cast<double>(halves[bits[k]]) != out[k];
+      if (!inexact) {
+        for (int64_t k = 0; k < n; ++k) out[k] = table_[bits[k]];
+        return;
+      }
     }
-    const Value* y = nullptr;
+    const double* y = nullptr;
     if (op_ == Builtin::kPow) {
-      Value* b = row_buffer(y_, row.n);
-      b_->eval_row(f, row, b);
+      double* b = row_buffer(y_, n);
+      b_->eval_row_f(f, row, b);
       y = b;
     }
-    round_row(t_, row.n, out,
-              [&](int64_t k) { return float_builtin(op_, out[k].f, y ? y[k].f : 0.0); });
+    round_row(t_, n, out, [&](int64_t k) { return float_builtin(op_, out[k], y ? y[k] : 0.0); });
   }
 
  private:
   DataType t_;
   Builtin op_;
   NodePtr a_, b_;
-  mutable std::vector<Value> y_;
+  const float* table_;  ///< f16_builtin_table(op) when the argument and the result are f16
+  mutable std::vector<double> y_;
+  mutable std::vector<uint16_t> bits_;
 };
 
-class Load final : public Node {
+/// T.abs of an integer.
+class IntAbs final : public TypedNode<int64_t> {
+ public:
+  IntAbs(DataType t, NodePtr a) : t_(t), a_(std::move(a)) {}
+  Value eval(Frame& f) const override {
+    return Value::of_int(wrap_int(t_, std::llabs(a_->eval(f).i)));
+  }
+
+ protected:
+  void row(Frame& f, const Row& row, int64_t* out) const override {
+    a_->eval_row_i(f, row, out);
+    for (int64_t k = 0; k < row.n; ++k) out[k] = wrap_int(t_, std::llabs(out[k]));
+  }
+
+ private:
+  DataType t_;
+  NodePtr a_;
+};
+
+/// A load of a float (T = double) or an integer (T = int64_t) element.
+template <typename T>
+class Load final : public TypedNode<T> {
  public:
   static constexpr size_t kMaxRank = 8;
+  static constexpr bool kFloat = std::is_same_v<T, double>;
   Load(const BufferLoadNode* op, int buffer, std::vector<NodePtr> indices,
        std::vector<std::pair<int, const VarNode*>> var_indices)
       : op_(op),
         buffer_(buffer),
         kind_(elem_kind(op->buffer->dtype)),
-        is_float_(op->dtype.is_float()),
         indices_(std::move(indices)),
         var_indices_(std::move(var_indices)) {}
   Value eval(Frame& f) const override {
@@ -477,7 +657,9 @@ class Load final : public Node {
     eval_indices(f, indices_, var_indices_, idx);
     return at(f, idx);
   }
-  void eval_row(Frame& f, const Row& row, Value* out) const override {
+
+ protected:
+  void row(Frame& f, const Row& row, T* out) const override {
     const size_t rank = indices_.size();
     const HostTensor& t = *f.tensors[buffer_];
     const int64_t n = row.n;
@@ -490,65 +672,71 @@ class Load final : public Node {
         return;
       }
     }
-    Value* rows = row_buffer(rows_, static_cast<int64_t>(rank) * n);
+    int64_t* rows = row_buffer(rows_, static_cast<int64_t>(rank) * n);
     eval_index_rows(f, row, indices_, var_indices_, rows);
     const std::vector<int64_t>& shape = t.shape();
     if (rank != shape.size()) {
       for (int64_t k = 0; k < n; ++k) out[k] = at_row(f, rows, n, k);  // raises the error
       return;
     }
-    with_loader(t, [&](auto load) {
+    // The flat positions a dimension at a time (unsigned: an index out of bounds may overflow
+    // them, and is then not loaded), and whether every index lies inside its dimension.
+    uint64_t* flat = row_buffer(flat_, n);
+    std::fill(flat, flat + n, 0);
+    uint64_t outside = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t* r = rows + d * n;
+      const uint64_t extent = static_cast<uint64_t>(shape[d]);
       for (int64_t k = 0; k < n; ++k) {
-        int64_t flat = 0;
-        bool inside = true;
-        for (size_t d = 0; d < rank; ++d) {
-          const int64_t i = rows[d * n + k].i;
-          inside = inside && i >= 0 && i < shape[d];
-          flat = flat * shape[d] + i;
-        }
-        out[k] = inside ? load(flat) : at_row(f, rows, n, k);  // at_row raises out of bounds
+        outside |= static_cast<uint64_t>(static_cast<uint64_t>(r[k]) >= extent);
+        flat[k] = flat[k] * extent + static_cast<uint64_t>(r[k]);
       }
+    }
+    if (outside) {  // the first iteration out of bounds raises the generic path's error
+      for (int64_t k = 0; k < n; ++k) out[k] = at_row(f, rows, n, k);
+      return;
+    }
+    with_loader(t, [&](auto load) {
+      for (int64_t k = 0; k < n; ++k) out[k] = load(static_cast<int64_t>(flat[k]));
     });
   }
 
  private:
-  /// Calls body(load) with load(flat) the Value of element `flat` of `t`, specialised for the
-  /// element kind and the load's type so that a row's loop tests them once.
+  /// Calls body(load) with load(flat) the value of element `flat` of `t`, specialised for the
+  /// element kind so that a row's loop tests it once.
   template <typename Body>
   void with_loader(const HostTensor& t, Body&& body) const {
     const uint8_t* data = t.data();
-    if (kind_ == ElemKind::kF16 && is_float_) {  // a lookup per element
+    if (kind_ == ElemKind::kF16 && kFloat) {  // a lookup per element
       const float* values = element_access::f16_floats();
       body([data, values](int64_t flat) {
         uint16_t bits;
         std::memcpy(&bits, data + flat * 2, 2);
-        return Value::of_float(values[bits]);
+        return static_cast<T>(values[bits]);
       });
-    } else if (kind_ == ElemKind::kF32 && is_float_) {
+    } else if (kind_ == ElemKind::kF32 && kFloat) {
       body([data](int64_t flat) {
         float v;
         std::memcpy(&v, data + flat * 4, 4);
-        return Value::of_float(v);
+        return static_cast<T>(v);
       });
-    } else if (kind_ == ElemKind::kI8 && !is_float_) {
-      body([data](int64_t flat) { return Value::of_int(static_cast<int8_t>(data[flat])); });
-    } else if (kind_ == ElemKind::kU8 && !is_float_) {
-      body([data](int64_t flat) { return Value::of_int(data[flat]); });
+    } else if (kind_ == ElemKind::kI8 && !kFloat) {
+      body([data](int64_t flat) { return static_cast<T>(static_cast<int8_t>(data[flat])); });
+    } else if (kind_ == ElemKind::kU8 && !kFloat) {
+      body([data](int64_t flat) { return static_cast<T>(data[flat]); });
     } else {
       const ElemKind kind = kind_;
-      const bool is_float = is_float_;
-      body([&t, kind, is_float](int64_t flat) {
-        const double v = load_elem(kind, t, flat);
-        return is_float ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
-      });
+      body([&t, kind](int64_t flat) { return static_cast<T>(load_elem(kind, t, flat)); });
     }
   }
 
-  /// at() for iteration k of index rows `rows` (rows[d * n + k]).
-  Value at_row(Frame& f, const Value* rows, int64_t n, int64_t k) const {
+  /// at() for iteration k of index rows `rows` (rows[d * n + k]), as T.
+  T at_row(Frame& f, const int64_t* rows, int64_t n, int64_t k) const {
     int64_t idx[kMaxRank];
-    for (size_t d = 0; d < indices_.size(); ++d) idx[d] = rows[d * n + k].i;
-    return at(f, idx);
+    for (size_t d = 0; d < indices_.size(); ++d) idx[d] = rows[d * n + k];
+    const Value v = at(f, idx);
+    if constexpr (kFloat) return v.f;
+    return v.i;
   }
 
   /// The element at `idx` (rank indices_.size()), or the generic path's out-of-bounds error.
@@ -567,16 +755,16 @@ class Load final : public Node {
                                 std::vector<int64_t>(idx, idx + rank), "load of");
     }
     double v = load_elem(kind_, t, flat);
-    return is_float_ ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
+    return kFloat ? Value::of_float(v) : Value::of_int(static_cast<int64_t>(v));
   }
 
   const BufferLoadNode* op_;
   int buffer_;
   ElemKind kind_;
-  bool is_float_;
   std::vector<NodePtr> indices_;
   std::vector<std::pair<int, const VarNode*>> var_indices_;  ///< variable_indices
-  mutable std::vector<Value> rows_;                          ///< the index rows, one per dim
+  mutable std::vector<int64_t> rows_;                        ///< the index rows, one per dim
+  mutable std::vector<uint64_t> flat_;                       ///< their flat positions
 };
 
 }  // namespace
@@ -664,14 +852,32 @@ class Memo final : public Node {
   /// Invariant in the innermost loop around it: one value for the whole row when it does not
   /// read the row's variable (else the default, iteration by iteration).
   void eval_row(Frame& f, const Row& row, Value* out) const override {
-    if (std::find(deps_.begin(), deps_.end(), row.slot) != deps_.end()) {
+    if (reads(row)) {
       Node::eval_row(f, row, out);
       return;
     }
     std::fill(out, out + row.n, eval(f));
   }
+  void eval_row_f(Frame& f, const Row& row, double* out) const override {
+    if (reads(row)) {
+      Node::eval_row_f(f, row, out);
+      return;
+    }
+    std::fill(out, out + row.n, eval(f).f);
+  }
+  void eval_row_i(Frame& f, const Row& row, int64_t* out) const override {
+    if (reads(row)) {
+      Node::eval_row_i(f, row, out);
+      return;
+    }
+    std::fill(out, out + row.n, eval(f).i);
+  }
 
  private:
+  bool reads(const Row& row) const {
+    return std::find(deps_.begin(), deps_.end(), row.slot) != deps_.end();
+  }
+
   NodePtr inner_;
   std::vector<int> deps_;
   mutable Value cached_;
@@ -851,7 +1057,9 @@ NodePtr compile_node(const Expr& e, Tables& tables, const IndexContext& ctx) {
       const auto* op = e.as<CastNode>();
       NodePtr v = compile_expr(op->value, tables, ctx);
       if (!v) return nullptr;
-      return std::make_unique<Cast>(op->value.dtype(), op->dtype, std::move(v));
+      if (op->dtype.is_float())
+        return std::make_unique<Cast<double>>(op->value.dtype(), op->dtype, std::move(v));
+      return std::make_unique<Cast<int64_t>>(op->value.dtype(), op->dtype, std::move(v));
     }
     case ExprKind::kCall: {
       const auto* op = e.as<CallNode>();
@@ -861,16 +1069,26 @@ NodePtr compile_node(const Expr& e, Tables& tables, const IndexContext& ctx) {
       if (op->op == Builtin::kPow) {
         if (op->args.size() < 2 || !(b = compile_expr(op->args[1], tables, ctx))) return nullptr;
       }
-      return std::make_unique<Call>(op->dtype, op->op, std::move(a), std::move(b));
+      if (op->op == Builtin::kAbs && !op->dtype.is_float())
+        return std::make_unique<IntAbs>(op->dtype, std::move(a));
+      const bool halves = has_f16_table(op->op) && op->dtype == DataType::f16() &&
+                          op->args[0].dtype() == DataType::f16();
+      return std::make_unique<Call>(op->dtype, op->op, std::move(a), std::move(b),
+                                    halves ? f16_builtin_table(op->op) : nullptr);
     }
     case ExprKind::kBufferLoad: {
       const auto* op = e.as<BufferLoadNode>();
-      if (op->indices.size() > Load::kMaxRank || op->buffer->dtype.lanes != 1) return nullptr;
+      if (op->indices.size() > Load<double>::kMaxRank || op->buffer->dtype.lanes != 1)
+        return nullptr;
       IndexContext inner{"load of", op->buffer.get(), &op->indices};
       std::vector<NodePtr> indices;
       if (!compile_indices(op->indices, tables, inner, indices)) return nullptr;
-      return std::make_unique<Load>(op, tables.buffer(op->buffer), std::move(indices),
-                                    variable_indices(op->indices, tables));
+      if (op->dtype.is_float()) {
+        return std::make_unique<Load<double>>(op, tables.buffer(op->buffer), std::move(indices),
+                                              variable_indices(op->indices, tables));
+      }
+      return std::make_unique<Load<int64_t>>(op, tables.buffer(op->buffer), std::move(indices),
+                                             variable_indices(op->indices, tables));
     }
   }
   return nullptr;

@@ -21,8 +21,10 @@ namespace tessel::tile_parallel {
 
 using element_access::elem_kind;
 using element_access::ElemKind;
+using element_access::f16_bits_row;
 using element_access::load_elem;
 using element_access::round_f16;
+using element_access::round_f16_row;
 using element_access::store_elem;
 
 /// What one run of a compiled nest reads and writes: the block and the thread whose context the
@@ -78,10 +80,20 @@ class Node {
   /// come from any iteration, not necessarily the first in loop order: the caller then runs the
   /// iterations one by one, which raises the generic path's error.
   virtual void eval_row(Frame& f, const Row& row, Value* out) const;
+  /// The row as plain arrays: out[k] = eval_row's out[k].f (eval_row_f) or .i (eval_row_i), with
+  /// the same errors. By default through eval_row; a node overrides the one of its own type
+  /// (floats, integers) with loops over plain arrays, which the compiler vectorises, and derives
+  /// eval_row and the other from it.
+  virtual void eval_row_f(Frame& f, const Row& row, double* out) const;
+  virtual void eval_row_i(Frame& f, const Row& row, int64_t* out) const;
+
+ protected:
+  mutable std::vector<Value> values_;  ///< the defaults' row of Values
 };
 
-/// `buffer` with room for n values (a node's scratch row; each worker compiles its own nodes).
-inline Value* row_buffer(std::vector<Value>& buffer, int64_t n) {
+/// `buffer` with room for n elements (a node's scratch row; each worker compiles its own nodes).
+template <typename T>
+inline T* row_buffer(std::vector<T>& buffer, int64_t n) {
   if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
   return buffer.data();
 }
@@ -189,16 +201,31 @@ inline void eval_indices(Frame& f, const std::vector<NodePtr>& indices,
 
 /// The same over a row: rows[d * row.n + k] is index d at the row's iteration k.
 inline void eval_index_rows(Frame& f, const Row& row, const std::vector<NodePtr>& indices,
-                            const std::vector<std::pair<int, const VarNode*>>& vars, Value* rows) {
+                            const std::vector<std::pair<int, const VarNode*>>& vars,
+                            int64_t* rows) {
   for (size_t d = 0; d < indices.size(); ++d) {
-    Value* r = rows + d * row.n;
+    int64_t* r = rows + d * row.n;
     if (vars.empty()) {
-      indices[d]->eval_row(f, row, r);
+      indices[d]->eval_row_i(f, row, r);
     } else if (vars[d].first == row.slot) {
-      for (int64_t k = 0; k < row.n; ++k) r[k] = Value::of_int(row.lo + k);
+      for (int64_t k = 0; k < row.n; ++k) r[k] = row.lo + k;
     } else {
-      std::fill(r, r + row.n, read_slot(f, vars[d].first, vars[d].second));
+      std::fill(r, r + row.n, read_slot(f, vars[d].first, vars[d].second).i);
     }
+  }
+}
+
+/// out[k] = round_to(t, value(k)) for k < n, the dtype tested once for the row (value(k) may
+/// read out[k]).
+template <typename F>
+inline void round_row(DataType t, int64_t n, double* out, F&& value) {
+  if (t == DataType::f32()) {
+    for (int64_t k = 0; k < n; ++k) out[k] = static_cast<double>(static_cast<float>(value(k)));
+  } else if (t == DataType::f16()) {
+    for (int64_t k = 0; k < n; ++k) out[k] = value(k);
+    round_f16_row(out, n);
+  } else {
+    for (int64_t k = 0; k < n; ++k) out[k] = round_to(t, value(k));
   }
 }
 

@@ -61,6 +61,16 @@ TEST_SUITE("host tensor fill") {
     }
     CHECK(bad_bytes == 0);
     CHECK(bad_floats == 0);
+
+    // A float16 one: the same draws rounded to half (round_to, not the fill's row rounding), over
+    // 2500 elements (the fill converts rows of 1024 draws at a time: two whole rows and a part).
+    HostTensor halves(DataType::f16(), {2500});
+    halves.fill_random(42, 2);
+    std::mt19937_64 rh(42);
+    int64_t bad_halves = 0;
+    for (int64_t i = 0; i < 2500; ++i)
+      bad_halves += halves.at(i) != round_to(DataType::f16(), real(rh));
+    CHECK(bad_halves == 0);
   }
 
   TEST_CASE("a sub-byte dtype fills whole bytes per chunk: workers agree on every element") {

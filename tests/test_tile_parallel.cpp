@@ -302,7 +302,9 @@ def div(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
   // that reads another element of its own buffer and one not indexed by the loop variable (both
   // run element by element), a row over a non-zero lower bound; then rows whose indices are all
   // variables (one stride per row): down a column, along a diagonal, and past the edge of a store
-  // and of a load (the checked path raises at the iteration).
+  // and of a load (the checked path raises at the iteration); then selects whose every iteration
+  // takes one branch, the other loading out of bounds (only the taken one runs: no error), and
+  // one whose taken branch loads A[16] at i = 15; and a load at computed indices, all inside.
   TEST_CASE("rows of a nest's innermost loop give the generic evaluator's bytes and errors") {
     const char* const bodies[] = {
         "for i in T.Parallel(16):\n            B[i] = T.if_then_else(i < 13, A[i + 3], 0.0)",
@@ -315,6 +317,10 @@ def div(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
         "for j in T.Parallel(4):\n            M[j, j] = A[j] * 3.0",
         "for i in T.Parallel(20):\n            B[i] = A[i % 16] + 1.0",
         "for i in T.Parallel(16):\n            B[i] = A[i] + M[i, 0]",
+        "for i in T.Parallel(16):\n            B[i] = T.if_then_else(i < 100, A[i], A[i + 100])",
+        "for i in T.Parallel(16):\n            B[i] = T.if_then_else(i > 100, A[i + 100], A[i])",
+        "for i in T.Parallel(16):\n            B[i] = T.if_then_else(i < 100, A[i + 1], 0.0)",
+        "for i, j in T.Parallel(4, 4):\n            M[i, j] = A[(i * 4 + j * 5) % 16 + i // 3]",
     };
     const char* const errors[] = {"",
                                   "store to B[16] is out of bounds",
@@ -324,7 +330,11 @@ def div(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
                                   "",
                                   "",
                                   "store to B[16] is out of bounds",
-                                  "load of M[4, 0] is out of bounds"};
+                                  "load of M[4, 0] is out of bounds",
+                                  "",
+                                  "",
+                                  "load of A[16] is out of bounds",
+                                  ""};
     for (size_t c = 0; c < std::size(bodies); ++c) {
       check_like_generic(R"(import tilelang.language as T
 
@@ -358,6 +368,33 @@ def long_rows(A: T.Tensor((16,), "float32"), B: T.Tensor((2500,), "float32")):
     with T.Kernel(1, threads=32) as bx:
         )",
                          bodies[c], errors[c], 6);
+    }
+  }
+
+  // A one-argument builtin of a half is a lookup in a table of its f16 results (Call in
+  // tile_parallel_expr.cpp). Each builtin over halves from -20 to 20 (2^20 overflows to inf, 2^-20
+  // is subnormal, the log and square root of a negative number are NaN) and over those results
+  // again (NaN and inf arguments), and over a float argument (no table): the generic bytes.
+  TEST_CASE("builtins of halves give the generic evaluator's bytes on every kind of value") {
+    const char* const builtins[] = {"exp2", "exp", "log", "log2",  "sqrt", "rsqrt",
+                                    "tanh", "sin", "cos", "floor", "ceil", "abs"};
+    for (const char* b : builtins) {
+      const std::string call = std::string("T.") + b;
+      const std::string body =
+          "for i in T.Parallel(64):\n            B[i] = " + call + "(A[i] * 20.0)\n" +
+          "        for i in T.Parallel(64):\n            C[i] = " + call + "(" + call +
+          "(A[i] * 20.0) * 0.001)\n" +
+          "        for i in T.Parallel(64):\n            D[i] = " + call + "(F[i] * 20.0)";
+      check_like_generic(R"(import tilelang.language as T
+
+
+@T.prim_func
+def halves(A: T.Tensor((64,), "float16"), F: T.Tensor((64,), "float32"),
+           B: T.Tensor((64,), "float16"), C: T.Tensor((64,), "float16"),
+           D: T.Tensor((64,), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        )",
+                         body, "", 8);
     }
   }
 
@@ -452,6 +489,43 @@ TEST_SUITE("tile level: element fast paths") {
     }
     CHECK(mismatches == 0);
     CHECK(values.size() > 360000);
+
+    // The row forms (round_f16_row, f16_bits_row) on rows of 64 of the same values, most holding
+    // a subnormal, an overflow or a NaN (the second pass), and on rows of the normal ones only
+    // (the one pass): the bits of round_to and of encode, element by element.
+    std::vector<double> normal;
+    for (double x : values) {
+      if (std::fabs(x) >= 0x1p-14 && std::fabs(x) <= 65504.0) normal.push_back(x);
+    }
+    CHECK(normal.size() > 100000);
+    int row_mismatches = 0, rows = 0;
+    for (const std::vector<double>* all : {&values, &normal}) {
+      for (size_t lo = 0; lo < all->size(); lo += 64) {
+        const int64_t n = static_cast<int64_t>(std::min<size_t>(64, all->size() - lo));
+        double rounded[64];
+        uint16_t bits[64];
+        std::copy(all->begin() + static_cast<int64_t>(lo),
+                  all->begin() + static_cast<int64_t>(lo) + n, rounded);
+        element_access::round_f16_row(rounded, n);
+        element_access::f16_bits_row(all->data() + lo, n, bits);
+        ++rows;
+        for (int64_t k = 0; k < n; ++k) {
+          const double x = (*all)[lo + static_cast<size_t>(k)], want = round_to(DataType::f16(), x);
+          slow.set(0, x);
+          const bool same =
+              (std::isnan(want) ? std::isnan(rounded[k])
+                                : std::memcmp(&rounded[k], &want, sizeof want) == 0) &&
+              std::memcmp(&bits[k], slow.data(), 2) == 0;
+          if (!same) {
+            ++row_mismatches;
+            INFO(x);
+            CHECK(same);
+          }
+        }
+      }
+    }
+    CHECK(row_mismatches == 0);
+    CHECK(rows > 7000);
   }
 
   // compare() skips runs of elements with the same bits; what it reports must not change: 1000
