@@ -160,6 +160,56 @@ void copy_run(const TensorView& sv, TensorView& dv, const std::vector<int64_t>& 
   if (zlo < dhi) std::memset(dst + offset(dv, di, zlo), 0, (dhi - zlo) * bytes);
 }
 
+/// Whether every index of region `r` lies inside `v`.
+bool inside(const ConcreteRegion& r, const TensorView& v) {
+  if (r.min.size() != v.shape.size()) return false;
+  for (size_t d = 0; d < r.min.size(); ++d) {
+    if (r.min[d] < 0 || r.min[d] + r.extent[d] > v.shape[d]) return false;
+  }
+  return true;
+}
+
+/// The row-major strides of `shape`, in elements.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+/// Copies the box `box` (the regions' extents without unit dimensions; sdims and ddims: which
+/// dimension of each buffer each of its dimensions is) from region s of sv to region d of dv, of
+/// one byte-sized dtype, both wholly inside their buffers, which do not overlap: a memcpy per
+/// run of elements that lie one after another in both buffers (a row, or several rows when
+/// they follow each other in both), at offsets stepped by the buffers' strides.
+void copy_box(const TensorView& sv, TensorView& dv, const ConcreteRegion& s,
+              const ConcreteRegion& d, const std::vector<int>& sdims, const std::vector<int>& ddims,
+              const std::vector<int64_t>& box) {
+  if (std::find(box.begin(), box.end(), 0) != box.end()) return;  // an empty box
+  const int64_t bytes = sv.dtype.storage_bits() / 8;
+  const std::vector<int64_t> ss = strides_of(sv.shape), ds = strides_of(dv.shape);
+  int64_t soff = 0, doff = 0;
+  for (size_t k = 0; k < s.min.size(); ++k) soff += s.min[k] * ss[k];
+  for (size_t k = 0; k < d.min.size(); ++k) doff += d.min[k] * ds[k];
+  size_t outer = box.size() - 1;  // box dims [0, outer) are stepped; the rest is one run
+  int64_t run = box.back();
+  while (outer > 0 && ss[sdims[outer - 1]] == run && ds[ddims[outer - 1]] == run)
+    run *= box[--outer];
+  std::vector<int64_t> idx(outer, 0);
+  while (true) {
+    std::memcpy(dv.data + doff * bytes, sv.data + soff * bytes, static_cast<size_t>(run * bytes));
+    size_t k = outer;
+    for (; k-- > 0;) {  // the next run: an odometer over the stepped dims
+      soff += ss[sdims[k]];
+      doff += ds[ddims[k]];
+      if (++idx[k] < box[k]) break;
+      soff -= box[k] * ss[sdims[k]];
+      doff -= box[k] * ds[ddims[k]];
+      idx[k] = 0;
+    }
+    if (k == static_cast<size_t>(-1)) return;
+  }
+}
+
 }  // namespace
 
 void CopyOp::run_reference(TileExec& exec) const {
@@ -188,6 +238,10 @@ void CopyOp::run_reference(TileExec& exec) const {
               dv.dtype.storage_bits() % 8 == 0 &&
               sdims.back() == static_cast<int>(sv.shape.size()) - 1 &&
               ddims.back() == static_cast<int>(dv.shape.size()) - 1;
+  if (rows && same_type && sv.data != dv.data && inside(s, sv) && inside(d, dv)) {
+    copy_box(sv, dv, s, d, sdims, ddims, sq_s);
+    return;
+  }
   if (rows) {
     std::vector<int64_t> outer(sq_s.begin(), sq_s.end() - 1), full(sq_s.size(), 0);
     for_each_index(outer, [&](const std::vector<int64_t>& pos) {

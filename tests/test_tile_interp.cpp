@@ -162,6 +162,63 @@ TEST_SUITE("tile interpreter") {
     }
   }
 
+  TEST_CASE("a copy of a box out of a 4-d tensor takes the box's elements, row by row or whole") {
+    // X (2, 3, 4, 5) holds its flat index: X[a, b, c, d] = ((a * 3 + b) * 4 + c) * 5 + d (all
+    // exact in f16). The boxes: rows 1-2 of X[1, :, 2, :] (a unit dimension between the rows),
+    // all of X[0] (one contiguous run of 60), and X[1, 0:3, 1:3, 1:4] (two stepped dimensions, rows
+    // of 3). Each goes into a shared tile and back out to a tensor of the tile's shape. Last,
+    // X[0, 0, 0:2, :] (10 elements in a row in X) into S4[1:3, 0:5] of a 4 x 6 tile filled with
+    // -1 (rows of 5, 6 apart): only where both sides run on may the rows be one run.
+    KernelBuilder T("boxes");
+    auto X = T.tensor("X", {2, 3, 4, 5}, DataType::f16());
+    auto O1 = T.tensor("O1", {2, 5}, DataType::f16());
+    auto O2 = T.tensor("O2", {3, 4, 5}, DataType::f16());
+    auto O3 = T.tensor("O3", {3, 2, 3}, DataType::f16());
+    auto O4 = T.tensor("O4", {4, 6}, DataType::f16());
+    T.kernel1(1, 32);
+    auto S1 = T.alloc_shared("S1", {2, 5}, DataType::f16());
+    auto S2 = T.alloc_shared("S2", {3, 4, 5}, DataType::f16());
+    auto S3 = T.alloc_shared("S3", {3, 2, 3}, DataType::f16());
+    auto S4 = T.alloc_shared("S4", {4, 6}, DataType::f16());
+    T.copy(X.at({1, span(1, 3), 2, all()}), S1);
+    T.copy(X.at({0, all(), all(), all()}), S2);
+    T.copy(X.at({1, span(0, 3), span(1, 3), span(1, 4)}), S3);
+    T.copy(S1, O1);
+    T.copy(S2, O2);
+    T.copy(S3, O3);
+    T.fill(S4, -1.0);
+    T.copy(X.at({0, 0, span(0, 2), all()}), S4.at({span(1, 3), span(0, 5)}));
+    T.copy(S4, O4);
+    TensorMap t;
+    t.emplace("X", iota(DataType::f16(), {2, 3, 4, 5}));
+    t.emplace("O1", HostTensor(DataType::f16(), {2, 5}));
+    t.emplace("O2", HostTensor(DataType::f16(), {3, 4, 5}));
+    t.emplace("O3", HostTensor(DataType::f16(), {3, 2, 3}));
+    t.emplace("O4", HostTensor(DataType::f16(), {4, 6}));
+    run_tile_level(T.finish(), t);
+    auto x = [](int64_t a, int64_t b, int64_t c, int64_t d) {
+      return static_cast<double>(((a * 3 + b) * 4 + c) * 5 + d);
+    };
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < 2; ++r) {
+      for (int64_t d = 0; d < 5; ++d) wrong += t.at("O1").at(r * 5 + d) != x(1, 1 + r, 2, d);
+    }
+    for (int64_t i = 0; i < 60; ++i) wrong += t.at("O2").at(i) != static_cast<double>(i);
+    for (int64_t b = 0; b < 3; ++b) {
+      for (int64_t c = 0; c < 2; ++c) {
+        for (int64_t d = 0; d < 3; ++d)
+          wrong += t.at("O3").at((b * 2 + c) * 3 + d) != x(1, b, 1 + c, 1 + d);
+      }
+    }
+    for (int64_t r = 0; r < 4; ++r) {
+      for (int64_t c = 0; c < 6; ++c) {
+        const bool copied = r >= 1 && r < 3 && c < 5;
+        wrong += t.at("O4").at(r * 6 + c) != (copied ? x(0, 0, r - 1, c) : -1.0);
+      }
+    }
+    CHECK(wrong == 0);
+  }
+
   TEST_CASE("reduce_sum with clear=False adds to the old values") {
     KernelBuilder T("acc");
     auto X = T.tensor("X", {4, 3}, DataType::f32());
