@@ -196,25 +196,24 @@ void check_capacity(const Kernel& kernel, const Target* target, const IntEnv& en
 void check_allocation(const Kernel& kernel, const Buffer& buffer, const std::vector<int64_t>& shape,
                       const Target* target) {
   const Target& t = target ? *target : loosest_target();
-  const std::string on = target ? " on " + t.name : "";
   __int128 n = 1;
-  std::string dims;
-  for (int64_t e : shape) {
-    n = std::min<__int128>(n * std::max<int64_t>(e, 0), kMax);
-    dims += (dims.empty() ? "" : ", ") + std::to_string(e);
-  }
+  for (int64_t e : shape) n = std::min<__int128>(n * std::max<int64_t>(e, 0), kMax);
   const Buffer& b = buffer;
-  const std::string what = "kernel '" + kernel->name + "': '" + b->name + "'" +
-                           (b->loc.known() ? " (at " + b->loc.str() + ")" : "") + " of shape [" +
-                           dims + "], " + b->dtype.name() + ",";
+  auto refuse = [&](const std::string& use, const std::string& fix) {  // built only to refuse
+    std::string dims;
+    for (int64_t e : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(e);
+    user_error("kernel '" + kernel->name + "': '" + b->name + "'" +
+               (b->loc.known() ? " (at " + b->loc.str() + ")" : "") + " of shape [" + dims + "], " +
+               b->dtype.name() + ", would take " + use + (target ? " on " + t.name : "") +
+               "; nothing was allocated. Fix: " + fix +
+               " (check the -D values its shape depends on)");
+  };
   if (b->scope == Scope::kShared || b->scope == Scope::kSharedDyn) {
     const int64_t bytes = saturate((bits_of(b, saturate(n)) + 7) / 8);
     if (bytes > t.shared_bytes) {
-      user_error(what + " would take " + std::to_string(bytes) +
-                 " bytes of shared memory, over the " + kib(t.shared_bytes) + " a block can use" +
-                 on +
-                 "; nothing was allocated. Fix: smaller extents for it (check the -D values its "
-                 "shape depends on)");
+      refuse(std::to_string(bytes) + " bytes of shared memory, over the " + kib(t.shared_bytes) +
+                 " a block can use",
+             "smaller extents for it");
     }
     return;
   }
@@ -225,11 +224,9 @@ void check_allocation(const Kernel& kernel, const Buffer& buffer, const std::vec
   }
   const int64_t registers = saturate((bits_of(b, saturate(per_thread)) + 31) / 32);
   if (registers > t.max_registers) {
-    user_error(what + " would take " + std::to_string(registers) +
-               " 32-bit registers per thread, over the " + std::to_string(t.max_registers) +
-               " registers a thread can have" + on +
-               "; nothing was allocated. Fix: fewer elements per thread (check the -D values its "
-               "shape depends on)");
+    refuse(std::to_string(registers) + " 32-bit registers per thread, over the " +
+               std::to_string(t.max_registers) + " registers a thread can have",
+           "fewer elements per thread");
   }
 }
 

@@ -2,6 +2,7 @@
 #include "interp/block_state.h"
 
 #include "core/capacity.h"
+#include "core/expr_functor.h"
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
 #include "sim/sim_run.h"
@@ -13,16 +14,13 @@ BlockState::BlockState(const Kernel& kernel, GlobalMemory& global, std::vector<i
     : kernel_(kernel),
       global_(global),
       block_index_(std::move(block_index)),
-      threads_(kernel->threads) {
-  for (int t = 0; t < kernel->threads; ++t) {
-    auto& vars = threads_[t].vars;
-    vars[static_cast<const VarNode*>(kernel->thread_var.get())] = Value::of_int(t);
-    for (size_t d = 0; d < kernel->block_vars.size(); ++d) {
-      vars[static_cast<const VarNode*>(kernel->block_vars[d].get())] =
-          Value::of_int(block_index_[d]);
-    }
-    for (const auto& [var, value] : dynamic_values) vars[var] = Value::of_int(value);
+      threads_(kernel->threads),
+      thread_var_(static_cast<const VarNode*>(kernel->thread_var.get())) {
+  for (size_t d = 0; d < kernel->block_vars.size(); ++d) {
+    block_vars_[static_cast<const VarNode*>(kernel->block_vars[d].get())] =
+        Value::of_int(block_index_[d]);
   }
+  for (const auto& [var, value] : dynamic_values) block_vars_[var] = Value::of_int(value);
 }
 
 std::string BlockState::block_name() const {
@@ -68,9 +66,14 @@ void BlockState::allocate(const Buffer& buffer, int t) {
   auto& table = is_per_thread(b->scope) ? threads_[t].locals : block_buffers_;
   if (table.count(b)) return;  // an allocation inside a loop keeps its storage
   std::vector<int64_t> shape;
-  IntEnv env;
-  for (const auto& [var, value] : threads_[t].vars) env[var] = value.i;
+  IntEnv env;  // the variables an extent reads, as thread t sees them
   for (const Expr& e : b->shape) {
+    if (!as_const_int(e)) {
+      pre_order_visit(e, [&](const Expr& x) {
+        const auto* v = x.as<VarNode>();
+        if (const Value* value = v ? find_var(v, t) : nullptr) env[v] = value->i;
+      });
+    }
     int64_t n = eval_int(e, env);
     if (n <= 0) {
       user_error("kernel '" + kernel_->name + "': '" + b->name + "' would have extent " +

@@ -22,7 +22,8 @@ struct Value {
   double as_double(DataType t) const { return t.is_float() ? f : static_cast<double>(i); }
 };
 
-/// One thread's private state.
+/// One thread's private state: the variables it binds itself (the thread index, the block
+/// indices and the dynamic dimensions are the block's, BlockState::find_var).
 struct ThreadState {
   std::unordered_map<const VarNode*, Value> vars;
   std::unordered_map<const BufferNode*, HostTensor> locals;
@@ -45,6 +46,30 @@ class BlockState {
   GlobalMemory& global() { return global_; }
   const std::vector<int64_t>& block_index() const { return block_index_; }
 
+  /// The value of `var` in thread t: its own binding, else the thread index or a value of the
+  /// whole block (block indices, dynamic dimensions); null when none binds it.
+  const Value* find_var(const VarNode* var, int t) {
+    const auto& own = threads_[t].vars;
+    if (!own.empty()) {
+      auto it = own.find(var);
+      if (it != own.end()) return &it->second;
+    }
+    if (var == thread_var_) {
+      thread_value_ = Value::of_int(t);
+      return &thread_value_;
+    }
+    auto it = block_vars_.find(var);
+    return it == block_vars_.end() ? nullptr : &it->second;
+  }
+
+  /// Binds `var` to `v` in every thread at once (a value that is the same in all of them).
+  void bind_uniform(const VarNode* var, Value v) {
+    block_vars_[var] = v;
+    for (ThreadState& t : threads_) {
+      if (!t.vars.empty()) t.vars.erase(var);  // an older binding of one thread's own
+    }
+  }
+
   /// Storage of `buffer` as thread `t` sees it (its own copy of a local buffer).
   HostTensor& storage(const Buffer& buffer, int t);
   /// As storage(), or null where storage() reports an error (not allocated, not a parameter).
@@ -64,6 +89,9 @@ class BlockState {
   GlobalMemory& global_;
   std::vector<int64_t> block_index_;
   std::vector<ThreadState> threads_;
+  const VarNode* thread_var_;
+  Value thread_value_;  ///< find_var's answer for the thread index
+  std::unordered_map<const VarNode*, Value> block_vars_;  ///< the same in every thread
   std::unordered_map<const BufferNode*, HostTensor> block_buffers_;
   static inline const SourceLoc kNoLoc{};
   const SourceLoc* current_loc_ = &kNoLoc;

@@ -49,13 +49,12 @@ class Evaluator : public ExprFunctor<Value> {
     return Value::of_float(op->value);
   }
   Value visit_Var(const VarNode* op, const Expr&) override {
-    auto& vars = block_.thread(thread_).vars;
-    auto it = vars.find(op);
-    if (it == vars.end()) {
+    const Value* v = block_.find_var(op, thread_);
+    if (!v) {
       user_error("kernel '" + block_.kernel()->name + "': variable '" + op->name +
                  "' is used outside the scope that defines it");
     }
-    return it->second;
+    return *v;
   }
   Value visit_Not(const NotNode* op, const Expr&) override {
     return Value::of_int(!visit(op->a).i);

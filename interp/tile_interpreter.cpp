@@ -10,12 +10,15 @@
 #include <map>
 #include <optional>
 #include <thread>
+#include <unordered_set>
 
 #include "core/capacity.h"
+#include "core/expr_functor.h"
 #include "core/expr_printer.h"
 #include "core/int_eval.h"
 #include "core/intrinsics.h"
 #include "core/printer.h"
+#include "core/stmt_functor.h"
 #include "core/tile_op.h"
 #include "interp/print_output.h"
 #include "interp/scalar_eval.h"
@@ -27,6 +30,42 @@ namespace {
 
 /// The threads taking part in a statement.
 using Lanes = std::vector<int>;
+
+/// The Let and For statements of `kernel` whose value (bounds) is the same in every thread: it
+/// reads no variable that differs between threads (the thread index and what is bound from it),
+/// loads no per-thread buffer and takes no other lane's value. Run by all the block's threads,
+/// such a statement evaluates once and binds its variable once for the block.
+std::unordered_set<const StmtNode*> uniform_bindings(const Kernel& kernel) {
+  std::unordered_set<const VarNode*> varying{static_cast<const VarNode*>(kernel->thread_var.get())};
+  auto varies = [&](const Expr& e) {
+    bool v = false;
+    pre_order_visit(e, [&](const Expr& x) {
+      if (const auto* var = x.as<VarNode>()) v = v || varying.count(var);
+      if (const auto* load = x.as<BufferLoadNode>()) v = v || is_per_thread(load->buffer->scope);
+      if (const auto* call = x.as<CallNode>()) v = v || is_shuffle(call->op);
+    });
+    return v;
+  };
+  std::unordered_set<const StmtNode*> uniform;
+  for_each_stmt(kernel->body, [&](const Stmt& s) {  // a binding before its uses
+    const VarNode* var = nullptr;
+    bool varies_here = false;
+    if (const auto* let = s.as<LetNode>()) {
+      var = static_cast<const VarNode*>(let->var.get());
+      varies_here = varies(let->value);
+    } else if (const auto* loop = s.as<ForNode>()) {
+      var = static_cast<const VarNode*>(loop->var.get());
+      varies_here = varies(loop->min) || varies(loop->extent);
+    }
+    if (!var) return;
+    if (varies_here) {
+      varying.insert(var);
+    } else {
+      uniform.insert(s.get());
+    }
+  });
+  return uniform;
+}
 
 /// Makes the tile atomics of a run land in the order the blocks are handed out, whatever the
 /// number of workers: a block's first atomic waits until every block handed out before it has
@@ -94,8 +133,10 @@ class BlockRunner {
  public:
   /// `parallel`: where T.Parallel nests run compiled (null: every nest runs generically);
   /// `turn`: the block's place in the order of atomics.
-  BlockRunner(BlockState& block, RunControl* control, ParallelCache* parallel, AtomicTurn turn)
-      : block_(block), steps_(control), parallel_(parallel), turn_(turn) {}
+  /// `uniform`: the statements that bind one value for every thread (uniform_bindings).
+  BlockRunner(BlockState& block, RunControl* control, ParallelCache* parallel, AtomicTurn turn,
+              const std::unordered_set<const StmtNode*>* uniform)
+      : block_(block), steps_(control), parallel_(parallel), turn_(turn), uniform_(uniform) {}
 
   void run() {
     Lanes all(block_.num_threads());
@@ -143,7 +184,11 @@ class BlockRunner {
       case StmtKind::kLet: {
         const auto* op = s.as<LetNode>();
         const auto* var = static_cast<const VarNode*>(op->var.get());
-        for (int t : lanes) block_.thread(t).vars[var] = eval_scalar(op->value, block_, t);
+        if (all_threads(s, lanes)) {
+          block_.bind_uniform(var, eval_scalar(op->value, block_, lanes[0]));
+        } else {
+          for (int t : lanes) block_.thread(t).vars[var] = eval_scalar(op->value, block_, t);
+        }
         exec(op->body, lanes);
         break;
       }
@@ -277,6 +322,15 @@ class BlockRunner {
       }
       return;
     }
+    if (all_threads(op, lanes)) {  // the same bounds in every thread: bound once per iteration
+      const int64_t lo = eval_scalar(op->min, block_, lanes[0]).i;
+      const int64_t n = eval_scalar(op->extent, block_, lanes[0]).i;
+      for (int64_t it = 0; it < n; ++it) {
+        block_.bind_uniform(var, Value::of_int(lo + it));
+        exec(op->body, lanes);
+      }
+      return;
+    }
     std::vector<int64_t> lo(lanes.size()), n(lanes.size());
     int64_t most = 0;
     for (size_t k = 0; k < lanes.size(); ++k) {
@@ -330,6 +384,13 @@ class BlockRunner {
     for (const Pending& p : pending) p.storage->set(p.flat, p.value);
   }
 
+  /// Whether statement `s` binds a value that is the same in every thread (uniform_bindings) and
+  /// all the block's threads run it.
+  bool all_threads(const StmtNode* s, const Lanes& lanes) const {
+    return uniform_ && static_cast<int>(lanes.size()) == block_.num_threads() && uniform_->count(s);
+  }
+  bool all_threads(const Stmt& s, const Lanes& lanes) const { return all_threads(s.get(), lanes); }
+
   std::string where(const Stmt& s) const {
     return "kernel '" + block_.kernel()->name + "', " + block_.block_name() +
            (s->loc.known() ? " (at " + s->loc.str() + ")" : "");
@@ -346,6 +407,7 @@ class BlockRunner {
   BlockState& block_;
   StepCounter steps_;
   ParallelCache* parallel_;
+  const std::unordered_set<const StmtNode*>* uniform_;
   AtomicTurn turn_;
   bool in_parallel_ = false;
   std::vector<int64_t> store_index_;
@@ -482,6 +544,7 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
   }
   workers = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(workers, count)));
   if (options.control) options.control->begin("tile level", count);
+  const std::unordered_set<const StmtNode*> uniform = uniform_bindings(kernel);
   std::atomic<int64_t> next{0};
   // The error reported is the first failing block's in block order: blocks are handed out in
   // that order, so every block before a failing one has started and is let finish.
@@ -503,7 +566,8 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
         }
         BlockState block(kernel, global, index, dyn);
         AtomicTurn turn{order ? &*order : nullptr, id};
-        BlockRunner(block, options.control, options.compiled_parallel ? &parallel : nullptr, turn)
+        BlockRunner(block, options.control, options.compiled_parallel ? &parallel : nullptr, turn,
+                    &uniform)
             .run();
         if (order) order->finish(id);
         if (options.control) options.control->block_done();

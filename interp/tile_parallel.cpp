@@ -472,9 +472,9 @@ bool ParallelCache::run(const ForNode* loop, BlockState& block, int thread, Step
   bound_.assign(vars.size(), 0);
   assigned_.assign(vars.size(), 0);
   for (size_t v = 0; v < vars.size(); ++v) {
-    auto found = map.find(vars[v]);
-    if (found == map.end()) continue;
-    slots_[v] = found->second;
+    const Value* found = block.find_var(vars[v], thread);
+    if (!found) continue;
+    slots_[v] = *found;
     bound_[v] = 1;
   }
   version_.assign(vars.size(), 0);

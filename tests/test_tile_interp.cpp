@@ -5,6 +5,7 @@
 
 #include "core/builder.h"
 #include "core/error.h"
+#include "core/kernel_parser.h"
 #include "examples/run_example.h"
 #include "interp/tile_interpreter.h"
 
@@ -293,6 +294,51 @@ TEST_SUITE("tile interpreter") {
     t.emplace("Out", HostTensor(DataType::i32(), {64}));
     run_tile_level(T.finish(), t);
     for (int i = 0; i < 64; ++i) CHECK(t.at("Out").at(i) == (i + 1) % 64);
+  }
+
+  // A value that is the same in every thread is bound once for the block; one that depends on
+  // the thread, per thread. v is bound first by threads 0-3 only (k = 0: 1), then by all of them
+  // (k = 1: 11), which every thread must then see: B[t] = 11. w and the loop's trip count depend
+  // on the thread: C[t] = 3t + 1 + (1 + 2 + ... + t % 3). The serial k2 loop's variable, bound
+  // for all threads, is read by a T.Parallel nest: D[i] = i + 0i + 1i + 2i = 4i.
+  TEST_CASE("values bound for every thread and per thread both reach each thread") {
+    Kernel k = parse_kernel(R"(import tilelang.language as T
+
+
+@T.prim_func
+def bindings(B: T.Tensor((64,), "int32"), C: T.Tensor((64,), "int32"),
+             D: T.Tensor((64,), "int32")):
+    with T.Kernel(1, threads=64) as bx:
+        tx = T.get_thread_binding()
+        for k in T.serial(2):
+            if k == 1 or tx < 4:
+                v = k * 10 + bx + 1
+                B[tx] = v
+        w = tx * 3 + 1
+        acc = T.alloc_local((1,), "int32")
+        acc[0] = 0
+        for s in T.serial(tx % 3):
+            acc[0] = acc[0] + s + 1
+        C[tx] = w + acc[0]
+        for i in T.Parallel(64):
+            D[i] = i
+        for k2 in T.serial(3):
+            for i in T.Parallel(64):
+                D[i] = D[i] + k2 * i
+)",
+                            "bindings.py", {})
+                   .kernel;
+    TensorMap t;
+    for (const char* name : {"B", "C", "D"}) t.emplace(name, HostTensor(DataType::i32(), {64}));
+    run_tile_level(k, t);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < 64; ++i) {
+      const int64_t triangle[] = {0, 1, 3};
+      wrong += t.at("B").at(i) != 11;
+      wrong += t.at("C").at(i) != static_cast<double>(3 * i + 1 + triangle[i % 3]);
+      wrong += t.at("D").at(i) != static_cast<double>(4 * i);
+    }
+    CHECK(wrong == 0);
   }
 
   TEST_CASE("a warp shuffle butterfly reduction sums a warp") {
