@@ -1,6 +1,7 @@
 // T.fill / T.clear: validation, printing and reference semantics.
 #include "core/op_fill.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/expr_printer.h"
@@ -34,14 +35,20 @@ void FillOp::run_reference(TileExec& exec) const {
   const int width = v.dtype.storage_bits();
   if (r.min == std::vector<int64_t>(r.min.size(), 0) && r.extent == v.shape && width % 8 == 0 &&
       v.dtype.lanes == 1) {
-    uint8_t pattern[8];
+    uint8_t pattern[8] = {};
     store_bits(v.dtype, pattern, 0, bits);
     const size_t bytes = static_cast<size_t>(width / 8);
-    for (int64_t n = 0; n < r.size(); ++n) std::memcpy(v.data + n * width / 8, pattern, bytes);
+    const int64_t count = r.size();
+    if (std::all_of(pattern, pattern + bytes, [](uint8_t b) { return b == 0; })) {
+      std::memset(v.data, 0, static_cast<size_t>(count) * bytes);  // T.clear
+      return;
+    }
+    for (int64_t n = 0; n < count; ++n) std::memcpy(v.data + n * bytes, pattern, bytes);
     return;
   }
   std::vector<int64_t> idx = r.min;
-  for (int64_t n = 0; n < r.size(); ++n) {
+  const int64_t count = r.size();
+  for (int64_t n = 0; n < count; ++n) {
     if (v.in_bounds(idx)) v.store_raw(v.flat(idx), bits);
     for (size_t d = idx.size(); d-- > 0;) {
       if (++idx[d] < r.min[d] + r.extent[d]) break;

@@ -1,7 +1,9 @@
 // The tile-level interpreter: operator semantics, thread-level control, and runtime errors.
 #include <doctest/doctest.h>
 
+#include <Eigen/Core>
 #include <cmath>
+#include <cstring>
 
 #include "core/builder.h"
 #include "core/error.h"
@@ -77,6 +79,53 @@ TEST_SUITE("tile interpreter") {
     run_tile_level(T.finish(), t);
     CHECK(t.at("C").at(0) == 4.0);
     CHECK(t.at("C").at(255) == 4.0);
+  }
+
+  // T.gemm decodes its f16 operands to float (eight at a time by the CPU where it can): every
+  // finite half, subnormals and both zeros included, multiplied by an identity comes out as
+  // itself. B holds bit pattern p at flat position p (inf and NaN patterns replaced by 0, since
+  // 0 * inf would be NaN); C = I * B, so C[i, j] is the half with bits i * 4096 + j.
+  TEST_CASE("gemm decodes every finite f16 operand exactly") {
+    Kernel k = parse_kernel(R"(import tilelang.language as T
+
+
+@T.prim_func
+def identity(A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 4096), "float16"),
+             C: T.Tensor((16, 4096), "float32")):
+    with T.Kernel(8, threads=128) as bx:
+        A_s = T.alloc_shared((16, 16), "float16")
+        B_s = T.alloc_shared((16, 512), "float16")
+        C_l = T.alloc_fragment((16, 512), "float32")
+        T.copy(A, A_s)
+        T.copy(B[0:16, bx * 512:(bx + 1) * 512], B_s)
+        T.clear(C_l)
+        T.gemm(A_s, B_s, C_l)
+        T.copy(C_l, C[0:16, bx * 512:(bx + 1) * 512])
+)",
+                            "identity.py", {})
+                   .kernel;
+    TensorMap t;
+    t.emplace("A", HostTensor(DataType::f16(), {16, 16}));
+    t.emplace("B", HostTensor(DataType::f16(), {16, 4096}));
+    t.emplace("C", HostTensor(DataType::f32(), {16, 4096}));
+    for (int64_t i = 0; i < 16; ++i) {
+      for (int64_t j = 0; j < 16; ++j) t.at("A").set(i * 16 + j, i == j ? 1.0 : 0.0);
+    }
+    auto finite_bits = [](int64_t p) {
+      return static_cast<uint16_t>((p & 0x7C00) == 0x7C00 ? 0 : p);
+    };
+    for (int64_t p = 0; p < 65536; ++p) {
+      const uint16_t bits = finite_bits(p);
+      std::memcpy(t.at("B").data() + p * 2, &bits, 2);
+    }
+    run_tile_level(k, t);
+    int64_t wrong = 0;
+    for (int64_t p = 0; p < 65536; ++p) {
+      const double want = static_cast<double>(
+          static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(finite_bits(p))));
+      wrong += t.at("C").at(p) != want;
+    }
+    CHECK(wrong == 0);
   }
 
   TEST_CASE("copy past the tensor edge loads zeros and drops stores") {
