@@ -884,6 +884,74 @@ class Memo final : public Node {
   mutable uint64_t at_ = 0, run_ = 0;
 };
 
+/// A sub-expression that reads, of the variables the nest binds, only the innermost loop's (see
+/// row_invariant): within one run of the nest its row is the same in every row of that loop
+/// over the same iterations (`j % 2 * 4` in each row i of a 2-d nest), so the row is kept and
+/// copied instead of computed again. eval computes, as the expression itself does.
+class RowMemo final : public Node {
+ public:
+  explicit RowMemo(NodePtr inner) : inner_(std::move(inner)) {}
+  Value eval(Frame& f) const override { return inner_->eval(f); }
+  void eval_row(Frame& f, const Row& row, Value* out) const override {
+    cached(f, row, out, values_, [&](Value* to) { inner_->eval_row(f, row, to); });
+  }
+  void eval_row_f(Frame& f, const Row& row, double* out) const override {
+    cached(f, row, out, doubles_, [&](double* to) { inner_->eval_row_f(f, row, to); });
+  }
+  void eval_row_i(Frame& f, const Row& row, int64_t* out) const override {
+    cached(f, row, out, ints_, [&](int64_t* to) { inner_->eval_row_i(f, row, to); });
+  }
+
+ private:
+  /// A kept row and the run and iterations it is of (run numbers start at 1: none matches).
+  template <typename T>
+  struct Kept {
+    std::vector<T> row;
+    uint64_t run = 0;
+    int slot = -1;
+    int64_t lo = 0;
+  };
+  template <typename T, typename Compute>
+  void cached(Frame& f, const Row& row, T* out, Kept<T>& kept, Compute&& compute) const {
+    if (kept.run == f.run && kept.slot == row.slot && kept.lo == row.lo &&
+        static_cast<int64_t>(kept.row.size()) == row.n) {
+      std::copy(kept.row.begin(), kept.row.end(), out);
+      return;
+    }
+    compute(out);  // an error keeps nothing
+    kept.row.assign(out, out + row.n);
+    kept.run = f.run;
+    kept.slot = row.slot;
+    kept.lo = row.lo;
+  }
+
+  NodePtr inner_;
+  mutable Kept<Value> values_;
+  mutable Kept<double> doubles_;
+  mutable Kept<int64_t> ints_;
+};
+
+/// Whether `e` is worth a RowMemo: more than a leaf (three nodes, or a load or a call), it reads,
+/// of the variables the nest binds, some and only those bound at the depth of the statement
+/// being compiled (in a row, the innermost loop's variable: the loop body is the store), and no
+/// buffer the nest stores to; and the loop has a loop around it in the nest (else it has one
+/// row a run).
+bool row_invariant(const Expr& e, const Tables& tables) {
+  if (!tables.memo || tables.depth < 2 || e.tree_size() < 3) return false;
+  bool reads_row = false, only_row = true;
+  pre_order_visit(e, [&](const Expr& x) {
+    if (const auto* v = x.as<VarNode>()) {
+      auto d = tables.depth_of.find(v);
+      if (d == tables.depth_of.end()) return;  // bound outside the nest: fixed in a run
+      reads_row = reads_row || d->second == tables.depth;
+      only_row = only_row && d->second == tables.depth;
+    } else if (const auto* load = x.as<BufferLoadNode>()) {
+      only_row = only_row && !tables.stored.count(load->buffer.get());
+    }
+  });
+  return reads_row && only_row;
+}
+
 /// The slots `e` reads, when `e` is worth caching in the innermost loop: invariant in it, reading
 /// no buffer the nest stores to, and more than a leaf (a load, a call or a few operations).
 std::optional<std::vector<int>> memo_deps(const Expr& e, Tables& tables) {
@@ -972,11 +1040,13 @@ namespace {
 
 NodePtr compile_unshared(const Expr& e, Tables& tables, const IndexContext& ctx) {
   std::optional<std::vector<int>> deps = memo_deps(e, tables);
-  if (!deps) return compile_node(e, tables, ctx);
+  const bool row = !deps && row_invariant(e, tables);
+  if (!deps && !row) return compile_node(e, tables, ctx);
   tables.memo = false;  // nothing to cache inside a cached value
   NodePtr inner = compile_node(e, tables, ctx);
   tables.memo = true;
   if (!inner) return nullptr;
+  if (row) return std::make_unique<RowMemo>(std::move(inner));
   return std::make_unique<Memo>(std::move(inner), std::move(*deps));
 }
 

@@ -371,6 +371,32 @@ def long_rows(A: T.Tensor((16,), "float32"), B: T.Tensor((2500,), "float32")):
     }
   }
 
+  // A sub-expression that reads, of the nest's variables, only the innermost loop's is kept from
+  // one row of that loop to the next (RowMemo in tile_parallel_expr.cpp): `A[j] * 2.0 + 1.0` is
+  // the same in each row i. It must be computed again for a row over other iterations (the serial
+  // j loop from i to i + 8: same length, other start) and in another run of the nest (A changes
+  // between the two runs, in the k loop around them).
+  TEST_CASE("a row that only the innermost loop's variable decides is kept only for its rows") {
+    const char* const bodies[] = {
+        "for i, j in T.Parallel(4, 16):\n            M[i, j] = (A[j] * 2.0 + 1.0) * i",
+        "for i in T.Parallel(4):\n            for j in T.serial(i, i + 8):\n                "
+        "M[i, j] = A[j] * 3.0 - j * 2",
+        "for k in T.serial(2):\n            for i, j in T.Parallel(4, 16):\n                "
+        "M[i, j] = M[i, j] + A[(j + 3) % 16] * 2.0 + k\n            for j in T.Parallel(16):\n"
+        "                A[j] = A[j] * 0.5 + 1.0",
+    };
+    for (const char* body : bodies) {
+      check_like_generic(R"(import tilelang.language as T
+
+
+@T.prim_func
+def kept(A: T.Tensor((16,), "float32"), M: T.Tensor((4, 16), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        )",
+                         body, "", 4);
+    }
+  }
+
   // A one-argument builtin of a half is a lookup in a table of its f16 results (Call in
   // tile_parallel_expr.cpp). Each builtin over halves from -20 to 20 (2^20 overflows to inf, 2^-20
   // is subnormal, the log and square root of a negative number are NaN) and over those results
