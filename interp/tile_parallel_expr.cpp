@@ -106,6 +106,20 @@ inline double round_fast(DataType t, double x) {
   return round_to(t, x);
 }
 
+/// out[k] = round_to(t, value(k)) for k < n, the dtype tested once for the row (value(k) may
+/// read out[k]).
+template <typename F>
+inline void round_row(DataType t, int64_t n, double* out, F&& value) {
+  if (t == DataType::f32()) {
+    for (int64_t k = 0; k < n; ++k) out[k] = static_cast<double>(static_cast<float>(value(k)));
+  } else if (t == DataType::f16()) {
+    for (int64_t k = 0; k < n; ++k) out[k] = value(k);
+    element_access::round_f16_row(out, n);
+  } else {
+    for (int64_t k = 0; k < n; ++k) out[k] = round_to(t, value(k));
+  }
+}
+
 /// wrap_int, inline for the integer types narrower than 64 bits.
 inline int64_t wrap_fast(DataType t, int64_t v) {
   if (t == DataType::i32()) return static_cast<int64_t>(static_cast<int32_t>(v));

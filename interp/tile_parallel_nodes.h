@@ -24,7 +24,6 @@ using element_access::ElemKind;
 using element_access::f16_bits_row;
 using element_access::load_elem;
 using element_access::round_f16;
-using element_access::round_f16_row;
 using element_access::store_elem;
 
 /// What one run of a compiled nest reads and writes: the block and the thread whose context the
@@ -212,20 +211,6 @@ inline void eval_index_rows(Frame& f, const Row& row, const std::vector<NodePtr>
     } else {
       std::fill(r, r + row.n, read_slot(f, vars[d].first, vars[d].second).i);
     }
-  }
-}
-
-/// out[k] = round_to(t, value(k)) for k < n, the dtype tested once for the row (value(k) may
-/// read out[k]).
-template <typename F>
-inline void round_row(DataType t, int64_t n, double* out, F&& value) {
-  if (t == DataType::f32()) {
-    for (int64_t k = 0; k < n; ++k) out[k] = static_cast<double>(static_cast<float>(value(k)));
-  } else if (t == DataType::f16()) {
-    for (int64_t k = 0; k < n; ++k) out[k] = value(k);
-    round_f16_row(out, n);
-  } else {
-    for (int64_t k = 0; k < n; ++k) out[k] = round_to(t, value(k));
   }
 }
 
