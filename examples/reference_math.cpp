@@ -2,7 +2,6 @@
 #include "examples/reference_math.h"
 
 #include <algorithm>
-#include <exception>
 #include <thread>
 #include <vector>
 
@@ -31,30 +30,6 @@ void from_matrix(HostTensor& t, const MatrixD& m) {
   parallel_for(m.rows(), [&](int64_t r) {
     for (int64_t i = r * cols; i < (r + 1) * cols; ++i) t.set(i, m.data()[i]);
   });
-}
-
-void parallel_for(int64_t n, const std::function<void(int64_t)>& body) {
-  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t slices = std::min(cores, n);
-  if (slices <= 1) {
-    for (int64_t i = 0; i < n; ++i) body(i);
-    return;
-  }
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(slices));
-  for (int64_t s = 0; s < slices; ++s) {
-    threads.emplace_back([&, s] {
-      try {
-        for (int64_t i = n * s / slices; i < n * (s + 1) / slices; ++i) body(i);
-      } catch (...) {
-        errors[static_cast<size_t>(s)] = std::current_exception();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
 }
 
 MatrixD parallel_product(const MatrixD& a, const MatrixD& b, bool transpose_b) {

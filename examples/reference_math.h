@@ -1,11 +1,12 @@
 // Conversions between host tensors and Eigen matrices for the examples' references, and the
-// parallel loops that spread a reference over the machine's cores.
+// parallel product that spreads a reference over the machine's cores (core/on_cores.h has the
+// loop).
 #pragma once
 
 #include <Eigen/Dense>
 #include <cstdint>
-#include <functional>
 
+#include "core/on_cores.h"
 #include "interp/host_tensor.h"
 
 namespace tessel {
@@ -16,11 +17,6 @@ using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::Row
 MatrixD to_matrix(const HostTensor& t);
 /// Writes a matrix into a 2-d tensor of the same shape (rounding to its dtype).
 void from_matrix(HostTensor& t, const MatrixD& m);
-
-/// Runs body(i) for every i in [0, n), the range cut into one contiguous slice per core
-/// (std::thread::hardware_concurrency). Requires: the iterations write disjoint elements of
-/// tensors of whole-byte dtypes (no two share a byte) and read nothing another one writes.
-void parallel_for(int64_t n, const std::function<void(int64_t)>& body);
 
 /// a * b (a * b^T with transpose_b), the rows of a cut into one slice per core, each slice an
 /// Eigen product: every element is the same dot product as in a * b (Eigen may block the k loop

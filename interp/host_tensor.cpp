@@ -11,35 +11,10 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/on_cores.h"
 #include "interp/element_access.h"
 
 namespace tessel {
-
-namespace {
-
-/// body(i) for every i < count, handed out one at a time to `workers` threads (0: one per core;
-/// never more than count). body must not throw.
-template <typename Body>
-void on_cores(int64_t count, int workers, Body&& body) {
-  // hardware_concurrency() reads sysfs: not asked for one slice (a block's small buffers).
-  if (workers <= 0 && count > 1)
-    workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int64_t threads = std::min<int64_t>(workers, count);
-  if (threads <= 1) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  auto worker = [&] {
-    for (int64_t i = next++; i < count; i = next++) body(i);
-  };
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-}
-
-}  // namespace
 
 HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_byte)
     : dtype_(dtype), shape_(std::move(shape)) {
@@ -52,7 +27,7 @@ HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_
   bytes_.resize(static_cast<size_t>(bytes));
   // Slices of 64 MiB on every core: the first touch of a page costs more than writing it.
   constexpr int64_t kSlice = int64_t{1} << 26;
-  on_cores((bytes + kSlice - 1) / kSlice, 0, [&](int64_t s) {
+  parallel_for((bytes + kSlice - 1) / kSlice, [&](int64_t s) {
     const int64_t begin = s * kSlice;
     std::memset(bytes_.data() + begin, fill_byte,
                 static_cast<size_t>(std::min(kSlice, bytes - begin)));
@@ -123,7 +98,7 @@ void HostTensor::fill_random(uint64_t seed, int workers) {
   };
   // Each chunk writes its own elements (whole bytes: a chunk starts at a multiple of
   // kRandomChunk elements), and nothing in fill_chunk throws.
-  on_cores(chunks, workers, fill_chunk);
+  parallel_for(chunks, fill_chunk, workers);
 }
 
 Tolerance Tolerance::for_dtype(DataType dtype) {
@@ -208,7 +183,7 @@ Comparison compare(const HostTensor& actual, const HostTensor& expected, Toleran
   const int64_t n = actual.size(), slices = (n + kCompareSlice - 1) / kCompareSlice;
   if (slices <= 1) return compare_range(actual, expected, tol, bound, 0, n);
   std::vector<Comparison> parts(static_cast<size_t>(slices));
-  on_cores(slices, 0, [&](int64_t s) {  // compare_range throws nothing
+  parallel_for(slices, [&](int64_t s) {  // compare_range throws nothing
     parts[static_cast<size_t>(s)] = compare_range(actual, expected, tol, bound, s * kCompareSlice,
                                                   std::min(n, (s + 1) * kCompareSlice));
   });

@@ -4,7 +4,7 @@
 #include <functional>
 #include <string_view>
 
-#include "examples/reference_math.h"
+#include "core/on_cores.h"
 
 namespace tessel::cli {
 
