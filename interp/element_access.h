@@ -127,6 +127,12 @@ inline uint16_t f16_bits(double x) {
   return f16_normal_bits(u, n);
 }
 
+/// 1 when the double with bits u (f16_normal(u) = r) is neither a normal half once rounded nor a
+/// zero: the values the row forms below leave to round_f16 / f16_bits.
+inline uint64_t f16_rare(uint64_t u, const F16Normal& r) {
+  return (r.normal ^ 1) & static_cast<uint64_t>((u << 1) != 0);
+}
+
 /// round_f16 over a row in place. One pass rounds the normal halves and keeps every other value
 /// as it is (no data-dependent branch, so it vectorises); only when the row held a subnormal, an
 /// overflow, an inf or a NaN does a second pass give those round_f16, which leaves the values
@@ -137,8 +143,8 @@ inline void round_f16_row(double* v, int64_t n) {
     uint64_t u;
     std::memcpy(&u, v + k, 8);
     const F16Normal r = f16_normal(u);
-    rare |= (r.normal ^ 1) & static_cast<uint64_t>((u << 1) != 0);  // neither normal nor zero
-    const uint64_t keep = r.normal - 1;                             // all ones when not normal
+    rare |= f16_rare(u, r);
+    const uint64_t keep = r.normal - 1;  // all ones when not normal
     u = (r.rounded & ~keep) | (u & keep);
     std::memcpy(v + k, &u, 8);
   }
@@ -156,7 +162,7 @@ inline void f16_bits_row(const double* v, int64_t n, uint16_t* bits) {
     uint64_t u;
     std::memcpy(&u, v + k, 8);
     const F16Normal r = f16_normal(u);
-    rare |= (r.normal ^ 1) & static_cast<uint64_t>((u << 1) != 0);  // neither normal nor zero
+    rare |= f16_rare(u, r);
     bits[k] = f16_normal_bits(u, r);
   }
   if (rare) [[unlikely]] {
