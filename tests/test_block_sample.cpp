@@ -164,6 +164,23 @@ TEST_SUITE("block sample") {
     CHECK(tile.err.find("--blocks picks how --level thread simulates") != std::string::npos);
   }
 
+  TEST_CASE("a block sample of a kernel with several launches is refused, naming the launches") {
+    // mla_decode_split: launch 1 writes the partials launch 2 combines. The refusal comes
+    // before anything runs; --blocks all is every block of both launches (16 + 4 by default).
+    CliResult r =
+        run_tessel({"run", "mla_decode_split", "--level", "thread", "--blocks", "random:2"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("--blocks random:2: kernel 'mla_decode_split' has 2 launches") !=
+          std::string::npos);
+    CHECK(r.err.find("Leave --blocks out (or give --blocks all)") != std::string::npos);
+    CliResult all =
+        run_tessel({"run", "mla_decode_split", "--level", "thread", "--blocks", "all", "--json"});
+    REQUIRE(all.status == 0);
+    auto j = nlohmann::json::parse(all.out);
+    CHECK(j["sampled"].is_null());
+    CHECK(j["passed"] == true);
+  }
+
   TEST_CASE("--blocks all is the unsampled run") {
     CliResult r =
         run_tessel({"run", "transpose_shared", "--level", "thread", "--blocks", "all", "--json"});

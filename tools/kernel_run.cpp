@@ -150,6 +150,19 @@ bool use_sampled_reference(const Example& example, const RunRequest& req,
   return sample && wanted;
 }
 
+/// A block sample of a kernel of several launches (split-KV's partials, then their combine):
+/// refused before anything runs. A launch reads what the one before wrote, so its left-out
+/// blocks would have to run at tile level between the launches' simulated ones; not built.
+void refuse_sample_of_launches(const Kernel& kernel, const std::string& spec) {
+  if (!is_multi_launch(kernel) || BlockSelection::parse(spec).is_all()) return;
+  throw UsageError("--blocks " + spec + ": kernel '" + kernel->name + "' has " +
+                   std::to_string(kernel->launches.size()) +
+                   " launches (T.Kernel scopes run one after another), and a block sample of "
+                   "a kernel with several launches is not supported: each launch reads what the "
+                   "one before it wrote. Leave --blocks out (or give --blocks all) to simulate "
+                   "every block of every launch");
+}
+
 /// The blocks `req.blocks` selects of `kernel`'s grid for these tensors; nullopt when that is
 /// every block.
 std::optional<BlockSample> select_blocks(const RunRequest& req, const Kernel& kernel,
@@ -466,6 +479,7 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   // allocated when too large.
   const bool thread = request.level == "thread";
   const bool sampled = thread && !request.blocks.empty() && request.blocks != "all";
+  if (sampled) refuse_sample_of_launches(run.kernel, request.blocks);
   std::vector<std::string> kept;  // by the reference: its outputs with their bounds
   if (k.has_reference) {
     kept = example.outputs;
