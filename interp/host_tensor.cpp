@@ -16,6 +16,21 @@
 
 namespace tessel {
 
+namespace {
+
+/// Calls write(begin, count) for slices of 64 MiB of `bytes` bytes, on every core: the first
+/// touch of a page costs more than writing it.
+template <typename Write>
+void write_in_slices(int64_t bytes, Write&& write) {
+  constexpr int64_t kSlice = int64_t{1} << 26;
+  parallel_for((bytes + kSlice - 1) / kSlice, [&](int64_t s) {
+    const int64_t begin = s * kSlice;
+    write(begin, static_cast<size_t>(std::min(kSlice, bytes - begin)));
+  });
+}
+
+}  // namespace
+
 HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_byte)
     : dtype_(dtype), shape_(std::move(shape)) {
   size_ = 1;
@@ -25,13 +40,21 @@ HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_
   }
   const int64_t bytes = dtype_.storage_bytes(size_);
   bytes_.resize(static_cast<size_t>(bytes));
-  // Slices of 64 MiB on every core: the first touch of a page costs more than writing it.
-  constexpr int64_t kSlice = int64_t{1} << 26;
-  parallel_for((bytes + kSlice - 1) / kSlice, [&](int64_t s) {
-    const int64_t begin = s * kSlice;
-    std::memset(bytes_.data() + begin, fill_byte,
-                static_cast<size_t>(std::min(kSlice, bytes - begin)));
+  write_in_slices(
+      bytes, [&](int64_t begin, size_t n) { std::memset(bytes_.data() + begin, fill_byte, n); });
+}
+
+HostTensor::HostTensor(const HostTensor& other)
+    : dtype_(other.dtype_), shape_(other.shape_), size_(other.size_) {
+  bytes_.resize(other.bytes_.size());
+  write_in_slices(static_cast<int64_t>(bytes_.size()), [&](int64_t begin, size_t n) {
+    std::memcpy(bytes_.data() + begin, other.bytes_.data() + begin, n);
   });
+}
+
+HostTensor& HostTensor::operator=(const HostTensor& other) {
+  if (this != &other) *this = HostTensor(other);
+  return *this;
 }
 
 TensorView HostTensor::view(const BufferNode* buffer) {

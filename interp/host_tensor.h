@@ -39,6 +39,11 @@ class HostTensor {
   HostTensor() = default;
   /// Requires: every extent >= 0. Elements start as `fill_byte` in every byte.
   HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_byte = 0);
+  /// A copy; a large tensor's bytes are copied on every core (its pages first touched there).
+  HostTensor(const HostTensor& other);
+  HostTensor& operator=(const HostTensor& other);
+  HostTensor(HostTensor&&) noexcept = default;
+  HostTensor& operator=(HostTensor&&) noexcept = default;
 
   DataType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }

@@ -1,5 +1,6 @@
 // HostTensor::fill_random: chunked generators filled on several threads give the same bytes for
 // every worker count and every run, and a tensor of one chunk is std::mt19937_64(seed)'s sequence.
+// A copy (made on every core) holds the same bytes.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -71,6 +72,22 @@ TEST_SUITE("host tensor fill") {
     for (int64_t i = 0; i < 2500; ++i)
       bad_halves += halves.at(i) != round_to(DataType::f16(), real(rh));
     CHECK(bad_halves == 0);
+  }
+
+  TEST_CASE("a copy holds the same bytes, and writes to it leave the original unchanged") {
+    // 80 MiB: the copy is made in two slices (64 MiB each); `far` lies in the second.
+    HostTensor t(DataType::u8(), {int64_t{80} << 20});
+    t.fill_random(3);
+    HostTensor copy = t;
+    CHECK(same_bytes(copy, t));
+    const int64_t far = (int64_t{64} << 20) + 5;
+    const double was = t.at(far);
+    copy.set(far, was == 7.0 ? 8.0 : 7.0);
+    CHECK(t.at(far) == was);
+    CHECK(copy.at(far) != was);
+    HostTensor assigned(DataType::f32(), {2});
+    assigned = t;
+    CHECK(same_bytes(assigned, t));
   }
 
   TEST_CASE("a sub-byte dtype fills whole bytes per chunk: workers agree on every element") {
