@@ -129,8 +129,8 @@ Launch launch_blocks(const Kernel& kernel, const ThreadProgram& prog, const Targ
   return out;
 }
 
-/// Appends the report of one launch to `total`: its sites after the earlier launches' (the
-/// findings' site indices shifted to match), each finding's message opened with the launch.
+}  // namespace
+
 void append_launch(ThreadRunResult& total, ThreadRunResult one, const std::string& label) {
   sim::SimReport& t = total.report;
   sim::SimReport& r = one.report;
@@ -155,6 +155,7 @@ void append_launch(ThreadRunResult& total, ThreadRunResult one, const std::strin
   t.async_bytes += r.async_bytes;
   t.max_async_in_flight = std::max(t.max_async_in_flight, r.max_async_in_flight);
   total.blocks += one.blocks;
+  total.simulated += one.simulated;
   total.threads = std::max(total.threads, one.threads);
   total.warp_size = one.warp_size;
   total.workers = std::max(total.workers, one.workers);
@@ -162,8 +163,6 @@ void append_launch(ThreadRunResult& total, ThreadRunResult one, const std::strin
   total.seconds += one.seconds;
   total.lane_ops += one.lane_ops;
 }
-
-}  // namespace
 
 ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
                                  const ThreadRunOptions& options) {

@@ -72,4 +72,9 @@ struct ThreadRunResult {
 ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
                                  const ThreadRunOptions& options = {});
 
+/// Appends the result of one launch of a kernel of several launches to `total` (start it with
+/// threads and workers 0): its sites after the earlier launches', each site and finding opened
+/// with `label` (launch_label), the counts summed.
+void append_launch(ThreadRunResult& total, ThreadRunResult one, const std::string& label);
+
 }  // namespace tessel

@@ -164,21 +164,39 @@ TEST_SUITE("block sample") {
     CHECK(tile.err.find("--blocks picks how --level thread simulates") != std::string::npos);
   }
 
-  TEST_CASE("a block sample of a kernel with several launches is refused, naming the launches") {
-    // mla_decode_split: launch 1 writes the partials launch 2 combines. The refusal comes
-    // before anything runs; --blocks all is every block of both launches (16 + 4 by default).
-    CliResult r =
-        run_tessel({"run", "mla_decode_split", "--level", "thread", "--blocks", "random:2"});
-    CHECK(r.status == 2);
-    CHECK(r.err.find("--blocks random:2: kernel 'mla_decode_split' has 2 launches") !=
-          std::string::npos);
-    CHECK(r.err.find("Leave --blocks out (or give --blocks all)") != std::string::npos);
-    CliResult all =
-        run_tessel({"run", "mla_decode_split", "--level", "thread", "--blocks", "all", "--json"});
-    REQUIRE(all.status == 0);
-    auto j = nlohmann::json::parse(all.out);
-    CHECK(j["sampled"].is_null());
+  TEST_CASE("a kernel of several launches samples each launch from its own grid, in turn") {
+    // mla_decode_split at its defaults: launch 1 has a block per (sequence, head group, split)
+    // = 2 x 32/16 x 4 = 16 blocks and writes the partials; launch 2 a block per (sequence, head
+    // group) = 2 x 2 = 4 and combines them. Launch 2 reads every split's partial, so the output
+    // equals the reference only if launch 1's left-out blocks ran (at tile level) before it.
+    CliResult r = run_tessel(
+        {"run", "mla_decode_split", "--level", "thread", "--blocks", "random:2", "--json"});
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
     CHECK(j["passed"] == true);
+    CHECK(j["tile"]["matches"] == true);
+    CHECK(j["sampled"]["spec"] == "random:2");
+    const auto& launches = j["sampled"]["launches"];
+    REQUIRE(launches.size() == 2);
+    CHECK(launches[0]["total"] == 16);
+    CHECK(launches[0]["simulated_count"] == 2);
+    CHECK(launches[0]["tile_level_blocks"] == 14);
+    CHECK(launches[0]["scale"] == 8.0);  // 16 / 2
+    CHECK(launches[1]["total"] == 4);
+    CHECK(launches[1]["simulated_count"] == 2);
+    CHECK(launches[1]["scale"] == 2.0);  // 4 / 2
+    CHECK(j["sim"]["measured_blocks"] == 4);
+    // The text names each launch's sample and scales each by its own grid.
+    CliResult text =
+        run_tessel({"run", "mla_decode_split", "--level", "thread", "--blocks", "first"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("sampled, launch 1 of 2 ('mla_decode_split_launch1'): 1 of 16 blocks "
+                        "simulated at thread level (--blocks first): (0, 0, 0); the other 15 "
+                        "ran at tile level") != std::string::npos);
+    CHECK(text.out.find("sampled, launch 2 of 2 ('mla_decode_split_launch2'): 1 of 4 blocks") !=
+          std::string::npos);
+    CHECK(text.out.find("SCALED to the whole grid (x 16/1 = 16)") != std::string::npos);
+    CHECK(text.out.find("SCALED to the whole grid (x 4/1 = 4)") != std::string::npos);
   }
 
   TEST_CASE("--blocks all is the unsampled run") {

@@ -50,12 +50,18 @@ TEST_SUITE("parallel_for") {
   // Iteration 0 throws: the threads start no new iteration after it, so of a million at most the
   // few already handed out run.
   TEST_CASE("no iteration starts after one has failed") {
+    // Iteration 0 throws at once; every other one takes 100 us, so the second thread has run a
+    // few of them by the time the first has thrown (a first throw costs microseconds, more on a
+    // loaded machine). Without the stop all 10,000 would run (one second on two threads); with
+    // it the count stays under 1,000 unless the throw takes 100 ms. (Iterations of no work here
+    // made the count depend on the throw's speed: thousands ran under load.)
     std::atomic<int64_t> ran{0};
     CHECK_THROWS_AS(parallel_for(
-                        1000000,
+                        10000,
                         [&](int64_t i) {
                           ++ran;
                           if (i == 0) throw std::runtime_error("first");
+                          std::this_thread::sleep_for(std::chrono::microseconds(100));
                         },
                         2),
                     std::runtime_error);

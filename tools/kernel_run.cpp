@@ -7,6 +7,7 @@
 #include <ctime>
 #include <set>
 
+#include "core/buffer_accesses.h"
 #include "core/error.h"
 #include "core/int_eval.h"
 #include "core/intrinsics.h"
@@ -150,45 +151,70 @@ bool use_sampled_reference(const Example& example, const RunRequest& req,
   return sample && wanted;
 }
 
-/// A block sample of a kernel of several launches (split-KV's partials, then their combine):
-/// refused before anything runs. A launch reads what the one before wrote, so its left-out
-/// blocks would have to run at tile level between the launches' simulated ones; not built.
-void refuse_sample_of_launches(const Kernel& kernel, const std::string& spec) {
-  if (!is_multi_launch(kernel) || BlockSelection::parse(spec).is_all()) return;
-  throw UsageError("--blocks " + spec + ": kernel '" + kernel->name + "' has " +
-                   std::to_string(kernel->launches.size()) +
-                   " launches (T.Kernel scopes run one after another), and a block sample of "
-                   "a kernel with several launches is not supported: each launch reads what the "
-                   "one before it wrote. Leave --blocks out (or give --blocks all) to simulate "
-                   "every block of every launch");
+/// UsageError: a kernel that calls intrinsics cannot run its left-out blocks at tile level.
+void refuse_sample_of_intrinsics(const std::string& spec, const Kernel& kernel) {
+  if (!uses_intrinsics(kernel)) return;
+  throw UsageError("--blocks " + spec + ": kernel '" + kernel->name +
+                   "' calls instructions of the intrinsic table, which only the thread level "
+                   "executes, so the blocks left out cannot run at tile level; use --blocks all");
 }
 
-/// The blocks `req.blocks` selects of `kernel`'s grid for these tensors; nullopt when that is
-/// every block.
-std::optional<BlockSample> select_blocks(const RunRequest& req, const Kernel& kernel,
-                                         const TensorMap& tensors) {
-  if (req.blocks.empty()) return std::nullopt;
+/// The blocks `spec` selects of `launch`'s grid for these tensors (every parameter of the
+/// launch among them); total <= 0 when an extent is not positive (the interpreter names it).
+BlockSample sample_of_grid(const std::string& spec, uint64_t seed, const Kernel& launch,
+                           const TensorMap& tensors) {
   BlockSample sample;
-  sample.spec = req.blocks;
-  IntEnv env = bind_tensors(kernel, tensors);
+  sample.spec = spec;
+  IntEnv env = bind_tensors(launch, tensors);
   sample.total = 1;
-  for (const Expr& g : kernel->grid) {
+  for (const Expr& g : launch->grid) {
     sample.grid.push_back(eval_int(g, env));
     sample.total *= sample.grid.back();
   }
-  if (sample.total <= 0) return std::nullopt;  // the interpreter names the bad extent
+  if (sample.total <= 0) return sample;
   try {
-    sample.simulated = BlockSelection::parse(req.blocks).resolve(sample.grid, req.seed);
+    sample.simulated = BlockSelection::parse(spec).resolve(sample.grid, seed);
   } catch (const BlockSpecError& e) {
     throw UsageError(e.what());
   }
-  if (static_cast<int64_t>(sample.simulated.size()) == sample.total) return std::nullopt;
-  if (uses_intrinsics(kernel)) {
-    throw UsageError("--blocks " + req.blocks + ": kernel '" + kernel->name +
-                     "' calls instructions of the intrinsic table, which only the thread level "
-                     "executes, so the blocks left out cannot run at tile level; use --blocks all");
-  }
   return sample;
+}
+
+/// True when a thread-level run samples the blocks of a kernel of several launches: each
+/// launch's sample is drawn from its grid as the launch comes (run_sampled_launches), since
+/// its scratch tensors exist only then. Checked before anything runs.
+bool samples_launches(const RunRequest& req, const Kernel& kernel) {
+  if (req.level != "thread" || req.blocks.empty() || !is_multi_launch(kernel) ||
+      BlockSelection::parse(req.blocks).is_all()) {
+    return false;
+  }
+  refuse_sample_of_intrinsics(req.blocks, kernel);
+  return true;
+}
+
+/// The blocks `req.blocks` selects of a one-launch `kernel`'s grid for these tensors; nullopt
+/// when that is every block (or the kernel has several launches: samples_launches).
+std::optional<BlockSample> select_blocks(const RunRequest& req, const Kernel& kernel,
+                                         const TensorMap& tensors) {
+  if (req.blocks.empty() || is_multi_launch(kernel)) return std::nullopt;
+  BlockSample sample = sample_of_grid(req.blocks, req.seed, kernel, tensors);
+  if (sample.total <= 0 || static_cast<int64_t>(sample.simulated.size()) == sample.total)
+    return std::nullopt;
+  refuse_sample_of_intrinsics(req.blocks, kernel);
+  return sample;
+}
+
+/// The linear ids of `sample`'s grid it does not simulate, ascending.
+std::vector<int64_t> left_out(const BlockSample& sample) {
+  std::vector<int64_t> rest;
+  rest.reserve(static_cast<size_t>(sample.total) - sample.simulated.size());
+  for (int64_t b = 0, i = 0; b < sample.total; ++b) {
+    if (i < static_cast<int64_t>(sample.simulated.size()) && sample.simulated[i] == b)
+      ++i;
+    else
+      rest.push_back(b);
+  }
+  return rest;
 }
 
 /// Moves `names` from one map into another for a scope and back at its end (also when the
@@ -255,6 +281,109 @@ std::vector<OutputCheck> check_unchanged(const BeforeThreadRun& before, const Te
   return checks;
 }
 
+/// Adds `t` to `sum`.
+void add_time(PhaseTime& sum, PhaseTime t) {
+  sum.wall += t.wall;
+  sum.cpu += t.cpu;
+}
+
+/// The names of the parameters `launch` writes (the kernel's and the scratch).
+std::set<std::string> written_by(const Kernel& launch) {
+  const std::set<const BufferNode*> writes = reads_writes(launch->body).writes;
+  std::set<std::string> names;
+  for (const Buffer& b : launch->params) {
+    if (writes.count(b.get())) names.insert(b->name);
+  }
+  return names;
+}
+
+/// run_thread for a kernel of several launches with a block sample. A launch reads what the
+/// one before it wrote, so the levels take turns launch by launch: the blocks the spec leaves
+/// out of the launch's grid at tile level, its sampled blocks at thread level, then the tile
+/// level of the sampled blocks again on a copy of what the launch writes (from before its
+/// thread level), which the thread level's results must equal. A tensor's check is that of the
+/// first launch it differs after, else of the last launch that writes it; the tile level's
+/// tensors are each one's copy after the last launch that writes it.
+void run_sampled_launches(KernelRun& run, const Kernel& kernel, const Kernel& thread_kernel,
+                          ThreadRunOptions options, Clock& clock) {
+  const RunRequest& req = run.request;
+  std::vector<ParamInfo> read_only;  // fingerprinted, to check the thread level left them
+  for (const ParamInfo& p : run.signature) {
+    if (!p.written) read_only.push_back(p);
+  }
+  const BeforeThreadRun unchanged(read_only, run.tensors);
+  const std::vector<std::string> scratch = add_scratch_tensors(kernel, run.tensors);
+  ThreadRunResult total;
+  total.threads = 0;
+  total.workers = 0;
+  std::map<std::string, OutputCheck> checks;
+  std::vector<std::string> checked;  // in the order first written
+  try {
+    for (size_t i = 0; i < kernel->launches.size(); ++i) {
+      const Kernel& launch = kernel->launches[i];
+      LaunchSample ls{
+          launch_label(kernel, i), sample_of_grid(req.blocks, req.seed, launch, run.tensors), {}};
+      const BlockSample& sample = ls.sample;
+      std::vector<int64_t> rest = left_out(sample);
+      run_tile_level(launch, run.tensors, TileRunOptions{req.workers, req.control, &rest});
+      add_time(run.phases.tile_rest, lap(clock));
+
+      const std::set<std::string> writes = written_by(launch);
+      TensorMap copy;
+      for (const std::string& n : writes) copy.emplace(n, run.tensors.at(n));
+      options.only_blocks = sample.simulated;
+      options.before = &copy;
+      ThreadRunResult one = run_thread_level(thread_kernel->launches[i], run.tensors, options);
+      const int tile_workers = one.in_block_order ? 1 : req.workers;
+      ls.measured = one.report.total;
+      append_launch(total, std::move(one), ls.launch);
+      add_time(run.phases.run, lap(clock));
+
+      if (!run.tile_note.empty()) {  // the tile level failed on an earlier launch
+        run.launch_samples.push_back(std::move(ls));
+        continue;
+      }
+      try {
+        std::vector<std::string> lent;
+        for (const Buffer& b : launch->params) {
+          if (!writes.count(b->name)) lent.push_back(b->name);
+        }
+        Lend lend(run.tensors, copy, lent);
+        run_tile_level(launch, copy, TileRunOptions{tile_workers, req.control, &sample.simulated});
+      } catch (const RunStopped&) {
+        throw;  // the limits hold for both levels
+      } catch (const UserError& e) {
+        run.tile_note = "failed on " + ls.launch + ": " + e.what();
+        run.launch_samples.push_back(std::move(ls));
+        continue;
+      }
+      std::vector<std::string> names(writes.begin(), writes.end());
+      for (OutputCheck& c : compare_tensors(run.tensors, copy, names)) {
+        auto [it, first] = checks.emplace(c.name, c);
+        if (first) checked.push_back(c.name);
+        if (!first && it->second.comparison.passed) it->second = std::move(c);
+      }
+      for (const std::string& n : names) {
+        if (std::find(scratch.begin(), scratch.end(), n) == scratch.end())
+          run.tile_tensors[n] = std::move(copy.at(n));
+      }
+      add_time(run.phases.tile_check, lap(clock));
+      run.launch_samples.push_back(std::move(ls));
+    }
+  } catch (...) {
+    remove_scratch_tensors(scratch, run.tensors);
+    throw;
+  }
+  remove_scratch_tensors(scratch, run.tensors);
+  run.blocks = total.blocks;
+  run.threads = total.threads;
+  run.seconds = total.seconds;
+  run.thread = std::move(total);
+  run.tile_ran = run.tile_note.empty();
+  run.vs_tile = check_unchanged(unchanged, run.tensors);
+  for (const std::string& n : checked) run.vs_tile.push_back(std::move(checks.at(n)));
+}
+
 /// Lowers a tile-level kernel for the target and runs it on every thread; then the tile level
 /// on the same inputs, when it can. With a block sample (run.sample), the blocks left out run at
 /// tile level first, into the same tensors; then the sampled blocks run at thread level, and at
@@ -275,16 +404,13 @@ void run_thread(KernelRun& run, const Kernel& kernel) {
   lower.warp_specialize = req.warp_specialize;
   if (run.lowered) thread_kernel = lower_kernel(kernel, find_target(req.target), lower).kernel;
   Clock clock;
+  if (samples_launches(req, kernel)) {
+    run_sampled_launches(run, kernel, thread_kernel, options, clock);
+    return;
+  }
   if (run.sample) {
     const BlockSample& sample = *run.sample;
-    std::vector<int64_t> rest;
-    rest.reserve(static_cast<size_t>(sample.total) - sample.simulated.size());
-    for (int64_t b = 0, i = 0; b < sample.total; ++b) {
-      if (i < static_cast<int64_t>(sample.simulated.size()) && sample.simulated[i] == b)
-        ++i;
-      else
-        rest.push_back(b);
-    }
+    std::vector<int64_t> rest = left_out(sample);
     run_tile_level(kernel, run.tensors, TileRunOptions{req.workers, req.control, &rest});
     options.only_blocks = sample.simulated;
     run.phases.tile_rest = lap(clock);
@@ -479,7 +605,7 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   // allocated when too large.
   const bool thread = request.level == "thread";
   const bool sampled = thread && !request.blocks.empty() && request.blocks != "all";
-  if (sampled) refuse_sample_of_launches(run.kernel, request.blocks);
+  if (sampled) (void)samples_launches(request, run.kernel);  // refuses intrinsics before running
   std::vector<std::string> kept;  // by the reference: its outputs with their bounds
   if (k.has_reference) {
     kept = example.outputs;
@@ -553,7 +679,7 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   }
   run.vs_expected =
       compare_tensors(run.tensors, expected, expected_names, request.atol, request.rtol);
-  if (run.tile_ran) {
+  if (run.tile_ran && run.launch_samples.empty()) {  // (run_sampled_launches checked its own)
     // Every tensor the kernel writes, not only the declared outputs: a broken kernel may write
     // where it should not (those it only reads were checked unchanged, run_thread).
     std::vector<std::string> written;

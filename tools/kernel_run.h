@@ -68,6 +68,15 @@ struct BlockSample {
   sim::Counters scaled(const sim::Counters& measured) const;
 };
 
+/// One launch's block sample in a kernel of several launches (split-KV's partials, then their
+/// combine), with the counters measured over that launch's simulated blocks: each launch scales
+/// by its own grid.
+struct LaunchSample {
+  std::string launch;  ///< launch_label: "launch 1 of 2 ('...')"
+  BlockSample sample;
+  sim::Counters measured;
+};
+
 /// The seconds one part of a run took: on the clock, and of CPU time summed over its threads.
 struct PhaseTime {
   double wall = 0;
@@ -106,6 +115,9 @@ struct KernelRun {
   int64_t shadow_budget = 0;  ///< bytes of host memory left beside the tensors (check_host_memory)
   std::optional<ThreadRunResult> thread;  ///< thread level: the simulator's report and counts
   std::optional<BlockSample> sample;      ///< thread level with --blocks naming fewer than all
+  /// The same for a kernel of several launches: each launch's sample, drawn from its own grid by
+  /// the one spec (`sample` stays empty).
+  std::vector<LaunchSample> launch_samples;
   bool passed = true;
   double max_abs_err = 0, max_rel_err = 0;  ///< over the reference and expected checks
 

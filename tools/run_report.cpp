@@ -166,11 +166,11 @@ std::string coords_text(const BlockSample& s, int64_t id) {
 
 /// "sampled: 3 of 16 blocks simulated at thread level (--blocks edges): (0, 0), ...; the other
 /// 13 ran at tile level".
-std::string sample_text(const BlockSample& s) {
+std::string sample_text(const BlockSample& s, const std::string& launch = "") {
   constexpr size_t kShown = 16;
   std::ostringstream out;
-  out << "  sampled: " << s.simulated.size() << " of " << s.total
-      << " blocks simulated at thread level (--blocks " << s.spec << "):";
+  out << "  sampled" << (launch.empty() ? "" : ", " + launch) << ": " << s.simulated.size()
+      << " of " << s.total << " blocks simulated at thread level (--blocks " << s.spec << "):";
   for (size_t i = 0; i < s.simulated.size() && i < kShown; ++i)
     out << (i ? ", " : " ") << coords_text(s, s.simulated[i]);
   if (s.simulated.size() > kShown) out << ", ... (" << s.simulated.size() - kShown << " more)";
@@ -180,9 +180,11 @@ std::string sample_text(const BlockSample& s) {
 }
 
 /// The simulated blocks' counters scaled to the grid, saying so.
-std::string scaled_text(const BlockSample& s, const sim::Counters& measured) {
+std::string scaled_text(const BlockSample& s, const sim::Counters& measured,
+                        const std::string& launch = "") {
   sim::Counters c = s.scaled(measured);
   std::ostringstream out;
+  if (!launch.empty()) out << launch << ": ";
   out << "counters above are measured over the " << s.simulated.size()
       << " simulated blocks; SCALED to the whole grid (x " << s.total << "/" << s.simulated.size()
       << " = " << std::setprecision(4) << s.scale() << "): shared requests " << c.shared_requests
@@ -249,6 +251,7 @@ std::string run_text(const KernelRun& run) {
         << std::setprecision(1) << std::scientific << lane_ops_per_second(t) << "/s)\n"
         << std::defaultfloat << std::setprecision(6);  // the values below in full
     if (run.sample) out << sample_text(*run.sample);
+    for (const LaunchSample& l : run.launch_samples) out << sample_text(l.sample, l.launch);
   } else {
     out << "kernel " << run.kernel->name << " at tile level, seed " << req.seed << ": "
         << run.blocks << " blocks × " << run.threads << " threads in " << std::fixed
@@ -283,6 +286,8 @@ std::string run_text(const KernelRun& run) {
     if (run.lowered) out << traffic_table(traffic_per_operator(run.kernel, run.thread->report));
     out << run.thread->report.text();
     if (run.sample) out << scaled_text(*run.sample, run.thread->report.total);
+    for (const LaunchSample& l : run.launch_samples)
+      out << scaled_text(l.sample, l.measured, l.launch);
   }
   out << (run.passed ? "PASSED" : "FAILED") << "\n";
   return out.str();
@@ -320,6 +325,15 @@ json run_json(const KernelRun& run) {
   j["sim"] = sim_json(t.report);
   j["sim"]["measured_blocks"] = t.simulated;
   j["sampled"] = run.sample ? sample_json(*run.sample, t.report.total) : json(nullptr);
+  if (!run.launch_samples.empty()) {  // a kernel of several launches: each launch's sample
+    json launches = json::array();
+    for (const LaunchSample& l : run.launch_samples) {
+      json one = sample_json(l.sample, l.measured);
+      one["launch"] = l.launch;
+      launches.push_back(one);
+    }
+    j["sampled"] = {{"spec", req.blocks}, {"launches", launches}};
+  }
   j["per_tile_op"] = per_tile_op_json(run);
   return j;
 }
