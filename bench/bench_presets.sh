@@ -56,6 +56,8 @@ s = j.get("sampled") or {}
 if "error" in j:
     why = "refused-memory" if "memory" in j["error"] else "error"
     print("- -", why); raise SystemExit
+if "launches" in s:  # a kernel of several launches: its blocks summed over the launches
+    s = {k: sum(l[k] for l in s["launches"]) for k in ("simulated_count", "total")}
 print(s.get("simulated_count", "-"), s.get("total", "-"), "passed" if j.get("passed") else "FAILED")
 ')
     rm -f /tmp/bench_presets_err.$$
