@@ -197,6 +197,14 @@ TEST_SUITE("block sample") {
           std::string::npos);
     CHECK(text.out.find("SCALED to the whole grid (x 16/1 = 16)") != std::string::npos);
     CHECK(text.out.find("SCALED to the whole grid (x 4/1 = 4)") != std::string::npos);
+    // Block 10 is in launch 1's grid but not in launch 2's (4 blocks): refused before either
+    // runs, naming the launch.
+    CliResult outside =
+        run_tessel({"run", "mla_decode_split", "--level", "thread", "--blocks", "10"});
+    CHECK(outside.status == 2);
+    CHECK(outside.err.find("kernel 'mla_decode_split', launch 2 of 2 "
+                           "('mla_decode_split_launch2'): --blocks 10: block 10 is outside the "
+                           "grid (2, 2) of 4 blocks") != std::string::npos);
   }
 
   TEST_CASE("--blocks all is the unsampled run") {

@@ -207,6 +207,7 @@ std::optional<BlockSample> select_blocks(const RunRequest& req, const Kernel& ke
 /// The linear ids of `sample`'s grid it does not simulate, ascending.
 std::vector<int64_t> left_out(const BlockSample& sample) {
   std::vector<int64_t> rest;
+  if (sample.total <= 0) return rest;  // the tile level names the extent
   rest.reserve(static_cast<size_t>(sample.total) - sample.simulated.size());
   for (int64_t b = 0, i = 0; b < sample.total; ++b) {
     if (i < static_cast<int64_t>(sample.simulated.size()) && sample.simulated[i] == b)
@@ -319,10 +320,22 @@ void run_sampled_launches(KernelRun& run, const Kernel& kernel, const Kernel& th
   std::map<std::string, OutputCheck> checks;
   std::vector<std::string> checked;  // in the order first written
   try {
+    // Every launch's sample before any runs: a block outside a later launch's grid is refused
+    // at once, naming that launch.
+    std::vector<LaunchSample> samples;
+    for (size_t i = 0; i < kernel->launches.size(); ++i) {
+      const std::string label = launch_label(kernel, i);
+      try {
+        samples.push_back(
+            {label, sample_of_grid(req.blocks, req.seed, kernel->launches[i], run.tensors), {}});
+      } catch (const UsageError& e) {
+        throw UsageError("kernel '" + kernel->name + "', " + label + ": " + e.what() +
+                         "; a --blocks spec selects blocks of every launch");
+      }
+    }
     for (size_t i = 0; i < kernel->launches.size(); ++i) {
       const Kernel& launch = kernel->launches[i];
-      LaunchSample ls{
-          launch_label(kernel, i), sample_of_grid(req.blocks, req.seed, launch, run.tensors), {}};
+      LaunchSample& ls = samples[i];
       const BlockSample& sample = ls.sample;
       std::vector<int64_t> rest = left_out(sample);
       run_tile_level(launch, run.tensors, TileRunOptions{req.workers, req.control, &rest});
@@ -339,10 +352,7 @@ void run_sampled_launches(KernelRun& run, const Kernel& kernel, const Kernel& th
       append_launch(total, std::move(one), ls.launch);
       add_time(run.phases.run, lap(clock));
 
-      if (!run.tile_note.empty()) {  // the tile level failed on an earlier launch
-        run.launch_samples.push_back(std::move(ls));
-        continue;
-      }
+      if (!run.tile_note.empty()) continue;  // the tile level failed on an earlier launch
       try {
         std::vector<std::string> lent;
         for (const Buffer& b : launch->params) {
@@ -354,7 +364,6 @@ void run_sampled_launches(KernelRun& run, const Kernel& kernel, const Kernel& th
         throw;  // the limits hold for both levels
       } catch (const UserError& e) {
         run.tile_note = "failed on " + ls.launch + ": " + e.what();
-        run.launch_samples.push_back(std::move(ls));
         continue;
       }
       std::vector<std::string> names(writes.begin(), writes.end());
@@ -368,8 +377,8 @@ void run_sampled_launches(KernelRun& run, const Kernel& kernel, const Kernel& th
           run.tile_tensors[n] = std::move(copy.at(n));
       }
       add_time(run.phases.tile_check, lap(clock));
-      run.launch_samples.push_back(std::move(ls));
     }
+    run.launch_samples = std::move(samples);
   } catch (...) {
     remove_scratch_tensors(scratch, run.tensors);
     throw;
