@@ -4,11 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
-#include <thread>
 
 #include "core/error.h"
 #include "core/on_cores.h"

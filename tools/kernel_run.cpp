@@ -181,15 +181,11 @@ BlockSample sample_of_grid(const std::string& spec, uint64_t seed, const Kernel&
 }
 
 /// True when a thread-level run samples the blocks of a kernel of several launches: each
-/// launch's sample is drawn from its grid as the launch comes (run_sampled_launches), since
-/// its scratch tensors exist only then. Checked before anything runs.
+/// launch's sample is drawn from its own grid once its scratch tensors exist
+/// (run_sampled_launches).
 bool samples_launches(const RunRequest& req, const Kernel& kernel) {
-  if (req.level != "thread" || req.blocks.empty() || !is_multi_launch(kernel) ||
-      BlockSelection::parse(req.blocks).is_all()) {
-    return false;
-  }
-  refuse_sample_of_intrinsics(req.blocks, kernel);
-  return true;
+  return req.level == "thread" && !req.blocks.empty() && is_multi_launch(kernel) &&
+         !BlockSelection::parse(req.blocks).is_all();
 }
 
 /// The blocks `req.blocks` selects of a one-launch `kernel`'s grid for these tensors; nullopt
@@ -614,7 +610,8 @@ KernelRun run_kernel(const ResolvedKernel& k, const RunRequest& request) {
   // allocated when too large.
   const bool thread = request.level == "thread";
   const bool sampled = thread && !request.blocks.empty() && request.blocks != "all";
-  if (sampled) (void)samples_launches(request, run.kernel);  // refuses intrinsics before running
+  if (samples_launches(request, run.kernel))  // before anything runs (one launch: select_blocks)
+    refuse_sample_of_intrinsics(request.blocks, run.kernel);
   std::vector<std::string> kept;  // by the reference: its outputs with their bounds
   if (k.has_reference) {
     kept = example.outputs;
