@@ -3,13 +3,11 @@
 
 #include <Eigen/Core>
 #include <cstring>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
 #include <type_traits>
 #include <vector>
 
 #include "core/expr_printer.h"
+#include "core/half_decode.h"
 
 namespace tessel {
 
@@ -62,33 +60,6 @@ const float* f16_table() {
     return t;
   }();
   return table.data();
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-/// The first multiple of 8 of the n halves at `bits` as floats, eight at a time by the CPU's
-/// conversion instruction (F16C, asked for here only: the build's flags need not include it).
-__attribute__((target("avx,f16c"))) int64_t halves_to_floats_f16c(const uint16_t* bits, float* out,
-                                                                  int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bits + i));
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
-  }
-  return i;
-}
-#endif
-
-/// How many of the n halves at `bits` the CPU converted to floats (exactly, as the table does
-/// for every half but a NaN, which stays a NaN) into out[0, returned): none without F16C.
-int64_t halves_to_floats_in_hardware(const uint16_t* bits, float* out, int64_t n) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const bool f16c = __builtin_cpu_supports("f16c");
-  if (f16c) return halves_to_floats_f16c(bits, out, n);
-#endif
-  (void)bits;
-  (void)out;
-  (void)n;
-  return 0;
 }
 
 /// Decodes a tile into `m` (resized to the tile's shape: no allocation when it already has it);

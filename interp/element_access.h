@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/half_decode.h"
 #include "interp/host_tensor.h"
 
 namespace tessel::element_access {
@@ -33,6 +34,19 @@ inline const float* f16_floats() {
     return v;
   }();
   return table.data();
+}
+
+/// out[k] = f16_floats()[bits[k]] for k < n, converted by the CPU (core/half_decode.h) where it
+/// can, the tail it leaves through the table. The two give the same double for every pattern:
+/// where they differ as floats (a signalling NaN, which the CPU quiets), widening to double
+/// quiets the table's too. `floats` is scratch.
+inline void f16_values_row(const uint16_t* bits, int64_t n, double* out,
+                           std::vector<float>& floats) {
+  if (static_cast<int64_t>(floats.size()) < n) floats.resize(static_cast<size_t>(n));
+  const int64_t done = halves_to_floats_in_hardware(bits, floats.data(), n);
+  for (int64_t k = 0; k < done; ++k) out[k] = floats[k];
+  const float* values = f16_floats();
+  for (int64_t k = done; k < n; ++k) out[k] = values[bits[k]];
 }
 
 /// HostTensor::at.

@@ -67,18 +67,28 @@ class RunControl {
 class StepCounter {
  public:
   explicit StepCounter(RunControl* control)
-      : control_(control), batch_(control ? control->batch() : 0) {}
+      : control_(control),
+        batch_(control ? control->batch() : 0),
+        limited_(control && control->limited()) {}
   /// One step; `where` (called only when the run must stop) describes what was running.
   template <typename Where>
   void step(Where&& where) {
     if (!control_ || ++pending_ < batch_) return;
     flush(where);
   }
-  /// n steps at once, when they stay short of the next hand-over (so no stop can fall among
-  /// them): true. False, counting nothing, when the caller must count them one by one with
-  /// step() to stop where a run of single steps stops.
+  /// n steps at once, when no stop can fall among them (the run has no limits, or they stay
+  /// short of the next hand-over): true. False, counting nothing, when the caller must count
+  /// them one by one with step() to stop where a run of single steps stops.
   bool steps_within_batch(int64_t n) {
     if (!control_) return true;
+    if (!limited_) {
+      pending_ += n;
+      if (pending_ >= batch_) {  // the progress display's count; no reason to stop can come back
+        control_->add_steps(pending_);
+        pending_ = 0;
+      }
+      return true;
+    }
     if (pending_ + n >= batch_) return false;
     pending_ += n;
     return true;
@@ -95,6 +105,7 @@ class StepCounter {
  private:
   RunControl* control_;
   int64_t batch_;
+  bool limited_;  ///< the run has a step or time limit (a hand-over may stop it)
   int64_t pending_ = 0;
 };
 

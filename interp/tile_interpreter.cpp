@@ -136,7 +136,7 @@ class BlockRunner {
   /// `uniform`: the statements that bind one value for every thread (uniform_bindings).
   BlockRunner(BlockState& block, RunControl* control, ParallelCache* parallel, AtomicTurn turn,
               const std::unordered_set<const StmtNode*>* uniform)
-      : block_(block), steps_(control), parallel_(parallel), turn_(turn), uniform_(uniform) {}
+      : block_(block), steps_(control), parallel_(parallel), uniform_(uniform), turn_(turn) {}
 
   void run() {
     Lanes all(block_.num_threads());

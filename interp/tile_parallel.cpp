@@ -56,10 +56,12 @@ inline void bind(Frame& f, int slot, Value v) {
   f.assigned[slot] = 1;
 }
 
-/// The frame as a loop over `row` leaves it: its variable bound n times, the last to lo + n - 1.
+/// The frame as the loops over `row` leave it: each variable bound to its last value.
 inline void bind_last(Frame& f, const Row& row) {
   f.tick += static_cast<uint64_t>(row.n - 1);
-  bind(f, row.slot, Value::of_int(row.lo + row.n - 1));
+  if (row.outer_slot >= 0)
+    bind(f, row.outer_slot, Value::of_int(row.outer_lo + row.outer_count() - 1));
+  bind(f, row.slot, Value::of_int(row.lo + row.inner() - 1));
 }
 
 class Seq final : public Statement {
@@ -79,14 +81,17 @@ class Seq final : public Statement {
 /// A loop of the nest; the outermost one is the program (its own step is counted by the caller).
 class Loop final : public Statement {
  public:
-  /// `row`: the body may run the iterations as one row (see row_safe).
-  Loop(const ForNode* s, int slot, NodePtr min, NodePtr extent, StatementPtr body, bool row)
+  /// `row`: the body may run the iterations as one row (see row_safe). `two_d`: the body is a
+  /// loop whose iterations run as rows together with several of this loop's (see collapses).
+  Loop(const ForNode* s, int slot, NodePtr min, NodePtr extent, StatementPtr body, bool row,
+       bool two_d)
       : Statement(s),
         slot_(slot),
         min_(std::move(min)),
         extent_(std::move(extent)),
         body_(std::move(body)),
-        row_(row) {}
+        row_(row),
+        inner_(two_d ? static_cast<const Loop*>(body_.get()) : nullptr) {}
   void exec(Frame& f) const override {
     enter(f);
     run(f);
@@ -95,7 +100,7 @@ class Loop final : public Statement {
   void run(Frame& f) const {
     const int64_t lo = min_->eval(f).i;
     const int64_t n = extent_->eval(f).i;
-    int64_t it = 0;
+    int64_t it = inner_ && n > 1 ? run_2d(f, lo, n) : 0;
     // Rows of at most kRowLength iterations (a long serial loop needs no long buffers); from the
     // first row that cannot run as one, the iterations run one by one.
     while (row_ && n - it > 1) {
@@ -110,10 +115,37 @@ class Loop final : public Statement {
   }
 
  private:
+  /// Runs this loop's iterations lo .. lo + n - 1 with the body loop's as 2-d rows of at most
+  /// kRowLength iterations (the body loop's bounds do not read this loop's variable: evaluated
+  /// once); returns how many of this loop's iterations ran, the rest to run one by one.
+  int64_t run_2d(Frame& f, int64_t lo, int64_t n) const {
+    int64_t inner_lo = 0, inner_n = 0;
+    try {
+      inner_lo = inner_->min_->eval(f).i;
+      inner_n = inner_->extent_->eval(f).i;
+    } catch (const UserError&) {
+      return 0;  // the body loop raises it where it evaluates them
+    }
+    if (inner_n < 1 || kRowLength / inner_n < 2) return 0;
+    int64_t it = 0;
+    while (it < n) {
+      const int64_t m = std::min(kRowLength / inner_n, n - it);
+      // Each pass enters the body loop before its store (which records its own location).
+      if (inner_->s_->loc.known()) f.block.set_current_loc(inner_->s_->loc);
+      if (!inner_->body_->run_row(
+              f, Row{inner_->slot_, inner_lo, m * inner_n, slot_, lo + it, inner_n})) {
+        break;
+      }
+      it += m;
+    }
+    return it;
+  }
+
   int slot_;
   NodePtr min_, extent_;
   StatementPtr body_;
   bool row_;
+  const Loop* inner_;  ///< the body loop when the two run as 2-d rows
 };
 
 namespace {
@@ -212,13 +244,16 @@ class Store final : public Statement {
     } catch (const UserError&) {
       return false;
     }
+    HostTensor& t = *f.tensors[buffer_];
+    const bool two_d = row.outer_slot >= 0;
     if (!var_indices_.empty()) {  // acc[i, j]: one stride along the row when all of it is inside
-      HostTensor& t = *f.tensors[buffer_];
       if (auto a = row_access(f, row, var_indices_, t.shape())) {
         // The stores are in bounds: each iteration's step counts before its store, so where no
-        // stop can come among them they may all count first.
-        if (enter_all(f, n)) {
+        // stop can come among them they may all count first (a 2-d row only so).
+        if (enter_all(f, row.steps())) {
           store_all(t, a->first, a->step, values, n);
+        } else if (two_d) {
+          return false;
         } else {
           for (int64_t k = 0; k < n; ++k) {
             enter(f);
@@ -235,6 +270,7 @@ class Store final : public Statement {
     } catch (const UserError&) {
       return false;
     }
+    if (two_d) return store_scattered(f, row, t, rows, values);
     int64_t idx[kMaxRank];
     for (int64_t k = 0; k < n; ++k) {
       enter(f);
@@ -246,6 +282,31 @@ class Store final : public Statement {
   }
 
  private:
+  /// A 2-d row's stores at the positions of the index rows `rows` (rows[d * n + k]), all at
+  /// once: true. False, storing and counting nothing, when one is out of bounds or a stop could
+  /// fall among them (the loop then runs the iterations, which raises the error where it comes).
+  bool store_scattered(Frame& f, const Row& row, HostTensor& t, const int64_t* rows,
+                       const double* values) const {
+    const std::vector<int64_t>& shape = t.shape();
+    const int64_t n = row.n;
+    if (shape.size() != indices_.size()) return false;
+    uint64_t* flat = row_buffer(flat_, n);
+    std::fill(flat, flat + n, 0);
+    uint64_t outside = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const int64_t* r = rows + d * n;
+      const uint64_t extent = static_cast<uint64_t>(shape[d]);
+      for (int64_t k = 0; k < n; ++k) {
+        outside |= static_cast<uint64_t>(static_cast<uint64_t>(r[k]) >= extent);
+        flat[k] = flat[k] * extent + static_cast<uint64_t>(r[k]);
+      }
+    }
+    if (outside || !enter_all(f, row.steps())) return false;
+    for (int64_t k = 0; k < n; ++k) store_elem(kind_, t, static_cast<int64_t>(flat[k]), values[k]);
+    bind_last(f, row);
+    return true;
+  }
+
   /// values[k] at element first + k * step of `t` for k < n (all in bounds), the element kind
   /// tested once: f16 through f16_bits_row, which vectorises.
   void store_all(HostTensor& t, int64_t first, int64_t step, const double* values,
@@ -299,7 +360,8 @@ class Store final : public Statement {
   std::vector<std::pair<int, const VarNode*>> var_indices_;  ///< variable_indices
   NodePtr value_;
   std::vector<int> loaded_;
-  mutable std::vector<int64_t> rows_;  ///< run_row's index rows (or integer values)
+  mutable std::vector<int64_t> rows_;   ///< run_row's index rows (or integer values)
+  mutable std::vector<uint64_t> flat_;  ///< a 2-d row's flat positions
   mutable std::vector<double> values_;
   mutable std::vector<uint16_t> bits_;
 };
@@ -340,6 +402,23 @@ bool row_safe(const ForNode* loop) {
   return safe;
 }
 
+/// Whether several iterations of `loop` may run together with its body loop's as one 2-d row:
+/// the body is a loop whose iterations run as a row (row_safe), whose bounds do not read
+/// `loop`'s variable, and whose store has `loop`'s variable as an index too (so no two
+/// iterations of the pair store to one element).
+bool collapses(const ForNode* loop) {
+  const auto* inner = loop->body.as<ForNode>();
+  if (!inner || !row_safe(inner)) return false;
+  bool reads = false;
+  for (const Expr* bound : {&inner->min, &inner->extent}) {
+    pre_order_visit(*bound, [&](const Expr& x) { reads = reads || x.same_as(loop->var); });
+  }
+  bool indexed = false;
+  for (const Expr& i : inner->body.as<StoreNode>()->indices)
+    indexed = indexed || i.same_as(loop->var);
+  return !reads && indexed;
+}
+
 std::unique_ptr<Loop> compile_loop(const ForNode* op, Tables& tables) {
   NodePtr min = compile_expr(op->min, tables, {}), extent = compile_expr(op->extent, tables, {});
   ++tables.depth;
@@ -349,7 +428,7 @@ std::unique_ptr<Loop> compile_loop(const ForNode* op, Tables& tables) {
   if (!min || !extent || !body) return nullptr;
   const int slot = tables.slot(static_cast<const VarNode*>(op->var.get()));
   return std::make_unique<Loop>(op, slot, std::move(min), std::move(extent), std::move(body),
-                                row_safe(op));
+                                row_safe(op), collapses(op));
 }
 
 StatementPtr compile_stmt(const Stmt& s, Tables& tables) {

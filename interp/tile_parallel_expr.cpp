@@ -39,11 +39,13 @@ std::string thread_where(const BlockState& block, int thread) {
 }
 
 void Node::eval_row(Frame& f, const Row& row, Value* out) const {
-  for (int64_t k = 0; k < row.n; ++k) {
-    f.slots[row.slot] = Value::of_int(row.lo + k);
-    f.version[row.slot] = ++f.tick;
-    f.bound[row.slot] = 1;
-    out[k] = eval(f);
+  const int64_t inner = row.inner();
+  for (int64_t o = 0, k = 0; o < row.outer_count(); ++o) {
+    if (row.outer_slot >= 0) bind_iteration(f, row.outer_slot, row.outer_lo + o);
+    for (int64_t i = 0; i < inner; ++i, ++k) {
+      bind_iteration(f, row.slot, row.lo + i);
+      out[k] = eval(f);
+    }
   }
 }
 
@@ -199,25 +201,16 @@ class VarRead final : public Node {
   VarRead(int slot, const VarNode* var) : slot_(slot), var_(var) {}
   Value eval(Frame& f) const override { return read_slot(f, slot_, var_); }
   void eval_row(Frame& f, const Row& row, Value* out) const override {
-    if (slot_ == row.slot) {
-      for (int64_t k = 0; k < row.n; ++k) out[k] = Value::of_int(row.lo + k);
-    } else {
+    if (!row_variable(row, slot_, out, [](int64_t v) { return Value::of_int(v); }))
       std::fill(out, out + row.n, read_slot(f, slot_, var_));
-    }
   }
   void eval_row_f(Frame& f, const Row& row, double* out) const override {
-    if (slot_ == row.slot) {
-      for (int64_t k = 0; k < row.n; ++k) out[k] = static_cast<double>(row.lo + k);
-    } else {
+    if (!row_variable(row, slot_, out, [](int64_t v) { return static_cast<double>(v); }))
       std::fill(out, out + row.n, read_slot(f, slot_, var_).f);
-    }
   }
   void eval_row_i(Frame& f, const Row& row, int64_t* out) const override {
-    if (slot_ == row.slot) {
-      for (int64_t k = 0; k < row.n; ++k) out[k] = row.lo + k;
-    } else {
+    if (!row_variable(row, slot_, out, [](int64_t v) { return v; }))
       std::fill(out, out + row.n, read_slot(f, slot_, var_).i);
-    }
   }
 
  private:
@@ -608,9 +601,10 @@ class Call final : public TypedNode<double> {
     if (table_) {  // a half's result is the table's entry for its bits
       uint16_t* bits = row_buffer(bits_, n);
       f16_bits_row(out, n, bits);
-      const float* halves = element_access::f16_floats();
+      double* halves = row_buffer(halves_, n);
+      element_access::f16_values_row(bits, n, halves, floats_);
       int64_t inexact = 0;  // an argument that is not a half (never, for an f16 expression)
-      for (int64_t k = 0; k < n; ++k) inexact |= static_cast<double>(halves[bits[k]]) != out[k];
+      for (int64_t k = 0; k < n; ++k) inexact |= halves[k] != out[k];
       if (!inexact) {
         for (int64_t k = 0; k < n; ++k) out[k] = table_[bits[k]];
         return;
@@ -630,8 +624,9 @@ class Call final : public TypedNode<double> {
   Builtin op_;
   NodePtr a_, b_;
   const float* table_;  ///< f16_builtin_table(op) when the argument and the result are f16
-  mutable std::vector<double> y_;
+  mutable std::vector<double> y_, halves_;
   mutable std::vector<uint16_t> bits_;
+  mutable std::vector<float> floats_;
 };
 
 /// T.abs of an integer.
@@ -680,6 +675,13 @@ class Load final : public TypedNode<T> {
     if (!var_indices_.empty()) {  // acc[i, j]: one stride along the row when all of it is inside
       if (auto a = row_access(f, row, var_indices_, t.shape())) {
         const int64_t first = a->first, step = a->step;
+        if constexpr (kFloat) {
+          if (kind_ == ElemKind::kF16 && step == 1) {  // consecutive halves
+            const auto* bits = reinterpret_cast<const uint16_t*>(t.data()) + first;
+            element_access::f16_values_row(bits, n, out, floats_);
+            return;
+          }
+        }
         with_loader(t, [&](auto load) {
           for (int64_t k = 0; k < n; ++k) out[k] = load(first + k * step);
         });
@@ -779,6 +781,7 @@ class Load final : public TypedNode<T> {
   std::vector<std::pair<int, const VarNode*>> var_indices_;  ///< variable_indices
   mutable std::vector<int64_t> rows_;                        ///< the index rows, one per dim
   mutable std::vector<uint64_t> flat_;                       ///< their flat positions
+  mutable std::vector<float> floats_;                        ///< a row of halves decoded
 };
 
 }  // namespace
@@ -790,8 +793,8 @@ struct ReuseCache {
   /// The last row (eval_row): its values and key, the tick being the one after computing it.
   std::vector<Value> row;
   uint64_t row_run = 0, row_statement = 0, row_tick = 0;
-  int row_slot = -1;
-  int64_t row_lo = 0;
+  int row_slot = -1, row_outer_slot = -1;
+  int64_t row_lo = 0, row_outer_lo = 0;
 };
 
 namespace {
@@ -824,8 +827,8 @@ class Reuse final : public Node {
   void eval_row(Frame& f, const Row& row, Value* out) const override {
     ReuseCache& c = *cache_;
     if (c.row_run == f.run && c.row_statement == f.statement && c.row_tick == f.tick &&
-        c.row_slot == row.slot && c.row_lo == row.lo &&
-        static_cast<int64_t>(c.row.size()) == row.n) {
+        c.row_slot == row.slot && c.row_lo == row.lo && c.row_outer_slot == row.outer_slot &&
+        c.row_outer_lo == row.outer_lo && static_cast<int64_t>(c.row.size()) == row.n) {
       std::copy(c.row.begin(), c.row.end(), out);
       return;
     }
@@ -836,6 +839,8 @@ class Reuse final : public Node {
     c.row_tick = f.tick;
     c.row_slot = row.slot;
     c.row_lo = row.lo;
+    c.row_outer_slot = row.outer_slot;
+    c.row_outer_lo = row.outer_lo;
   }
 
  private:
@@ -864,32 +869,38 @@ class Memo final : public Node {
     return v;
   }
   /// Invariant in the innermost loop around it: one value for the whole row when it does not
-  /// read the row's variable (else the default, iteration by iteration).
+  /// read the row's variables, one a pass of a 2-d row when it reads the outer loop's only (else
+  /// the default, iteration by iteration).
   void eval_row(Frame& f, const Row& row, Value* out) const override {
-    if (reads(row)) {
-      Node::eval_row(f, row, out);
-      return;
-    }
-    std::fill(out, out + row.n, eval(f));
+    if (reads(row.slot)) return Node::eval_row(f, row, out);
+    per_pass(f, row, out, [](const Value& v) { return v; });
   }
   void eval_row_f(Frame& f, const Row& row, double* out) const override {
-    if (reads(row)) {
-      Node::eval_row_f(f, row, out);
-      return;
-    }
-    std::fill(out, out + row.n, eval(f).f);
+    if (reads(row.slot)) return Node::eval_row_f(f, row, out);
+    per_pass(f, row, out, [](const Value& v) { return v.f; });
   }
   void eval_row_i(Frame& f, const Row& row, int64_t* out) const override {
-    if (reads(row)) {
-      Node::eval_row_i(f, row, out);
-      return;
-    }
-    std::fill(out, out + row.n, eval(f).i);
+    if (reads(row.slot)) return Node::eval_row_i(f, row, out);
+    per_pass(f, row, out, [](const Value& v) { return v.i; });
   }
 
  private:
-  bool reads(const Row& row) const {
-    return std::find(deps_.begin(), deps_.end(), row.slot) != deps_.end();
+  bool reads(int slot) const {
+    return slot >= 0 && std::find(deps_.begin(), deps_.end(), slot) != deps_.end();
+  }
+  /// out[k] = as(eval) for a row whose innermost variable the value does not read: evaluated
+  /// once a pass with the outer loop's variable bound where it reads that, else once.
+  template <typename T, typename As>
+  void per_pass(Frame& f, const Row& row, T* out, As&& as) const {
+    if (!reads(row.outer_slot)) {
+      std::fill(out, out + row.n, as(eval(f)));
+      return;
+    }
+    const int64_t inner = row.inner();
+    for (int64_t o = 0; o < row.outer_count(); ++o) {
+      bind_iteration(f, row.outer_slot, row.outer_lo + o);
+      std::fill(out + o * inner, out + (o + 1) * inner, as(eval(f)));
+    }
   }
 
   NodePtr inner_;
@@ -907,13 +918,15 @@ class RowMemo final : public Node {
   explicit RowMemo(NodePtr inner) : inner_(std::move(inner)) {}
   Value eval(Frame& f) const override { return inner_->eval(f); }
   void eval_row(Frame& f, const Row& row, Value* out) const override {
-    cached(f, row, out, values_, [&](Value* to) { inner_->eval_row(f, row, to); });
+    cached(f, row, out, values_, [&](const Row& one, Value* to) { inner_->eval_row(f, one, to); });
   }
   void eval_row_f(Frame& f, const Row& row, double* out) const override {
-    cached(f, row, out, doubles_, [&](double* to) { inner_->eval_row_f(f, row, to); });
+    cached(f, row, out, doubles_,
+           [&](const Row& one, double* to) { inner_->eval_row_f(f, one, to); });
   }
   void eval_row_i(Frame& f, const Row& row, int64_t* out) const override {
-    cached(f, row, out, ints_, [&](int64_t* to) { inner_->eval_row_i(f, row, to); });
+    cached(f, row, out, ints_,
+           [&](const Row& one, int64_t* to) { inner_->eval_row_i(f, one, to); });
   }
 
  private:
@@ -925,18 +938,22 @@ class RowMemo final : public Node {
     int slot = -1;
     int64_t lo = 0;
   };
+  /// The innermost loop's pass (`one`: a 2-d row's passes are all the same) kept or computed,
+  /// then copied into every pass of the row.
   template <typename T, typename Compute>
   void cached(Frame& f, const Row& row, T* out, Kept<T>& kept, Compute&& compute) const {
-    if (kept.run == f.run && kept.slot == row.slot && kept.lo == row.lo &&
-        static_cast<int64_t>(kept.row.size()) == row.n) {
+    const Row one{row.slot, row.lo, row.inner()};
+    if (kept.run == f.run && kept.slot == one.slot && kept.lo == one.lo &&
+        static_cast<int64_t>(kept.row.size()) == one.n) {
       std::copy(kept.row.begin(), kept.row.end(), out);
-      return;
+    } else {
+      compute(one, out);  // an error keeps nothing
+      kept.row.assign(out, out + one.n);
+      kept.run = f.run;
+      kept.slot = one.slot;
+      kept.lo = one.lo;
     }
-    compute(out);  // an error keeps nothing
-    kept.row.assign(out, out + row.n);
-    kept.run = f.run;
-    kept.slot = row.slot;
-    kept.lo = row.lo;
+    for (int64_t o = 1; o < row.outer_count(); ++o) std::copy(out, out + one.n, out + o * one.n);
   }
 
   NodePtr inner_;

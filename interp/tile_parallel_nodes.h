@@ -59,12 +59,45 @@ inline Value read_slot(const Frame& f, int slot, const VarNode* var) {
 }
 
 /// The iterations of an innermost loop evaluated together: its variable's slot and the values
-/// lo .. lo + n - 1 it takes.
+/// lo .. lo + n - 1 it takes. A 2-d row (outer_slot set) is several iterations of the loop
+/// around it as well (Loop's rows over a 2-d nest): iteration k binds that loop's variable to
+/// outer_lo + k / inner_n and the innermost's to lo + k % inner_n.
 struct Row {
   int slot;
   int64_t lo;
   int64_t n;
+  int outer_slot = -1;  ///< -1: the innermost loop's iterations alone
+  int64_t outer_lo = 0;
+  int64_t inner_n = 0;
+
+  /// The innermost loop's iterations in one pass, and the passes.
+  int64_t inner() const { return outer_slot < 0 ? n : inner_n; }
+  int64_t outer_count() const { return outer_slot < 0 ? 1 : n / inner_n; }
+  /// The statements the row's iterations enter: a store each, and in a 2-d row the innermost
+  /// loop itself once a pass.
+  int64_t steps() const { return outer_slot < 0 ? n : n + n / inner_n; }
 };
+
+/// When `slot` is one of the row's variables: out[k] = make(its value at iteration k) for every
+/// k < row.n, and true. False, writing nothing, for any other variable.
+template <typename T, typename Make>
+inline bool row_variable(const Row& row, int slot, T* out, Make&& make) {
+  if (slot != row.slot && slot != row.outer_slot) return false;
+  const int64_t inner = row.inner();
+  for (int64_t o = 0, k = 0; o < row.outer_count(); ++o) {
+    for (int64_t i = 0; i < inner; ++i, ++k)
+      out[k] = make(slot == row.slot ? row.lo + i : row.outer_lo + o);
+  }
+  return true;
+}
+
+/// Binds variable `slot` to v as an iteration of a row does (the store binds the row's last
+/// iteration for good).
+inline void bind_iteration(Frame& f, int slot, int64_t v) {
+  f.slots[slot] = Value::of_int(v);
+  f.version[slot] = ++f.tick;
+  f.bound[slot] = 1;
+}
 
 /// A compiled expression. eval returns exactly what the generic evaluator (scalar_eval.cpp)
 /// returns for the same expression in the same state, errors included.
@@ -160,9 +193,10 @@ std::vector<std::pair<int, const VarNode*>> variable_indices(const std::vector<E
 
 /// Where the iterations of `row` access a buffer whose indices are all variables (see
 /// variable_indices): the flat position of iteration k is first + k * step, when every index of
-/// every iteration lies inside `shape`; nullopt otherwise (some iteration is out of bounds: the
-/// caller then takes the checked path, which raises the error at that iteration). Variables
-/// other than the row's are read from the frame (a user error where unbound).
+/// every iteration lies inside `shape`; nullopt otherwise (some iteration is out of bounds, or
+/// a 2-d row's positions are not one stride: the caller then takes the checked path, which
+/// raises the error at that iteration). Variables other than the row's are read from the frame
+/// (a user error where unbound).
 struct RowAccess {
   int64_t first, step;
 };
@@ -170,20 +204,26 @@ inline std::optional<RowAccess> row_access(const Frame& f, const Row& row,
                                            const std::vector<std::pair<int, const VarNode*>>& vars,
                                            const std::vector<int64_t>& shape) {
   if (vars.size() != shape.size()) return std::nullopt;
-  int64_t first = 0, step = 0;
+  int64_t first = 0, step = 0, outer_step = 0;
   for (size_t d = 0; d < vars.size(); ++d) {
     first *= shape[d];
     step *= shape[d];
+    outer_step *= shape[d];
     if (vars[d].first == row.slot) {
-      if (row.lo < 0 || row.lo + row.n > shape[d]) return std::nullopt;
+      if (row.lo < 0 || row.lo + row.inner() > shape[d]) return std::nullopt;
       first += row.lo;
       step += 1;
+    } else if (vars[d].first == row.outer_slot) {
+      if (row.outer_lo < 0 || row.outer_lo + row.outer_count() > shape[d]) return std::nullopt;
+      first += row.outer_lo;
+      outer_step += 1;
     } else {
       const int64_t i = read_slot(f, vars[d].first, vars[d].second).i;
       if (i < 0 || i >= shape[d]) return std::nullopt;
       first += i;
     }
   }
+  if (row.outer_slot >= 0 && outer_step != step * row.inner_n) return std::nullopt;
   return RowAccess{first, step};
 }
 
@@ -206,9 +246,7 @@ inline void eval_index_rows(Frame& f, const Row& row, const std::vector<NodePtr>
     int64_t* r = rows + d * row.n;
     if (vars.empty()) {
       indices[d]->eval_row_i(f, row, r);
-    } else if (vars[d].first == row.slot) {
-      for (int64_t k = 0; k < row.n; ++k) r[k] = row.lo + k;
-    } else {
+    } else if (!row_variable(row, vars[d].first, r, [](int64_t v) { return v; })) {
       std::fill(r, r + row.n, read_slot(f, vars[d].first, vars[d].second).i);
     }
   }

@@ -397,6 +397,88 @@ def kept(A: T.Tensor((16,), "float32"), M: T.Tensor((4, 16), "float32")):
     }
   }
 
+  // A loop whose body is a loop of one store indexed by both variables runs several of its
+  // iterations with all of the body loop's as one 2-d row (Loop::run_2d in tile_parallel.cpp):
+  // the stores at one stride (M[i, j]) and scattered (M[j, i], the lower half of a taller
+  // buffer); a value invariant in j computed once a pass of j (T.exp2(A[i] * 0.5)), one of j
+  // alone kept from pass to pass (A[j] * 2.0 + 1.0) and one of neither; a read of the stored
+  // element itself; 3 x 500 iterations (one outer pass a row: not 2-d), 40 x 30 (34 passes of
+  // the outer loop a row: two rows, the second of 6) and 64 x 16 (one row of all 1024); a body
+  // loop whose bounds read the outer variable (no 2-d rows); stores past the edge in the second
+  // pass of a row (B[i * 4 + j] for j up to 7: B[16] at i = 2 after 16 stores; M[i, j + 1] at
+  // i = 0) and a load past it (the error where the generic evaluator raises it).
+  TEST_CASE("2-d rows of a loop and its body loop give the generic evaluator's bytes and errors") {
+    const char* const bodies[] = {
+        "for i, j in T.Parallel(16, 16):\n            M[i, j] = M[i, j] * T.exp2(A[i] * 0.5) + "
+        "(A[j] * 2.0 + 1.0) - A[3]",
+        "for i, j in T.Parallel(16, 16):\n            M[j, i] = A[i] - A[j] * 2.0",
+        "for i, j in T.Parallel(8, 16):\n            M[i + 8, j] = M[i + 8, j] + i * 16 + j",
+        "for i, j in T.Parallel(16, 16):\n            M[j, i] = M[j, i] + i * 16 + j",
+        "for i, j in T.Parallel(3, 500):\n            L[i, j] = A[j % 16] * i + j",
+        "for i, j in T.Parallel(40, 30):\n            L[i, j] = A[(i + j) % 16] + i - j",
+        "for i, j in T.Parallel(64, 16):\n            L[i, j] = T.exp2(A[i % 16]) * A[j] + i",
+        "for i in T.Parallel(16):\n            for j in T.serial(i, 16):\n                "
+        "M[i, j] = A[j] * i",
+        "for i, j in T.Parallel(4, 8):\n            B[i * 4 + j] = A[j] + i",
+        "for i, j in T.Parallel(16, 16):\n            M[i, j + 1] = A[j] + i",
+        "for i, j in T.Parallel(16, 16):\n            M[i, j] = A[i + j] + i",
+    };
+    const char* const errors[] = {"",
+                                  "",
+                                  "",
+                                  "",
+                                  "",
+                                  "",
+                                  "",
+                                  "",
+                                  "store to B[16] is out of bounds",
+                                  "store to M[0, 16] is out of bounds",
+                                  "load of A[16] is out of bounds"};
+    for (size_t c = 0; c < std::size(bodies); ++c) {
+      check_like_generic(R"(import tilelang.language as T
+
+
+@T.prim_func
+def two_d(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
+          M: T.Tensor((16, 16), "float16"), L: T.Tensor((64, 500), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        )",
+                         bodies[c], errors[c], 9);
+    }
+  }
+
+  // With a step limit a 2-d row runs only where all its steps fit the batch before the next
+  // hand-over (else the loop's iterations run one by one), so the stop falls on the generic
+  // evaluator's statement; without one every step counts at once, and a whole run counts the
+  // generic evaluator's steps: 1 for the i loop + 64 x (1 for the j loop + 16 stores) = 1089 a
+  // block, 2 blocks.
+  TEST_CASE("steps of 2-d rows are the generic evaluator's, with a limit and without") {
+    Kernel k = parse(R"(import tilelang.language as T
+
+
+@T.prim_func
+def counted(A: T.Tensor((16,), "float32"), L: T.Tensor((64, 16), "float32")):
+    with T.Kernel(2, threads=32) as bx:
+        for i, j in T.Parallel(64, 16):
+            L[i, j] = A[j] * i + bx
+)");
+    TensorMap in = make_tensors(k, {}, {"L"}, 5);
+    for (int64_t limit : {int64_t{50}, int64_t{700}, int64_t{1500}, int64_t{0}}) {
+      RunControl a(limit), b(limit);
+      Outcome generic = run(k, in, false, 1, &a), compiled = run(k, in, true, 1, &b);
+      INFO(limit);
+      CHECK(compiled.error == generic.error);
+      CHECK(a.steps() == b.steps());
+      CHECK(differing(generic.tensors, compiled.tensors) == "");
+      if (limit == 0) {
+        CHECK(generic.error == "");
+        CHECK(b.steps() == 2 * 1089);
+      } else {
+        CHECK(generic.error.find("steps") != std::string::npos);
+      }
+    }
+  }
+
   // A one-argument builtin of a half is a lookup in a table of its f16 results (Call in
   // tile_parallel_expr.cpp). Each builtin over halves from -20 to 20 (2^20 overflows to inf, 2^-20
   // is subnormal, the log and square root of a negative number are NaN) and over those results
@@ -558,6 +640,37 @@ TEST_SUITE("tile level: element fast paths") {
   // f16 elements equal but for [3] (NaN in both: equal), [700] (1.0 vs 1.5: |0.5| > 1e-2 +
   // 1e-2 * 1.5, a mismatch) and [999] (2.0 vs 2.0078125, one f16 step: 0.0078125 <= 0.01 + 0.02,
   // passes with that error).
+  // A row of halves is decoded by the CPU's conversion (the tail past a multiple of 8 by the
+  // table): every one of the 65,536 bit patterns, in rows of 8 (the CPU's width), 13 (a tail of
+  // 5) and 64, gives the table's double, bit for bit — the 1,022 signalling NaNs (0x7C01), whose
+  // floats differ, and quiet ones (0xFE00) included.
+  TEST_CASE("rows of halves decode to the table's values, NaN payloads included") {
+    const float* table = element_access::f16_floats();
+    std::vector<uint16_t> bits(1 << 16);
+    for (size_t b = 0; b < bits.size(); ++b) bits[b] = static_cast<uint16_t>(b);
+    std::vector<float> scratch;
+    for (int64_t width : {8, 13, 64}) {
+      std::vector<double> out(static_cast<size_t>(width));
+      int64_t mismatched = 0;
+      for (int64_t first = 0; first + width <= static_cast<int64_t>(bits.size()); first += width) {
+        element_access::f16_values_row(bits.data() + first, width, out.data(), scratch);
+        for (int64_t k = 0; k < width; ++k) {
+          const double expected = table[bits[static_cast<size_t>(first + k)]];
+          mismatched += std::memcmp(&expected, &out[static_cast<size_t>(k)], sizeof expected) != 0;
+        }
+      }
+      INFO(width);
+      CHECK(mismatched == 0);
+    }
+    const uint16_t nans[] = {0x3C00, 0x7C01, 0xFE00, 0x0001, 0x3C00, 0x7C00, 0x8000, 0x0400};
+    std::vector<double> out(8);
+    element_access::f16_values_row(nans, 8, out.data(), scratch);
+    for (int k = 0; k < 8; ++k) {
+      const double expected = table[nans[k]];
+      CHECK(std::memcmp(&expected, &out[static_cast<size_t>(k)], sizeof expected) == 0);
+    }
+  }
+
   TEST_CASE("comparing tensors that are mostly bit-equal reports exactly the differing elements") {
     HostTensor a(DataType::f16(), {1000}), b(DataType::f16(), {1000});
     for (int64_t i = 0; i < 1000; ++i) a.set(i, 0.25 * static_cast<double>(i % 7));
