@@ -1,7 +1,6 @@
 // Host tensor storage, random fill and comparison.
 #include "interp/host_tensor.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,32 +16,14 @@ namespace tessel {
 
 namespace {
 
-/// Asks the kernel to map every whole page of [begin, begin + n) at once (MADV_POPULATE_WRITE,
-/// Linux 5.14): one call instead of a page fault a page. Only a hint: where the kernel refuses
-/// it, the writes fault the pages in as before.
-void populate(uint8_t* begin, size_t n) {
-#ifdef MADV_POPULATE_WRITE
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGE_SIZE));
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(begin) + n) / page * page;
-  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
-#else
-  (void)begin;
-  (void)n;
-#endif
-}
-
-/// Calls write(begin, count) for slices of 64 MiB of the `bytes` bytes at `data`, on every core,
-/// each slice's pages mapped first (populate): the first touch of a page costs more than
-/// writing it.
+/// Calls write(begin, count) for slices of 64 MiB of `bytes` bytes, on every core: the first
+/// touch of a page costs more than writing it.
 template <typename Write>
-void write_in_slices(uint8_t* data, int64_t bytes, Write&& write) {
+void write_in_slices(int64_t bytes, Write&& write) {
   constexpr int64_t kSlice = int64_t{1} << 26;
   parallel_for((bytes + kSlice - 1) / kSlice, [&](int64_t s) {
     const int64_t begin = s * kSlice;
-    const size_t n = static_cast<size_t>(std::min(kSlice, bytes - begin));
-    populate(data + begin, n);
-    write(begin, n);
+    write(begin, static_cast<size_t>(std::min(kSlice, bytes - begin)));
   });
 }
 
@@ -57,15 +38,14 @@ HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_
   }
   const int64_t bytes = dtype_.storage_bytes(size_);
   bytes_.resize(static_cast<size_t>(bytes));
-  write_in_slices(bytes_.data(), bytes, [&](int64_t begin, size_t n) {
-    std::memset(bytes_.data() + begin, fill_byte, n);
-  });
+  write_in_slices(
+      bytes, [&](int64_t begin, size_t n) { std::memset(bytes_.data() + begin, fill_byte, n); });
 }
 
 HostTensor::HostTensor(const HostTensor& other)
     : dtype_(other.dtype_), shape_(other.shape_), size_(other.size_) {
   bytes_.resize(other.bytes_.size());
-  write_in_slices(bytes_.data(), static_cast<int64_t>(bytes_.size()), [&](int64_t begin, size_t n) {
+  write_in_slices(static_cast<int64_t>(bytes_.size()), [&](int64_t begin, size_t n) {
     std::memcpy(bytes_.data() + begin, other.bytes_.data() + begin, n);
   });
 }
