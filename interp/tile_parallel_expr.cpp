@@ -654,13 +654,15 @@ class Load final : public TypedNode<T> {
  public:
   static constexpr size_t kMaxRank = 8;
   static constexpr bool kFloat = std::is_same_v<T, double>;
+  /// `reads`: the slots each index reads.
   Load(const BufferLoadNode* op, int buffer, std::vector<NodePtr> indices,
-       std::vector<std::pair<int, const VarNode*>> var_indices)
+       std::vector<std::pair<int, const VarNode*>> var_indices, std::vector<std::vector<int>> reads)
       : op_(op),
         buffer_(buffer),
         kind_(elem_kind(op->buffer->dtype)),
         indices_(std::move(indices)),
-        var_indices_(std::move(var_indices)) {}
+        var_indices_(std::move(var_indices)),
+        reads_(std::move(reads)) {}
   Value eval(Frame& f) const override {
     int64_t idx[kMaxRank];
     eval_indices(f, indices_, var_indices_, idx);
@@ -688,6 +690,7 @@ class Load final : public TypedNode<T> {
         return;
       }
     }
+    if (row.outer_slot >= 0 && separable(f, row, t, out)) return;
     int64_t* rows = row_buffer(rows_, static_cast<int64_t>(rank) * n);
     eval_index_rows(f, row, indices_, var_indices_, rows);
     const std::vector<int64_t>& shape = t.shape();
@@ -718,6 +721,53 @@ class Load final : public TypedNode<T> {
   }
 
  private:
+  /// A 2-d row whose every index reads the innermost variable or the outer one but not both
+  /// (`B_local[i, j // 2]`): the flat position is a part from the pass plus a part from the
+  /// iteration within it, each computed once (an index over one pass, or over the passes with
+  /// the outer variable as the row's), then one load an iteration. False, having loaded
+  /// nothing, where that does not hold or an index lies outside its dimension (the checked
+  /// path raises the error at its iteration).
+  bool separable(Frame& f, const Row& row, const HostTensor& t, T* out) const {
+    const std::vector<int64_t>& shape = t.shape();
+    const size_t rank = indices_.size();
+    if (rank != shape.size()) return false;
+    auto reads = [&](size_t d, int slot) {
+      return std::find(reads_[d].begin(), reads_[d].end(), slot) != reads_[d].end();
+    };
+    for (size_t d = 0; d < rank; ++d) {
+      if (reads(d, row.slot) && reads(d, row.outer_slot)) return false;
+    }
+    const int64_t inner = row.inner(), passes = row.outer_count();
+    const Row one_pass{row.slot, row.lo, inner}, along_passes{row.outer_slot, row.outer_lo, passes};
+    uint64_t* within = row_buffer(within_, inner);  // unsigned: no overflow before the check
+    uint64_t* base = row_buffer(base_, passes);
+    int64_t* index = row_buffer(rows_, std::max(inner, passes));
+    std::fill(within, within + inner, 0);
+    std::fill(base, base + passes, 0);
+    uint64_t outside = 0;
+    uint64_t stride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      const bool per_pass = !reads(d, row.slot);
+      const Row& r = per_pass ? along_passes : one_pass;
+      uint64_t* part = per_pass ? base : within;
+      indices_[d]->eval_row_i(f, r, index);
+      const uint64_t extent = static_cast<uint64_t>(shape[d]);
+      for (int64_t k = 0; k < r.n; ++k) {
+        outside |= static_cast<uint64_t>(static_cast<uint64_t>(index[k]) >= extent);
+        part[k] += static_cast<uint64_t>(index[k]) * stride;
+      }
+      stride *= extent;
+    }
+    if (outside) return false;
+    with_loader(t, [&](auto load) {
+      for (int64_t o = 0; o < passes; ++o) {
+        T* to = out + o * inner;
+        for (int64_t i = 0; i < inner; ++i) to[i] = load(static_cast<int64_t>(base[o] + within[i]));
+      }
+    });
+    return true;
+  }
+
   /// Calls body(load) with load(flat) the value of element `flat` of `t`, specialised for the
   /// element kind so that a row's loop tests it once.
   template <typename Body>
@@ -782,6 +832,8 @@ class Load final : public TypedNode<T> {
   mutable std::vector<int64_t> rows_;                        ///< the index rows, one per dim
   mutable std::vector<uint64_t> flat_;                       ///< their flat positions
   mutable std::vector<float> floats_;                        ///< a row of halves decoded
+  std::vector<std::vector<int>> reads_;                      ///< the slots each index reads
+  mutable std::vector<uint64_t> within_, base_;  ///< separable's parts of the flat positions
 };
 
 }  // namespace
@@ -1184,12 +1236,21 @@ NodePtr compile_node(const Expr& e, Tables& tables, const IndexContext& ctx) {
       IndexContext inner{"load of", op->buffer.get(), &op->indices};
       std::vector<NodePtr> indices;
       if (!compile_indices(op->indices, tables, inner, indices)) return nullptr;
+      std::vector<std::vector<int>> reads;
+      for (const Expr& i : op->indices) {
+        reads.emplace_back();
+        pre_order_visit(i, [&](const Expr& x) {
+          if (const auto* v = x.as<VarNode>()) reads.back().push_back(tables.slot(v));
+        });
+      }
       if (op->dtype.is_float()) {
         return std::make_unique<Load<double>>(op, tables.buffer(op->buffer), std::move(indices),
-                                              variable_indices(op->indices, tables));
+                                              variable_indices(op->indices, tables),
+                                              std::move(reads));
       }
       return std::make_unique<Load<int64_t>>(op, tables.buffer(op->buffer), std::move(indices),
-                                             variable_indices(op->indices, tables));
+                                             variable_indices(op->indices, tables),
+                                             std::move(reads));
     }
   }
   return nullptr;

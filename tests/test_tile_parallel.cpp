@@ -406,7 +406,10 @@ def kept(A: T.Tensor((16,), "float32"), M: T.Tensor((4, 16), "float32")):
   // the outer loop a row: two rows, the second of 6) and 64 x 16 (one row of all 1024); a body
   // loop whose bounds read the outer variable (no 2-d rows); stores past the edge in the second
   // pass of a row (B[i * 4 + j] for j up to 7: B[16] at i = 2 after 16 stores; M[i, j + 1] at
-  // i = 0) and a load past it (the error where the generic evaluator raises it).
+  // i = 0) and a load past it (the error where the generic evaluator raises it); loads whose
+  // indices each read i or j but not both (P[i, j // 2], A[i // 2]: a part of the position a
+  // pass, a part an iteration), one whose index reads both (P[(i + j) % 16, j % 8]) and one of
+  // the first kind past the edge (P[0, 8] at j = 14).
   TEST_CASE("2-d rows of a loop and its body loop give the generic evaluator's bytes and errors") {
     const char* const bodies[] = {
         "for i, j in T.Parallel(16, 16):\n            M[i, j] = M[i, j] * T.exp2(A[i] * 0.5) + "
@@ -422,6 +425,13 @@ def kept(A: T.Tensor((16,), "float32"), M: T.Tensor((4, 16), "float32")):
         "for i, j in T.Parallel(4, 8):\n            B[i * 4 + j] = A[j] + i",
         "for i, j in T.Parallel(16, 16):\n            M[i, j + 1] = A[j] + i",
         "for i, j in T.Parallel(16, 16):\n            M[i, j] = A[i + j] + i",
+        "for i, j in T.Parallel(16, 16):\n            M[i, j] = T.cast(P[i, j // 2], \"float32\") "
+        "* "
+        "A[i // 2] + A[j % 8]",
+        "for i, j in T.Parallel(16, 16):\n            M[i, j] = T.cast(P[(i + j) % 16, j % 8], "
+        "\"float32\") + A[i]",
+        "for i, j in T.Parallel(16, 16):\n            M[i, j] = T.cast(P[i, j // 2 + 1], "
+        "\"float32\")",
     };
     const char* const errors[] = {"",
                                   "",
@@ -433,14 +443,18 @@ def kept(A: T.Tensor((16,), "float32"), M: T.Tensor((4, 16), "float32")):
                                   "",
                                   "store to B[16] is out of bounds",
                                   "store to M[0, 16] is out of bounds",
-                                  "load of A[16] is out of bounds"};
+                                  "load of A[16] is out of bounds",
+                                  "",
+                                  "",
+                                  "load of P[0, 8] is out of bounds"};
     for (size_t c = 0; c < std::size(bodies); ++c) {
       check_like_generic(R"(import tilelang.language as T
 
 
 @T.prim_func
 def two_d(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
-          M: T.Tensor((16, 16), "float16"), L: T.Tensor((64, 500), "float32")):
+          M: T.Tensor((16, 16), "float16"), L: T.Tensor((64, 500), "float32"),
+          P: T.Tensor((16, 8), "int8")):
     with T.Kernel(1, threads=32) as bx:
         )",
                          bodies[c], errors[c], 9);
