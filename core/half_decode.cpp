@@ -2,6 +2,9 @@
 // not include F16C) and chosen at run time.
 #include "core/half_decode.h"
 
+#include <Eigen/Core>
+#include <vector>
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
@@ -24,6 +27,16 @@ __attribute__((target("avx,f16c"))) int64_t halves_to_floats_f16c(const uint16_t
 #endif
 
 }  // namespace
+
+const float* half_values() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(1 << 16);
+    for (uint32_t b = 0; b < t.size(); ++b)
+      t[b] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(static_cast<uint16_t>(b)));
+    return t;
+  }();
+  return table.data();
+}
 
 int64_t halves_to_floats_in_hardware(const uint16_t* bits, float* out, int64_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -6,6 +6,10 @@
 
 namespace tessel {
 
+/// Every f16 bit pattern's float value (256 KiB, built once, by Eigen::half): decoding a half is
+/// a lookup.
+const float* half_values();
+
 /// Converts a prefix of the n halves at `bits` into out[0, returned) with the CPU's F16C
 /// conversion (a multiple of 8; none on a CPU without F16C). The values are exact, as
 /// Eigen::half's are, for every half but a NaN, which stays a NaN (its payload may change).

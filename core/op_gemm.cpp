@@ -50,18 +50,6 @@ void check_dim(const std::string& op, const char* what, const Buffer& x, size_t 
 using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatI = Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-/// Every f16 bit pattern's float value (256 KiB, built once): decoding a tile is then a lookup.
-const float* f16_table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(1 << 16);
-    for (uint32_t b = 0; b < t.size(); ++b) {
-      t[b] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(static_cast<uint16_t>(b)));
-    }
-    return t;
-  }();
-  return table.data();
-}
-
 /// Decodes a tile into `m` (resized to the tile's shape: no allocation when it already has it);
 /// the common 16- and 32-bit float formats take a direct path.
 template <typename Mat>
@@ -78,7 +66,7 @@ void read_matrix_into(const TensorView& v, Mat& m) {
     const auto* bits = reinterpret_cast<const uint16_t*>(v.data);
     if (v.dtype == DataType::f16()) {
       const int64_t done = halves_to_floats_in_hardware(bits, out, n);
-      const float* table = f16_table();
+      const float* table = half_values();
       for (int64_t i = done; i < n; ++i) out[i] = table[bits[i]];
       return;
     }

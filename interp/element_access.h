@@ -25,15 +25,11 @@ inline ElemKind elem_kind(DataType t) {
   return ElemKind::kOther;
 }
 
-/// Every f16 bit pattern's float value (256 KiB, built once): decoding an f16 is a lookup.
+/// Every f16 bit pattern's float value (core/half_decode.h's table, its address kept here so
+/// that a lookup per element stays inline).
 inline const float* f16_floats() {
-  static const std::vector<float> table = [] {
-    std::vector<float> v(1 << 16);
-    for (uint32_t b = 0; b < v.size(); ++b)
-      v[b] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(static_cast<uint16_t>(b)));
-    return v;
-  }();
-  return table.data();
+  static const float* const table = half_values();
+  return table;
 }
 
 /// out[k] = f16_floats()[bits[k]] for k < n, converted by the CPU (core/half_decode.h) where it

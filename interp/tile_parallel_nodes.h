@@ -84,9 +84,13 @@ template <typename T, typename Make>
 inline bool row_variable(const Row& row, int slot, T* out, Make&& make) {
   if (slot != row.slot && slot != row.outer_slot) return false;
   const int64_t inner = row.inner();
-  for (int64_t o = 0, k = 0; o < row.outer_count(); ++o) {
-    for (int64_t i = 0; i < inner; ++i, ++k)
-      out[k] = make(slot == row.slot ? row.lo + i : row.outer_lo + o);
+  for (int64_t o = 0; o < row.outer_count(); ++o) {
+    T* pass = out + o * inner;
+    if (slot == row.slot) {
+      for (int64_t i = 0; i < inner; ++i) pass[i] = make(row.lo + i);
+    } else {
+      std::fill(pass, pass + inner, make(row.outer_lo + o));
+    }
   }
   return true;
 }
