@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/expr_printer.h"
+#include "core/half_decode.h"
 
 namespace tessel {
 
@@ -136,13 +137,16 @@ void copy_run(const TensorView& sv, TensorView& dv, const std::vector<int64_t>& 
   if (sv.dtype == DataType::f32() && dv.dtype == DataType::f16()) {
     // An fp32 accumulator into an fp16 tensor: encode's rounding of a float (to odd in float,
     // which keeps a float as it is, then to nearest even) is Eigen::half's of the float itself.
+    // The CPU's conversion gives the same bits where it has one (core/half_decode.h).
     const int64_t s0 = offset(sv, si, 0) / bytes, d0 = offset(dv, di, 0) / bytes;
-    for (int64_t p = dlo; p < dhi; ++p) {
-      float x = 0.0f;
-      if (p >= clo && p < chi) std::memcpy(&x, sv.data + (s0 + p) * 4, 4);
-      const uint16_t h = Eigen::numext::bit_cast<uint16_t>(Eigen::half(x));
-      std::memcpy(dv.data + (d0 + p) * 2, &h, 2);
-    }
+    const float* src = reinterpret_cast<const float*>(sv.data) + s0;
+    uint16_t* dst = reinterpret_cast<uint16_t*>(dv.data) + d0;
+    const int64_t lo = std::clamp(clo, dlo, dhi), hi = std::clamp(chi, lo, dhi);
+    std::fill(dst + dlo, dst + lo, uint16_t{0});  // +0.0 where the source is past its edge
+    std::fill(dst + hi, dst + dhi, uint16_t{0});
+    const int64_t done = lo + floats_to_halves_in_hardware(src + lo, dst + lo, hi - lo);
+    for (int64_t p = done; p < hi; ++p)
+      dst[p] = Eigen::numext::bit_cast<uint16_t>(Eigen::half(src[p]));
     return;
   }
   if (sv.dtype != dv.dtype) {

@@ -146,10 +146,12 @@ void chunk_scan_rows(const SsdShape& s, const SsdTensors& in, const HostTensor& 
   const double u = std::ldexp(1.0, -11), ln2 = std::log(2.0), log2e = 1.0 / ln2;
   const double gamma = static_cast<double>(s.dstate + Q + 2) * std::ldexp(1.0, -24);
   const int64_t g = h / s.heads_per_group();
-  thread_local MatrixD X, Xa, Xr, Cm, Cr, S, W, E, CS;
+  thread_local MatrixD X, Xa, Xr, Cr, S, W, E, CS;
   thread_local Eigen::VectorXd dA, dt, decay, grow, abs_a, eps_d, decay_r;
-  in.x_chunk(b, c, h, X);
-  in.C_chunk(b, c, g, Cm);
+  // A row reads the positions up to itself (causal): X up to the last row, C at the rows.
+  const int64_t n = r == 0 ? 0 : rows.back() + 1;
+  in.x_chunk(b, c, h, X, n);
+  in.C_rows(b, c, g, rows, Cr);
   in.state(b, c, h, S);
   in.dA_chunk(b, c, h, dA);
   in.dt_chunk(b, c, h, dt);
@@ -159,8 +161,8 @@ void chunk_scan_rows(const SsdShape& s, const SsdTensors& in, const HostTensor& 
   if (factor) grow = (-dA.array()).exp();
   abs_a = (dA * log2e).cwiseAbs();
   // Row i of W and E holds position l = rows[i]: its weights on and before l, zero after.
-  W.setZero(r, Q);
-  E.setZero(r, Q);
+  W.setZero(r, n);
+  E.setZero(r, n);
   const int64_t cb_row = ((b * s.nchunks + c) * s.ngroups + g) * Q;
   for (int64_t i = 0; i < r; ++i) {
     const int64_t l = rows[static_cast<size_t>(i)];
@@ -174,7 +176,6 @@ void chunk_scan_rows(const SsdShape& s, const SsdTensors& in, const HostTensor& 
       e[j] = ((ln2 * u * (abs_a[l] + abs_a[j] + 2 * diff) + 3 * u) + gamma) * std::fabs(w[j]);
     }
   }
-  Cr = Cm(rows, Eigen::all);
   Xr = X(rows, Eigen::all);
   decay_r = decay(rows);
   // Y = diag(e^dA) C S^T + W X + D X.

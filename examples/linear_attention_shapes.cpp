@@ -47,6 +47,12 @@ const HostTensor* find_tensor(const TensorMap& t, const char* name) {
 
 void read_elements(const HostTensor& t, int64_t flat, int64_t n, double* out) {
   const element_access::ElemKind kind = element_access::elem_kind(t.dtype());
+  if (kind == element_access::ElemKind::kF16) {  // the CPU's conversion, same values
+    thread_local std::vector<float> floats;
+    element_access::f16_values_row(reinterpret_cast<const uint16_t*>(t.data()) + flat, n, out,
+                                   floats);
+    return;
+  }
   for (int64_t k = 0; k < n; ++k) out[k] = element_access::load_elem(kind, t, flat + k);
 }
 
@@ -64,9 +70,10 @@ SsdTensors::SsdTensors(const SsdShape& shape, const TensorMap& tensors)
       dA_(find_tensor(tensors, "dA_cumsum")),
       prev_(find_tensor(tensors, "prev_states")) {}
 
-void SsdTensors::x_chunk(int64_t b, int64_t c, int64_t h, MatrixD& m) const {
-  m.resize(s_.chunk, s_.headdim);
-  for (int64_t l = 0; l < s_.chunk; ++l) {
+void SsdTensors::x_chunk(int64_t b, int64_t c, int64_t h, MatrixD& m, int64_t positions) const {
+  if (positions < 0) positions = s_.chunk;
+  m.resize(positions, s_.headdim);
+  for (int64_t l = 0; l < positions; ++l) {
     if (c * s_.chunk + l < s_.seq_len) {
       read_elements(*x_, ((b * s_.seq_len + c * s_.chunk + l) * s_.nheads + h) * s_.headdim,
                     s_.headdim, m.row(l).data());
@@ -76,15 +83,21 @@ void SsdTensors::x_chunk(int64_t b, int64_t c, int64_t h, MatrixD& m) const {
   }
 }
 
-void SsdTensors::group_chunk(const HostTensor* t, int64_t b, int64_t c, int64_t g,
-                             MatrixD& m) const {
-  m.resize(s_.chunk, s_.dstate);
-  for (int64_t l = 0; l < s_.chunk; ++l) {
+void SsdTensors::C_rows(int64_t b, int64_t c, int64_t g, const std::vector<int64_t>& rows,
+                        MatrixD& m) const {
+  group_rows(C_, b, c, g, rows.data(), static_cast<int64_t>(rows.size()), m);
+}
+
+void SsdTensors::group_rows(const HostTensor* t, int64_t b, int64_t c, int64_t g,
+                            const int64_t* rows, int64_t n, MatrixD& m) const {
+  m.resize(n, s_.dstate);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t l = rows ? rows[i] : i;
     if (c * s_.chunk + l < s_.seq_len) {
       read_elements(*t, ((b * s_.seq_len + c * s_.chunk + l) * s_.ngroups + g) * s_.dstate,
-                    s_.dstate, m.row(l).data());
+                    s_.dstate, m.row(i).data());
     } else {
-      m.row(l).setZero();
+      m.row(i).setZero();
     }
   }
 }

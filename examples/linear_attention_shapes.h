@@ -33,8 +33,9 @@ std::vector<ParamSpec> ssd_params(std::vector<ParamSpec> blocks);
 class SsdTensors {
  public:
   SsdTensors(const SsdShape& shape, const TensorMap& tensors);
-  /// x[b, cQ + l, h, :] for l < Q: a (chunk x headdim) matrix.
-  void x_chunk(int64_t b, int64_t c, int64_t h, MatrixD& out) const;
+  /// x[b, cQ + l, h, :] for l < positions (the chunk's first positions; all by default): a
+  /// (positions x headdim) matrix.
+  void x_chunk(int64_t b, int64_t c, int64_t h, MatrixD& out, int64_t positions = -1) const;
   /// B[b, cQ + l, g, :] (or C): a (chunk x dstate) matrix.
   void B_chunk(int64_t b, int64_t c, int64_t g, MatrixD& out) const {
     group_chunk(B_, b, c, g, out);
@@ -42,6 +43,9 @@ class SsdTensors {
   void C_chunk(int64_t b, int64_t c, int64_t g, MatrixD& out) const {
     group_chunk(C_, b, c, g, out);
   }
+  /// C[b, cQ + l, g, :] for the positions l in `rows`: a (|rows| x dstate) matrix.
+  void C_rows(int64_t b, int64_t c, int64_t g, const std::vector<int64_t>& rows,
+              MatrixD& out) const;
   /// prev_states[b, c, h, :, :]: a (headdim x dstate) matrix.
   void state(int64_t b, int64_t c, int64_t h, MatrixD& out) const;
   /// dA_cumsum[b, h, c, :] and dt[b, h, c, :]: chunk values each.
@@ -49,7 +53,12 @@ class SsdTensors {
   void dt_chunk(int64_t b, int64_t c, int64_t h, Eigen::VectorXd& out) const;
 
  private:
-  void group_chunk(const HostTensor* t, int64_t b, int64_t c, int64_t g, MatrixD& out) const;
+  /// t[b, cQ + l, g, :] for the positions l in rows[0, n) (0, 1, ... when rows is null).
+  void group_rows(const HostTensor* t, int64_t b, int64_t c, int64_t g, const int64_t* rows,
+                  int64_t n, MatrixD& out) const;
+  void group_chunk(const HostTensor* t, int64_t b, int64_t c, int64_t g, MatrixD& out) const {
+    group_rows(t, b, c, g, nullptr, s_.chunk, out);
+  }
   const SsdShape& s_;
   const HostTensor *x_, *B_, *C_, *dt_, *dA_, *prev_;  ///< null where `tensors` has none
 };

@@ -38,10 +38,10 @@ TensorMap make_tensors(const Kernel& kernel, const std::map<std::string, int64_t
       continue;
     }
     bool is_output = std::find(outputs.begin(), outputs.end(), b->name) != outputs.end();
-    HostTensor t(b->dtype, shapes.at(b->name), is_output ? 0xFF : 0);
-    if (!is_output) t.fill_random(seed * 1000003 + stream);
-    ++stream;
-    tensors.emplace(b->name, std::move(t));
+    const uint64_t stream_seed = seed * 1000003 + stream++;
+    tensors.emplace(b->name, is_output
+                                 ? HostTensor(b->dtype, shapes.at(b->name), 0xFF)
+                                 : HostTensor::random(b->dtype, shapes.at(b->name), stream_seed));
   }
   return tensors;
 }

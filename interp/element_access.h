@@ -3,6 +3,9 @@
 #pragma once
 
 #include <Eigen/Core>
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#include <immintrin.h>
+#endif
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -84,100 +87,141 @@ inline float float_round_to_odd(double x) {
   return std::bit_cast<float>(bits | 1u);
 }
 
-/// round_f16 where its inline path does not apply: subnormals, overflow, inf and NaN
-/// (element_access.cpp).
+/// round_f16 where its inline path does not apply: past 65504, inf and NaN (element_access.cpp).
 double round_f16_rare(double x);
 
-/// round_to(f16, x): round to odd in float, then to nearest even at f16's precision. For normal
-/// halves (|x| in [2^-14, 65504]) that is x rounded to nearest even at 11 significant bits
-/// directly (round to odd at 24 >= 11 + 2 bits first does not change a round to nearest), done
-/// on the double's bits: drop 42 significand bits, ties to even; the bounds are halves, so |x|
-/// and its float round to odd lie on the same side of each. Subnormal halves round the float to
-/// a multiple of 2^-24; values past 65504, inf and NaN go through Eigen::half as round_to does.
-/// The bits of a double x with |x| in [2^-14, 65504] rounded to nearest even at 11 significant
-/// bits, and whether |x| lies there: one unsigned range test of the bits, no data-dependent
-/// branch (a dequantised weight is zero one time in sixteen).
-struct F16Normal {
+/// round_to(f16, x): round to odd in float, then to nearest even at f16's precision, computed
+/// from the double's bits without a data-dependent branch except for |x| > 65504, inf and NaN
+/// (which go through Eigen::half as round_to does):
+/// - normal halves (|x| in [2^-14, 65504]): round to odd at 24 >= 11 + 2 bits first does not
+///   change a round to nearest, so x rounds to nearest even at 11 significant bits directly:
+///   drop 42 significand bits, ties to even. The bounds are halves, so |x| and its float round
+///   to odd lie on the same side of each.
+/// - below 2^-14 (subnormal halves and zeros): to the nearest even multiple of 2^-24, the
+///   spacing of subnormal halves, by adding 2^28 (in whose binade the ulp is 2^-24) and
+///   subtracting it again; x's sign is kept, also on a zero. 2^-14 - 2^-25 and up round to 2^-14.
+/// The parts of a double x with bits u for rounding: `rounded` the bits of its round to f16 as a
+/// double and `half` its f16 bits where x is not rare, `rare` 1 (an integer, so that loops over
+/// rows of them vectorise) where |x| > 65504 or x is NaN.
+struct F16Rounding {
   uint64_t rounded;
-  uint64_t normal;  ///< 1 or 0 (an integer, so that loops over rows of them vectorise)
+  uint16_t half;
+  uint64_t rare;
 };
-inline F16Normal f16_normal(uint64_t u) {
+inline F16Rounding f16_rounding(uint64_t u) {
+  constexpr uint64_t kSign = uint64_t{1} << 63;
   constexpr uint64_t kLo = std::bit_cast<uint64_t>(0x1p-14), kHi = std::bit_cast<uint64_t>(65504.0);
-  const uint64_t a = u & ~(uint64_t{1} << 63);
-  return {(u + (uint64_t{1} << 41) - 1 + ((u >> 42) & 1u)) & ~((uint64_t{1} << 42) - 1),
-          static_cast<uint64_t>(a - kLo <= kHi - kLo)};
+  constexpr double kShift = 0x1p28;  // 2^28 + |x| has ulp 2^-24 for |x| < 2^-14
+  const uint64_t a = u & ~kSign, sign = u & kSign;
+  // Normal: round to nearest even at bit 42 of the significand.
+  const uint64_t normal_rounded =
+      (u + (uint64_t{1} << 41) - 1 + ((u >> 42) & 1u)) & ~((uint64_t{1} << 42) - 1);
+  const uint64_t exponent = ((normal_rounded >> 52) & 0x7FF) - 1023 + 15;
+  const uint64_t normal_half = (exponent << 10) | ((normal_rounded >> 42) & 0x3FF);
+  // Small: |x| in units of 2^-24, rounded (0 to 1024), and that many units as a double.
+  const double shifted = std::bit_cast<double>(a) + kShift;
+  const uint64_t units = std::bit_cast<uint64_t>(shifted) - std::bit_cast<uint64_t>(kShift);
+  const uint64_t small_rounded = std::bit_cast<uint64_t>(shifted - kShift) | sign;
+  const uint64_t small = uint64_t{0} - static_cast<uint64_t>(a < kLo);  // all ones or zero
+  const uint64_t sign_half = sign >> 48;
+  return {(small_rounded & small) | (normal_rounded & ~small),
+          static_cast<uint16_t>(sign_half | (units & small) | (normal_half & ~small)),
+          static_cast<uint64_t>(a > kHi)};
 }
 
 inline double round_f16(double x) {
-  const uint64_t u = std::bit_cast<uint64_t>(x);
-  const F16Normal n = f16_normal(u);
-  if (!n.normal & (x != 0)) [[unlikely]]
+  const F16Rounding r = f16_rounding(std::bit_cast<uint64_t>(x));
+  if (r.rare) [[unlikely]]
     return round_f16_rare(x);
-  return std::bit_cast<double>(n.normal ? n.rounded : u);  // zero keeps its bits
+  return std::bit_cast<double>(r.rounded);
 }
 
-/// The f16 bits of a double's bits u that are a normal half once rounded (n = f16_normal(u)),
-/// or of a zero (n.normal = 0: the sign alone), without a branch.
-inline uint16_t f16_normal_bits(uint64_t u, const F16Normal& n) {
-  const uint64_t sign = (u >> 48) & 0x8000;
-  const uint64_t exponent = ((n.rounded >> 52) & 0x7FF) - 1023 + 15;
-  const uint64_t normal_bits = sign | (exponent << 10) | ((n.rounded >> 42) & 0x3FF);
-  const uint64_t keep = n.normal - 1;  // all ones when not normal
-  return static_cast<uint16_t>((normal_bits & ~keep) | (sign & keep));
-}
-
-/// The f16 bit pattern of round_f16(x) (what HostTensor::set stores): normal halves (a normal
-/// x rounds to one) and zeros from the rounded double's bits, the rest through Eigen::half
-/// (exact: the value is a half).
+/// The f16 bit pattern of round_f16(x) (what HostTensor::set stores); the rare values through
+/// Eigen::half (exact: the value is a half).
 inline uint16_t f16_bits(double x) {
-  const uint64_t u = std::bit_cast<uint64_t>(x);
-  const F16Normal n = f16_normal(u);
-  if (!n.normal & (x != 0)) [[unlikely]]
+  const F16Rounding r = f16_rounding(std::bit_cast<uint64_t>(x));
+  if (r.rare) [[unlikely]]
     return Eigen::numext::bit_cast<uint16_t>(Eigen::half(static_cast<float>(round_f16_rare(x))));
-  return f16_normal_bits(u, n);
+  return r.half;
 }
 
-/// 1 when the double with bits u (f16_normal(u) = r) is neither a normal half once rounded nor a
-/// zero: the values the row forms below leave to round_f16 / f16_bits.
-inline uint64_t f16_rare(uint64_t u, const F16Normal& r) {
-  return (r.normal ^ 1) & static_cast<uint64_t>((u << 1) != 0);
-}
+/// How many elements the row forms below round in one branch-free pass before they look for a
+/// rare value: a rare one sends only its own stretch through round_f16 / f16_bits.
+constexpr int64_t kF16Stretch = 64;
 
-/// round_f16 over a row in place. One pass rounds the normal halves and keeps every other value
-/// as it is (no data-dependent branch, so it vectorises); only when the row held a subnormal, an
-/// overflow, an inf or a NaN does a second pass give those round_f16, which leaves the values
-/// the first pass rounded as they are (a normal half rounds to itself).
-inline void round_f16_row(double* v, int64_t n) {
-  uint64_t rare = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    uint64_t u;
-    std::memcpy(&u, v + k, 8);
-    const F16Normal r = f16_normal(u);
-    rare |= f16_rare(u, r);
-    const uint64_t keep = r.normal - 1;  // all ones when not normal
-    u = (r.rounded & ~keep) | (u & keep);
-    std::memcpy(v + k, &u, 8);
+/// Doubles the CPU rounds to halves at a time (exact_floats_to_halves).
+constexpr int64_t kF16Lanes = 16;
+
+/// Where the build has AVX-512 (TESSEL_SIMD): kF16Lanes doubles at v that are each exactly a
+/// float rounded to halves by the CPU (to nearest, ties to even: Eigen::half's rounding of the
+/// float, which is round_to's of a float), into rounded[0, 16) as doubles or bits[0, 16) as f16
+/// bits (whichever is not null); false, writing nothing, when one is not a float or is a NaN.
+inline bool exact_floats_to_halves(const double* v, double* rounded, uint16_t* bits) {
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+  const __m512d x0 = _mm512_loadu_pd(v), x1 = _mm512_loadu_pd(v + 8);
+  const __m256 f0 = _mm512_cvtpd_ps(x0), f1 = _mm512_cvtpd_ps(x1);
+  if ((_mm512_cmp_pd_mask(_mm512_cvtps_pd(f0), x0, _CMP_EQ_OQ) &
+       _mm512_cmp_pd_mask(_mm512_cvtps_pd(f1), x1, _CMP_EQ_OQ)) != 0xFF)
+    return false;
+  const __m512 f = _mm512_insertf32x8(_mm512_castps256_ps512(f0), f1, 1);
+  const __m256i h = _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  if (bits) _mm256_storeu_si256(reinterpret_cast<__m256i*>(bits), h);
+  if (rounded) {
+    const __m512 back = _mm512_cvtph_ps(h);
+    _mm512_storeu_pd(rounded, _mm512_cvtps_pd(_mm512_castps512_ps256(back)));
+    _mm512_storeu_pd(rounded + 8, _mm512_cvtps_pd(_mm512_extractf32x8_ps(back, 1)));
   }
-  if (rare) [[unlikely]] {
-    for (int64_t k = 0; k < n; ++k) v[k] = round_f16(v[k]);
+  return true;
+#else
+  (void)v;
+  (void)rounded;
+  (void)bits;
+  return false;
+#endif
+}
+
+/// round_f16 of v[0, n) into rounded[0, n) (which may be v) or f16_bits into bits[0, n),
+/// whichever is not null: kF16Lanes at a time by the CPU where they are exact floats, otherwise in
+/// stretches of kF16Stretch in one pass without a data-dependent branch (it vectorises), each
+/// stretch again through round_f16 / f16_bits when it held a value past 65504 or a NaN.
+inline void f16_round_row(const double* v, int64_t n, double* rounded, uint16_t* bits) {
+  int64_t lo = 0;
+  while (lo < n) {
+    if (lo + kF16Lanes <= n && exact_floats_to_halves(v + lo, rounded ? rounded + lo : nullptr,
+                                                      bits ? bits + lo : nullptr)) {
+      lo += kF16Lanes;
+      continue;
+    }
+    const int64_t hi = std::min(n, lo + kF16Stretch);
+    uint64_t rare = 0;
+    for (int64_t k = lo; k < hi; ++k) {
+      uint64_t u;
+      std::memcpy(&u, v + k, 8);
+      const F16Rounding r = f16_rounding(u);
+      rare |= r.rare;
+      if (bits) bits[k] = r.half;
+      if (rounded) {
+        const uint64_t keep = uint64_t{0} - r.rare;  // all ones where rare: kept for below
+        u = (u & keep) | (r.rounded & ~keep);
+        std::memcpy(rounded + k, &u, 8);
+      }
+    }
+    if (rare) [[unlikely]] {
+      for (int64_t k = lo; k < hi; ++k) {
+        if (bits) bits[k] = f16_bits(v[k]);
+        if (rounded) rounded[k] = round_f16(rounded[k]);  // a rounded value rounds to itself
+      }
+    }
+    lo = hi;
   }
 }
 
-/// The f16 bit patterns of a row of halves (f16_bits of each) into bits[0, n):
-/// one pass without a data-dependent branch for normal halves and zeros, and f16_bits itself
-/// for every element of a row that holds anything else.
+/// round_f16 over a row in place.
+inline void round_f16_row(double* v, int64_t n) { f16_round_row(v, n, v, nullptr); }
+
+/// The f16 bit patterns of a row (f16_bits of each) into bits[0, n).
 inline void f16_bits_row(const double* v, int64_t n, uint16_t* bits) {
-  uint64_t rare = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    uint64_t u;
-    std::memcpy(&u, v + k, 8);
-    const F16Normal r = f16_normal(u);
-    rare |= f16_rare(u, r);
-    bits[k] = f16_normal_bits(u, r);
-  }
-  if (rare) [[unlikely]] {
-    for (int64_t k = 0; k < n; ++k) bits[k] = f16_bits(v[k]);
-  }
+  f16_round_row(v, n, nullptr, bits);
 }
 
 /// HostTensor::set.

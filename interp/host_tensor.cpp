@@ -29,17 +29,28 @@ void write_in_slices(int64_t bytes, Write&& write) {
 
 }  // namespace
 
-HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_byte)
+HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, Unfilled)
     : dtype_(dtype), shape_(std::move(shape)) {
   size_ = 1;
   for (int64_t e : shape_) {
     if (e < 0) user_error("a tensor cannot have the negative extent " + std::to_string(e));
     size_ *= e;
   }
-  const int64_t bytes = dtype_.storage_bytes(size_);
-  bytes_.resize(static_cast<size_t>(bytes));
-  write_in_slices(
-      bytes, [&](int64_t begin, size_t n) { std::memset(bytes_.data() + begin, fill_byte, n); });
+  bytes_.resize(static_cast<size_t>(dtype_.storage_bytes(size_)));
+}
+
+HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_byte)
+    : HostTensor(dtype, std::move(shape), Unfilled{}) {
+  write_in_slices(static_cast<int64_t>(bytes_.size()), [&](int64_t begin, size_t n) {
+    std::memset(bytes_.data() + begin, fill_byte, n);
+  });
+}
+
+HostTensor HostTensor::random(DataType dtype, std::vector<int64_t> shape, uint64_t seed) {
+  HostTensor t = dtype.storage_bits() % 8 == 0 ? HostTensor(dtype, std::move(shape), Unfilled{})
+                                               : HostTensor(dtype, std::move(shape));
+  t.fill_random(seed);
+  return t;
 }
 
 HostTensor::HostTensor(const HostTensor& other)
@@ -80,6 +91,24 @@ uint64_t chunk_seed(uint64_t seed, int64_t c) {
   return c == 0 ? seed : mix64(seed ^ mix64(static_cast<uint64_t>(c)));
 }
 
+/// Values a random fill draws at a time.
+constexpr int64_t kDraws = 1024;
+
+/// out[k] = std::uniform_real_distribution<double>(-1.0, 1.0)(rng) for k < n <= kDraws, bit for
+/// bit, with the generator's words drawn first and converted in a second pass that vectorises.
+/// libstdc++ draws one 64-bit word w per value (std::generate_canonical<double, 53>: w as a
+/// double, to nearest, over 2^64, and the largest double below 1 if that rounds to 1) and
+/// returns canonical * (b - a) + a.
+void uniform_draws(std::mt19937_64& rng, double* out, int64_t n) {
+  uint64_t words[kDraws];
+  for (int64_t k = 0; k < n; ++k) words[k] = rng();
+  for (int64_t k = 0; k < n; ++k) {
+    const double canonical =
+        std::min(static_cast<double>(words[k]) * 0x1p-64, 0x1.fffffffffffffp-1);
+    out[k] = canonical * 2.0 + -1.0;
+  }
+}
+
 }  // namespace
 
 void HostTensor::fill_random(uint64_t seed, int workers) {
@@ -92,20 +121,19 @@ void HostTensor::fill_random(uint64_t seed, int workers) {
   auto fill_chunk = [&](int64_t c) {
     std::mt19937_64 rng(chunk_seed(seed, c));
     const int64_t begin = c * kRandomChunk, end = std::min(size_, begin + kRandomChunk);
-    if (dtype_ == DataType::f16()) {  // the draws of a row, then their bits in one pass
-      std::uniform_real_distribution<double> dist(-1.0, 1.0);
-      constexpr int64_t kRow = 1024;
-      double draws[kRow];
-      uint16_t bits[kRow];
-      for (int64_t i = begin; i < end; i += kRow) {
-        const int64_t n = std::min(kRow, end - i);
-        for (int64_t k = 0; k < n; ++k) draws[k] = dist(rng);
-        element_access::f16_bits_row(draws, n, bits);
-        std::memcpy(bytes_.data() + i * 2, bits, static_cast<size_t>(n) * 2);
+    if (dtype_.is_float()) {  // the draws of a row, then their bits (f16: in one pass)
+      double draws[kDraws];
+      uint16_t bits[kDraws];
+      for (int64_t i = begin; i < end; i += kDraws) {
+        const int64_t n = std::min(kDraws, end - i);
+        uniform_draws(rng, draws, n);
+        if (kind == element_access::ElemKind::kF16) {
+          element_access::f16_bits_row(draws, n, bits);
+          std::memcpy(bytes_.data() + i * 2, bits, static_cast<size_t>(n) * 2);
+        } else {
+          for (int64_t k = 0; k < n; ++k) element_access::store_elem(kind, *this, i + k, draws[k]);
+        }
       }
-    } else if (dtype_.is_float()) {
-      std::uniform_real_distribution<double> dist(-1.0, 1.0);
-      for (int64_t i = begin; i < end; ++i) element_access::store_elem(kind, *this, i, dist(rng));
     } else if (dtype_.is_bool()) {
       for (int64_t i = begin; i < end; ++i) set(i, static_cast<double>(rng() & 1));
     } else if (bytes) {

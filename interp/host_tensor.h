@@ -65,12 +65,19 @@ class HostTensor {
   /// chunk's seeded with `seed`, chunk c's with a mix of `seed` and c), so `workers` threads
   /// (0: one per core) fill chunks side by side and every worker count gives the same bytes.
   void fill_random(uint64_t seed, int workers = 0);
+  /// A tensor of fill_random(seed)'s values whose bytes are written once, by the fill (a
+  /// sub-byte dtype's are zeroed first, for the unused half of a last byte).
+  static HostTensor random(DataType dtype, std::vector<int64_t> shape, uint64_t seed);
 
   /// Elements per independently seeded chunk of fill_random (a multiple of 8, so chunks of
   /// sub-byte dtypes never share a byte).
   static constexpr int64_t kRandomChunk = int64_t{1} << 20;
 
  private:
+  struct Unfilled {};
+  /// The storage allocated, its bytes not yet written.
+  HostTensor(DataType dtype, std::vector<int64_t> shape, Unfilled);
+
   DataType dtype_;
   std::vector<int64_t> shape_;
   int64_t size_ = 0;

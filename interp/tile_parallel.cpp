@@ -302,7 +302,15 @@ class Store final : public Statement {
       }
     }
     if (outside || !enter_all(f, row.steps())) return false;
-    for (int64_t k = 0; k < n; ++k) store_elem(kind_, t, static_cast<int64_t>(flat[k]), values[k]);
+    uint8_t* data = t.data();
+    if (kind_ == ElemKind::kF16) {
+      uint16_t* bits = row_buffer(bits_, n);
+      f16_bits_row(values, n, bits);
+      for (int64_t k = 0; k < n; ++k) std::memcpy(data + flat[k] * 2, bits + k, 2);
+    } else {
+      for (int64_t k = 0; k < n; ++k)
+        store_elem(kind_, t, static_cast<int64_t>(flat[k]), values[k]);
+    }
     bind_last(f, row);
     return true;
   }
@@ -319,6 +327,11 @@ class Store final : public Statement {
         std::memcpy(data + first * 2, bits, static_cast<size_t>(n) * 2);
       } else {
         for (int64_t k = 0; k < n; ++k) std::memcpy(data + (first + k * step) * 2, bits + k, 2);
+      }
+    } else if (kind_ == ElemKind::kF32 && step == 1) {  // vectorises
+      for (int64_t k = 0; k < n; ++k) {
+        const float v = static_cast<float>(values[k]);
+        std::memcpy(data + (first + k) * 4, &v, 4);
       }
     } else if (kind_ == ElemKind::kF32) {
       for (int64_t k = 0; k < n; ++k) {

@@ -3,6 +3,7 @@
 // and the blocks of a kernel with tile atomics giving the same bytes on one worker or two.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -612,40 +613,48 @@ TEST_SUITE("tile level: element fast paths") {
     CHECK(mismatches == 0);
     CHECK(values.size() > 360000);
 
-    // The row forms (round_f16_row, f16_bits_row) on rows of 64 of the same values, most holding
-    // a subnormal, an overflow or a NaN (the second pass), and on rows of the normal ones only
-    // (the one pass): the bits of round_to and of encode, element by element.
-    std::vector<double> normal;
+    // The row forms (round_f16_row, f16_bits_row) on rows of 64 and of 200 (across stretches)
+    // of the same values, most holding an overflow or a NaN (the second pass of a stretch), on
+    // rows of the normal ones only and of the finite ones up to 65504 (subnormals and zeros
+    // among them: the one pass), and of each value rounded to float (rounded by the CPU, where
+    // the build has AVX-512, sixteen at a time): the bits of round_to and of encode, element by
+    // element.
+    std::vector<double> normal, finite, floats;
     for (double x : values) {
       if (std::fabs(x) >= 0x1p-14 && std::fabs(x) <= 65504.0) normal.push_back(x);
+      if (std::fabs(x) <= 65504.0) finite.push_back(x);
+      floats.push_back(static_cast<float>(x));  // the CPU's conversion, where the build has it
     }
     CHECK(normal.size() > 100000);
+    CHECK(finite.size() - normal.size() > 20000);
     int row_mismatches = 0, rows = 0;
-    for (const std::vector<double>* all : {&values, &normal}) {
-      for (size_t lo = 0; lo < all->size(); lo += 64) {
-        const int64_t n = static_cast<int64_t>(std::min<size_t>(64, all->size() - lo));
-        double rounded[64];
-        uint16_t bits[64];
-        std::copy(all->begin() + static_cast<int64_t>(lo),
-                  all->begin() + static_cast<int64_t>(lo) + n, rounded);
-        element_access::round_f16_row(rounded, n);
-        element_access::f16_bits_row(all->data() + lo, n, bits);
-        ++rows;
-        for (int64_t k = 0; k < n; ++k) {
-          const double x = (*all)[lo + static_cast<size_t>(k)], want = round_to(DataType::f16(), x);
-          slow.set(0, x);
-          const bool same =
-              (std::isnan(want) ? std::isnan(rounded[k])
-                                : std::memcmp(&rounded[k], &want, sizeof want) == 0) &&
-              std::memcmp(&bits[k], slow.data(), 2) == 0;
-          if (!same) {
-            ++row_mismatches;
-            INFO(x);
-            CHECK(same);
+    for (const std::vector<double>* all : {&values, &normal, &finite, &floats})
+      for (size_t length : {64, 200}) {
+        for (size_t lo = 0; lo < all->size(); lo += length) {
+          const int64_t n = static_cast<int64_t>(std::min<size_t>(length, all->size() - lo));
+          double rounded[200];
+          uint16_t bits[200];
+          std::copy(all->begin() + static_cast<int64_t>(lo),
+                    all->begin() + static_cast<int64_t>(lo) + n, rounded);
+          element_access::round_f16_row(rounded, n);
+          element_access::f16_bits_row(all->data() + lo, n, bits);
+          ++rows;
+          for (int64_t k = 0; k < n; ++k) {
+            const double x = (*all)[lo + static_cast<size_t>(k)],
+                         want = round_to(DataType::f16(), x);
+            slow.set(0, x);
+            const bool same =
+                (std::isnan(want) ? std::isnan(rounded[k])
+                                  : std::memcmp(&rounded[k], &want, sizeof want) == 0) &&
+                std::memcmp(&bits[k], slow.data(), 2) == 0;
+            if (!same) {
+              ++row_mismatches;
+              INFO(x);
+              CHECK(same);
+            }
           }
         }
       }
-    }
     CHECK(row_mismatches == 0);
     CHECK(rows > 7000);
   }
@@ -683,6 +692,40 @@ TEST_SUITE("tile level: element fast paths") {
       const double expected = table[nans[k]];
       CHECK(std::memcmp(&expected, &out[static_cast<size_t>(k)], sizeof expected) == 0);
     }
+  }
+
+  // Floats to halves by the CPU (T.copy of a float accumulator into an f16 tensor): every 4099th
+  // float bit pattern (all exponents, both signs, subnormals, past 65504, inf) and the midpoint
+  // of every pair of adjacent positive halves (a tie, to the even one) give Eigen::half's bits; a
+  // row with a NaN is converted only up to its eight, the rest left to Eigen::half.
+  TEST_CASE("floats round to halves by the CPU as Eigen::half rounds them, NaN rows left to it") {
+    std::vector<float> floats;
+    for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099) {
+      const float f = std::bit_cast<float>(static_cast<uint32_t>(b));
+      if (!std::isnan(f)) floats.push_back(f);
+    }
+    const float* halves = element_access::f16_floats();
+    for (uint32_t h = 0; h + 1 < 0x7C00; ++h)
+      floats.push_back(static_cast<float>((static_cast<double>(halves[h]) + halves[h + 1]) / 2));
+    floats.resize(floats.size() / 8 * 8);
+    std::vector<uint16_t> bits(floats.size());
+    const int64_t n = static_cast<int64_t>(floats.size());
+    const int64_t done = floats_to_halves_in_hardware(floats.data(), bits.data(), n);
+    if (done == 0) {
+      MESSAGE("skipped: this CPU has no F16C conversion");
+      return;
+    }
+    CHECK(done == n);
+    int64_t mismatched = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const float f = floats[static_cast<size_t>(k)];
+      mismatched +=
+          bits[static_cast<size_t>(k)] != Eigen::numext::bit_cast<uint16_t>(Eigen::half(f));
+    }
+    CHECK(mismatched == 0);
+    CHECK(n > 1000000);
+    const float row[16] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 2, std::numeric_limits<float>::quiet_NaN()};
+    CHECK(floats_to_halves_in_hardware(row, bits.data(), 16) == 8);
   }
 
   TEST_CASE("comparing tensors that are mostly bit-equal reports exactly the differing elements") {
