@@ -600,9 +600,8 @@ class Call final : public TypedNode<double> {
     const int64_t n = row.n;
     if (table_) {  // a half's result is the table's entry for its bits
       uint16_t* bits = row_buffer(bits_, n);
-      f16_bits_row(out, n, bits);
       double* halves = row_buffer(halves_, n);
-      element_access::f16_values_row(bits, n, halves, floats_);
+      element_access::f16_round_row(out, n, halves, bits);
       int64_t inexact = 0;  // an argument that is not a half (never, for an f16 expression)
       for (int64_t k = 0; k < n; ++k) inexact |= halves[k] != out[k];
       if (!inexact) {
@@ -626,7 +625,6 @@ class Call final : public TypedNode<double> {
   const float* table_;  ///< f16_builtin_table(op) when the argument and the result are f16
   mutable std::vector<double> y_, halves_;
   mutable std::vector<uint16_t> bits_;
-  mutable std::vector<float> floats_;
 };
 
 /// T.abs of an integer.
@@ -685,7 +683,11 @@ class Load final : public TypedNode<T> {
           }
         }
         with_loader(t, [&](auto load) {
-          for (int64_t k = 0; k < n; ++k) out[k] = load(first + k * step);
+          if (step == 1) {  // vectorises
+            for (int64_t k = 0; k < n; ++k) out[k] = load(first + k);
+          } else {
+            for (int64_t k = 0; k < n; ++k) out[k] = load(first + k * step);
+          }
         });
         return;
       }
