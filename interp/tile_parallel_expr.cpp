@@ -761,10 +761,27 @@ class Load final : public TypedNode<T> {
       stride *= extent;
     }
     if (outside) return false;
+    // dt[j] is one pass repeated, dA[i] one value a pass: each loaded once.
+    const bool same_passes =
+        std::all_of(base, base + passes, [&](uint64_t b) { return b == base[0]; });
+    const bool same_within =
+        std::all_of(within, within + inner, [&](uint64_t w) { return w == within[0]; });
     with_loader(t, [&](auto load) {
-      for (int64_t o = 0; o < passes; ++o) {
-        T* to = out + o * inner;
-        for (int64_t i = 0; i < inner; ++i) to[i] = load(static_cast<int64_t>(base[o] + within[i]));
+      if (same_passes) {
+        for (int64_t i = 0; i < inner; ++i)
+          out[i] = load(static_cast<int64_t>(base[0] + within[i]));
+        for (int64_t o = 1; o < passes; ++o)
+          std::memcpy(out + o * inner, out, static_cast<size_t>(inner) * sizeof(T));
+      } else if (same_within) {
+        for (int64_t o = 0; o < passes; ++o)
+          std::fill(out + o * inner, out + (o + 1) * inner,
+                    load(static_cast<int64_t>(base[o] + within[0])));
+      } else {
+        for (int64_t o = 0; o < passes; ++o) {
+          T* to = out + o * inner;
+          for (int64_t i = 0; i < inner; ++i)
+            to[i] = load(static_cast<int64_t>(base[o] + within[i]));
+        }
       }
     });
     return true;
