@@ -1,7 +1,6 @@
 // Shape parameters and chunk views of the Mamba-2 SSD examples.
 #include "examples/linear_attention_shapes.h"
 
-#include "interp/element_access.h"
 
 namespace tessel {
 
@@ -44,22 +43,6 @@ const HostTensor* find_tensor(const TensorMap& t, const char* name) {
 }
 
 }  // namespace
-
-void read_elements(const HostTensor& t, int64_t flat, int64_t n, double* out) {
-  const element_access::ElemKind kind = element_access::elem_kind(t.dtype());
-  if (kind == element_access::ElemKind::kF16) {  // the CPU's conversion, same values
-    thread_local std::vector<float> floats;
-    element_access::f16_values_row(reinterpret_cast<const uint16_t*>(t.data()) + flat, n, out,
-                                   floats);
-    return;
-  }
-  for (int64_t k = 0; k < n; ++k) out[k] = element_access::load_elem(kind, t, flat + k);
-}
-
-void write_elements(HostTensor& t, int64_t flat, int64_t n, const double* values) {
-  const element_access::ElemKind kind = element_access::elem_kind(t.dtype());
-  for (int64_t k = 0; k < n; ++k) element_access::store_elem(kind, t, flat + k, values[k]);
-}
 
 SsdTensors::SsdTensors(const SsdShape& shape, const TensorMap& tensors)
     : s_(shape),

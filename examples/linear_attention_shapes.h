@@ -63,10 +63,4 @@ class SsdTensors {
   const HostTensor *x_, *B_, *C_, *dt_, *dA_, *prev_;  ///< null where `tensors` has none
 };
 
-/// Reads `n` consecutive elements of `t` from flat index `flat` into `out` (HostTensor::at's
-/// values; f16 and f32 without its per-element dtype switch).
-void read_elements(const HostTensor& t, int64_t flat, int64_t n, double* out);
-/// Writes `n` values into consecutive elements of `t` from `flat` (HostTensor::set's rounding).
-void write_elements(HostTensor& t, int64_t flat, int64_t n, const double* values);
-
 }  // namespace tessel

@@ -6,16 +6,31 @@
 #include <vector>
 
 #include "core/error.h"
+#include "interp/element_access.h"
 
 namespace tessel {
+
+void read_elements(const HostTensor& t, int64_t flat, int64_t n, double* out) {
+  const element_access::ElemKind kind = element_access::elem_kind(t.dtype());
+  if (kind == element_access::ElemKind::kF16) {  // the CPU's conversion, same values
+    thread_local std::vector<float> floats;
+    element_access::f16_values_row(reinterpret_cast<const uint16_t*>(t.data()) + flat, n, out,
+                                   floats);
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k) out[k] = element_access::load_elem(kind, t, flat + k);
+}
+
+void write_elements(HostTensor& t, int64_t flat, int64_t n, const double* values) {
+  const element_access::ElemKind kind = element_access::elem_kind(t.dtype());
+  for (int64_t k = 0; k < n; ++k) element_access::store_elem(kind, t, flat + k, values[k]);
+}
 
 MatrixD to_matrix(const HostTensor& t) {
   internal_check(t.shape().size() == 2, "to_matrix needs a 2-d tensor");
   MatrixD m(t.shape()[0], t.shape()[1]);
   const int64_t cols = m.cols();
-  parallel_for(m.rows(), [&](int64_t r) {
-    for (int64_t i = r * cols; i < (r + 1) * cols; ++i) m.data()[i] = t.at(i);
-  });
+  parallel_for(m.rows(), [&](int64_t r) { read_elements(t, r * cols, cols, m.row(r).data()); });
   return m;
 }
 
@@ -27,9 +42,7 @@ void from_matrix(HostTensor& t, const MatrixD& m) {
     for (int64_t i = 0; i < t.size(); ++i) t.set(i, m.data()[i]);
     return;
   }
-  parallel_for(m.rows(), [&](int64_t r) {
-    for (int64_t i = r * cols; i < (r + 1) * cols; ++i) t.set(i, m.data()[i]);
-  });
+  parallel_for(m.rows(), [&](int64_t r) { write_elements(t, r * cols, cols, m.row(r).data()); });
 }
 
 MatrixD parallel_product(const MatrixD& a, const MatrixD& b, bool transpose_b) {

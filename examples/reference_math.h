@@ -13,6 +13,12 @@ namespace tessel {
 
 using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+/// Reads `n` consecutive elements of `t` from flat index `flat` into `out` (HostTensor::at's
+/// values; f16 rows by the CPU's conversion, f32 without its per-element dtype switch).
+void read_elements(const HostTensor& t, int64_t flat, int64_t n, double* out);
+/// Writes `n` values into consecutive elements of `t` from `flat` (HostTensor::set's rounding).
+void write_elements(HostTensor& t, int64_t flat, int64_t n, const double* values);
+
 /// A 2-d tensor's values as a double matrix (its rows converted in parallel, parallel_for).
 MatrixD to_matrix(const HostTensor& t);
 /// Writes a matrix into a 2-d tensor of the same shape (rounding to its dtype).

@@ -52,8 +52,11 @@ MatrixPart tensor_rows_as_columns(const HostTensor& t) {
   return [&t](const std::vector<int64_t>& index, MatrixD& out) {
     const int64_t K = t.shape()[1];
     out.resize(K, static_cast<int64_t>(index.size()));
+    thread_local std::vector<double> row;
+    row.resize(static_cast<size_t>(K));
     for (size_t j = 0; j < index.size(); ++j) {
-      for (int64_t k = 0; k < K; ++k) out(k, static_cast<int64_t>(j)) = t.at(index[j] * K + k);
+      read_elements(t, index[j] * K, K, row.data());
+      for (int64_t k = 0; k < K; ++k) out(k, static_cast<int64_t>(j)) = row[static_cast<size_t>(k)];
     }
   };
 }

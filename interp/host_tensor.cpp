@@ -140,6 +140,10 @@ void HostTensor::fill_random(uint64_t seed, int workers) {
       std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
       for (int64_t i = begin; i < end; ++i)
         bytes_[static_cast<size_t>(i)] = static_cast<uint8_t>(dist(rng));
+    } else if (kind == element_access::ElemKind::kI8) {  // set's bytes, without its switch
+      std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
+      for (int64_t i = begin; i < end; ++i)
+        bytes_[static_cast<size_t>(i)] = static_cast<uint8_t>(static_cast<int8_t>(dist(rng)));
     } else {
       std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
       for (int64_t i = begin; i < end; ++i) set(i, static_cast<double>(dist(rng)));

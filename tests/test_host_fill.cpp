@@ -72,6 +72,17 @@ TEST_SUITE("host tensor fill") {
     for (int64_t i = 0; i < 2500; ++i)
       bad_halves += halves.at(i) != round_to(DataType::f16(), real(rh));
     CHECK(bad_halves == 0);
+
+    // An int8 one: uniform over [-8, 8) (small enough to index with), as the standard library
+    // draws it.
+    HostTensor small(DataType::i8(), {1000});
+    small.fill_random(42, 2);
+    std::mt19937_64 rs(42);
+    std::uniform_int_distribution<int64_t> signed_small(-8, 7);
+    int64_t bad_small = 0;
+    for (int64_t i = 0; i < 1000; ++i)
+      bad_small += small.at(i) != static_cast<double>(signed_small(rs));
+    CHECK(bad_small == 0);
   }
 
   TEST_CASE("a copy holds the same bytes, and writes to it leave the original unchanged") {
