@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "interp/host_tensor.h"
-
 namespace tessel {
 
 /// What a sampled reference is asked for: the launch grid of a sampled run, the blocks it
@@ -20,18 +18,13 @@ struct ReferenceSampleRequest {
   int64_t per_tile = 2;  ///< rows and columns checked of every other output tile
 };
 
-/// An array of a sample: resize() leaves its elements unwritten, so that a large sample's
-/// reference writes each on every core instead of one core zeroing them all first.
-template <typename T>
-using SampleArray = std::vector<T, UninitialisedAllocator<T>>;
-
 /// The reference of one output on some of its elements.
 struct SampledOutput {
   std::string name;
-  SampleArray<int64_t> indices;  ///< flat indices into the output, ascending, distinct
-  SampleArray<double> expected;  ///< the reference's value at each index (before rounding)
+  std::vector<int64_t> indices;  ///< flat indices into the output, ascending, distinct
+  std::vector<double> expected;  ///< the reference's value at each index (before rounding)
   /// A bound on the kernel's rounding error at each index (Example::bounded_outputs), or empty.
-  SampleArray<double> bound;
+  std::vector<double> bound;
   std::string description;  ///< which elements, in words ("the tiles of ...; 2 rows ...")
 };
 

@@ -70,7 +70,7 @@ TEST_SUITE("sampled reference") {
     // Row 1: 4 elements (4..7); column 2 in the other rows 0, 2, 3, 4: flat 2, 10, 14, 18; the
     // tile: 12, 13, 16, 17 (14 and 18 are in column 2 already).
     std::vector<int64_t> want = {2, 4, 5, 6, 7, 10, 12, 13, 14, 16, 17, 18};
-    CHECK(std::vector<int64_t>(s.indices.begin(), s.indices.end()) == want);
+    CHECK(s.indices == want);
     MatrixD C = A * B;
     REQUIRE(s.expected.size() == want.size());
     for (size_t i = 0; i < want.size(); ++i) {
