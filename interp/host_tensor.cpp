@@ -47,8 +47,9 @@ HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_
 }
 
 HostTensor HostTensor::random(DataType dtype, std::vector<int64_t> shape, uint64_t seed) {
-  HostTensor t = dtype.storage_bits() % 8 == 0 ? HostTensor(dtype, std::move(shape), Unfilled{})
-                                               : HostTensor(dtype, std::move(shape));
+  const bool whole_bytes = dtype.storage_bits() % 8 == 0 && dtype.lanes == 1;
+  HostTensor t = whole_bytes ? HostTensor(dtype, std::move(shape), Unfilled{})
+                             : HostTensor(dtype, std::move(shape));
   t.fill_random(seed);
   return t;
 }

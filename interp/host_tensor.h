@@ -66,7 +66,7 @@ class HostTensor {
   /// (0: one per core) fill chunks side by side and every worker count gives the same bytes.
   void fill_random(uint64_t seed, int workers = 0);
   /// A tensor of fill_random(seed)'s values whose bytes are written once, by the fill (a
-  /// sub-byte dtype's are zeroed first, for the unused half of a last byte).
+  /// sub-byte or vector dtype's are zeroed first: the fill may leave part of a byte or element).
   static HostTensor random(DataType dtype, std::vector<int64_t> shape, uint64_t seed);
 
   /// Elements per independently seeded chunk of fill_random (a multiple of 8, so chunks of
