@@ -1,7 +1,6 @@
 // Shape parameters and chunk views of the Mamba-2 SSD examples.
 #include "examples/linear_attention_shapes.h"
 
-
 namespace tessel {
 
 SsdShape SsdShape::from(const Params& p, const std::string& kernel) {
