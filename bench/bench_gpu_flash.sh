@@ -3,7 +3,8 @@
 # device the wgmma/TMA/warp-specialised path) against FlashAttention-3. Without a GPU it says so
 # and exits 0. With one, it sets up a virtual environment under build/fa3-venv with PyTorch and
 # FlashAttention (FlashAttention-3's `flash_attn_interface` when it is already importable there,
-# else PyPI's flash-attn-4, whose CuTe DSL kernels run on Hopper), times it with
+# else PyPI's flash-attn-4, whose CuTe DSL kernels run on Hopper; where the machine's own python3
+# has PyTorch on the GPU and neither, PyTorch's FlashAttention-2 and cuDNN kernels), times it with
 # bench/flash_baseline.py, and runs build/bench/bench_gpu_flash with those times; where the
 # baseline cannot be installed or run it prints why and measures Tessel alone.
 # Appends to bench/results/gpu_flash.csv (bench/README.md).
@@ -25,20 +26,27 @@ echo "bench_gpu_flash.sh: $probe"
 
 venv=build/fa3-venv
 log=build/fa3-venv.log
+: >"$log"
 note=""
-if [ ! -x "$venv/bin/python" ] && ! python3 -m venv "$venv" >"$log" 2>&1; then
+python=$venv/bin/python
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null &&
+   ! "$python" -c "import flash_attn_interface" 2>/dev/null &&
+   ! "$python" -c "import flash_attn.cute" 2>/dev/null; then
+  python=python3  # the machine's own PyTorch (flash_baseline.py falls back to its kernels)
+elif [ ! -x "$python" ] && ! python3 -m venv "$venv" >>"$log" 2>&1; then
   note="python3 -m venv fails (on Debian: apt-get install python3-venv; $log)"
 fi
-if [ -z "$note" ] &&
-   ! "$venv/bin/python" -c "import torch; import flash_attn_interface" 2>/dev/null &&
-   ! "$venv/bin/python" -c "import torch; import flash_attn.cute" 2>/dev/null &&
-   ! "$venv/bin/python" -m pip install --timeout 20 --retries 1 -q torch flash-attn-4 >>"$log" 2>&1; then
+if [ -z "$note" ] && [ "$python" != python3 ] &&
+   ! "$python" -c "import torch; import flash_attn_interface" 2>/dev/null &&
+   ! "$python" -c "import torch; import flash_attn.cute" 2>/dev/null &&
+   ! "$python" -m pip install --timeout 20 --retries 1 -q torch flash-attn-4 >>"$log" 2>&1; then
   note="pip cannot install torch and flash-attn-4 (no PyPI from this machine? see $log)"
 fi
 args=()
 if [ -z "$note" ]; then
   times=build/flash_baseline.csv
-  if "$bin" --presets | "$venv/bin/python" bench/flash_baseline.py "$times" 2>>"$log"; then
+  if "$bin" --presets | "$python" bench/flash_baseline.py "$times" 2>>"$log"; then
+    cat "$log"
     args=(--baseline "$times")
   else
     note="bench/flash_baseline.py failed: $(tail -n 1 "$log")"

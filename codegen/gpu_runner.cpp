@@ -383,6 +383,15 @@ GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
   const size_t flush_bytes = size_t{256} << 20;  // larger than any L2 (H100: 50 MB)
   uint64_t flush = launch.flush_l2 ? s->alloc(flush_bytes) : 0;
   for (int run = 0; run < launch.warmup + launch.repeats; ++run) {
+    // Every run starts from the host's tensors: a kernel that accumulates into its output
+    // (split-K's atomics) or updates a tensor in place would otherwise see the last run's values.
+    for (size_t i = 0; run > 0 && i < args.size(); ++i) {
+      if (!args[i].is_scalar && !s->upload(ptrs[i], args[i].data, args[i].bytes)) {
+        out.unavailable = s->last_error();
+        release();
+        return out;
+      }
+    }
     if (flush) s->fill(flush, static_cast<uint8_t>(run), flush_bytes);
     double ms = s->launch(fn, source, launch.grid, params);
     if (ms < 0) {

@@ -92,8 +92,9 @@ class CudaSession {
   std::vector<void*> modules_;
 };
 
-/// Compiles `source` (CUDA) for the first device, runs it `warmup + repeats` times with `args`,
-/// and copies every tensor argument back into its host bytes after the last run. The kernel's
+/// Compiles `source` (CUDA) for the first device, runs it `warmup + repeats` times with `args`
+/// (every run from the host's bytes: the tensors are uploaded again before each, untimed), and
+/// copies every tensor argument back into its host bytes after the last run. The kernel's
 /// TMA tensor maps (source.tensor_maps) are encoded with the driver's cuTensorMapEncodeTiled
 /// (codegen/tensor_map_encoding.h) over the device copies of their tensors.
 GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,

@@ -1,6 +1,8 @@
 // Finding and running the device compilers.
 #include "codegen/toolchain.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,13 @@ int run(const std::string& command, std::string& output) {
 }
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+/// 16 hex digits of a hash of `text`.
+std::string hex_hash(const std::string& text) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016zx", std::hash<std::string>{}(text));
+  return buf;
+}
 
 std::optional<std::string> on_path(const std::string& name) {
   std::string out;
@@ -76,7 +85,11 @@ CompileResult compile_device_code(const EmittedSource& source, const Target& tar
   CompileResult r;
   std::filesystem::create_directories(dir);
   const bool cuda = source.language == Language::kCuda;
-  std::string src = dir + "/" + source.entry + "_" + target.name + (cuda ? ".cu" : ".hip");
+  // Named by the process and the code too: two compilations at once (two lowerings of one
+  // kernel, two processes) must never read or load each other's files.
+  const std::string stem = dir + "/" + source.entry + "_" + target.name + "_" +
+                           std::to_string(getpid()) + "_" + hex_hash(source.code);
+  std::string src = stem + (cuda ? ".cu" : ".hip");
   std::ofstream(src) << source.code;
   std::string command;
   if (cuda) {
@@ -86,7 +99,7 @@ CompileResult compile_device_code(const EmittedSource& source, const Target& tar
       return r;
     }
     const std::string& arch = target.arch;
-    r.output = dir + "/" + source.entry + "_" + target.name + ".cubin";
+    r.output = stem + ".cubin";
     command =
         quote(*nvcc) + " -arch=" + arch + " -cubin -O3 -o " + quote(r.output) + " " + quote(src);
   } else {
@@ -96,7 +109,7 @@ CompileResult compile_device_code(const EmittedSource& source, const Target& tar
           "no clang that knows " + target.name + " (install clang-19, or set $TESSEL_HIP_CLANG)";
       return r;
     }
-    r.output = dir + "/" + source.entry + "_" + target.name + ".s";
+    r.output = stem + ".s";
     command = quote(*clang) + " -x hip --offload-arch=" + target.arch +
               " -nogpulib -nogpuinc --cuda-device-only -O3 -S -o " + quote(r.output) + " " +
               quote(src);

@@ -268,4 +268,22 @@ TEST_SUITE("codegen") {
     }
   }
 
+  TEST_CASE("run --device cuda lowers for the --target asked, an NVIDIA one only") {
+    CliResult amd = run_tessel({"run", "softmax", "--device", "cuda", "--target", "gfx942"});
+    CHECK(amd.status == 2);
+    CHECK(amd.err.find("--device cuda --target gfx942: that is an AMD target") !=
+          std::string::npos);
+    std::string why;
+    if (cuda_device_target(&why).empty()) {
+      MESSAGE("no GPU here: " << why);
+      return;
+    }
+    // Code lowered for sm80 runs on every NVIDIA GPU the runner accepts (8.x and 9.x).
+    CliResult r = run_tessel({"run", "gemm", "--device", "cuda", "--target", "sm80", "--json"});
+    CHECK(r.status == 0);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["target"] == "sm80");
+    CHECK(j["passed"] == true);
+  }
+
 }  // TEST_SUITE

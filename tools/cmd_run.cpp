@@ -38,9 +38,8 @@ struct RunOptions {
 void check_options(const CLI::App& sub, const RunOptions& o) {
   auto given = [&](const char* name) { return sub.count(name) > 0; };
   if (o.device == "cuda") {
-    for (const char* name :
-         {"--level", "--target", "--schedule", "--workers", "--max-steps", "--timeout",
-          "--progress", "--blocks", "--reference", "--no-warp-specialize"}) {
+    for (const char* name : {"--level", "--schedule", "--workers", "--max-steps", "--timeout",
+                             "--progress", "--blocks", "--reference", "--no-warp-specialize"}) {
       if (given(name)) {
         throw UsageError(std::string(name) +
                          " applies to runs on the CPU; leave it out with --device cuda");
@@ -148,7 +147,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"auto", "full", "sampled"}))
       ->default_val("auto");
   sub->add_option("--target", o.target,
-                  "thread level: the GPU whose warps and banks are simulated: " + target_names())
+                  "thread level: the GPU whose warps and banks are simulated: " + target_names() +
+                      "; --device cuda: the NVIDIA target to lower for (default: the GPU's own; "
+                      "sm80 code runs on a 9.x GPU too)")
       ->default_val("sm80");
   sub->add_flag("--no-warp-specialize", o.no_warp_specialize,
                 "thread level, sm90: keep the sm80 software pipeline (cp.async multi-buffering) "
@@ -171,7 +172,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
           "--input/--expect/--init/--save run on the CPU only; leave out --device cuda");
     }
     if (o.device == "cuda")
-      run_on_device(ctx, k, o.seed, o.repeats);
+      run_on_device(ctx, k, o.seed, o.repeats, sub->count("--target") ? o.target : "");
     else
       run_cpu(ctx, k, o, *data);
   });

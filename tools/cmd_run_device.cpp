@@ -6,17 +6,46 @@
 #include "codegen/gpu_runner.h"
 #include "core/int_eval.h"
 #include "core/passes.h"
+#include "core/target.h"
 #include "examples/run_example.h"
 #include "interp/tile_interpreter.h"
 #include "tools/run_device.h"
 #include "verify/alignment_proofs.h"
 
 namespace tessel::cli {
+namespace {
 
-void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int repeats) {
+/// An AMD or unknown `--target` is refused before the GPU is looked for.
+void check_asked_target(const std::string& asked) {
+  if (!asked.empty() && !find_target(asked).nvidia) {
+    throw UsageError("--device cuda --target " + asked +
+                     ": that is an AMD target; the GPU runner runs CUDA code, lowered for an "
+                     "NVIDIA target (sm80, sm90)");
+  }
+}
+
+/// The target to lower for: `asked` when the device runs code lowered for it, else a user error.
+/// Code lowered for an older target runs on a newer GPU (the cubin is built for the device).
+std::string lowering_target(const std::string& device_target, const std::string& asked) {
+  if (asked.empty()) return device_target;
+  const Target& t = find_target(asked);
+  if (t.compute_capability > find_target(device_target).compute_capability) {
+    throw UsageError("--device cuda --target " + asked + ": the GPU runs " + device_target +
+                     " code, and code lowered for " + asked +
+                     " uses instructions it lacks; leave out --target or name an older one");
+  }
+  return t.name;
+}
+
+}  // namespace
+
+void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int repeats,
+                   const std::string& asked_target) {
+  check_asked_target(asked_target);
   std::string why;
-  std::string target = cuda_device_target(&why);
-  if (target.empty()) throw UsageError("--device cuda: cannot run on a GPU here: " + why);
+  std::string device_target = cuda_device_target(&why);
+  if (device_target.empty()) throw UsageError("--device cuda: cannot run on a GPU here: " + why);
+  std::string target = lowering_target(device_target, asked_target);
   const Example& example = *k.example;
   Kernel kernel = example.build(k.params);
   if (is_multi_launch(kernel)) {
@@ -28,8 +57,27 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
   }
   std::map<std::string, int64_t> dims = run_dims(k);
   TensorMap tensors = make_tensors(kernel, dims, example.outputs, seed);
-  TensorMap tile = tensors;
-  run_tile_level(kernel, tile);
+  for (const std::string& name : example.zero_outputs) {
+    HostTensor& t = tensors.at(name);
+    t = HostTensor(t.dtype(), t.shape(), 0);  // the host zeroes it before the launch
+  }
+  // What the GPU's outputs are compared with: the tile level (the same arithmetic, before
+  // lowering) where the kernel is tile-level code, and the reference where there is one.
+  std::vector<std::pair<std::string, TensorMap>> expected;
+  if (is_tile_level(kernel)) {
+    expected.emplace_back("the tile level", tensors);
+    run_tile_level(kernel, expected.back().second);
+  }
+  if (k.has_reference) {
+    expected.emplace_back("the reference", tensors);
+    example.reference(k.params, expected.back().second);
+  }
+  if (expected.empty()) {
+    throw UsageError("--device cuda: kernel '" + kernel->name +
+                     "' is hand-lowered (thread-level code) and its file names no reference, so "
+                     "there is nothing to compare the GPU's outputs with; add `# tessel: "
+                     "reference=NAME` or run it with --level thread");
+  }
 
   Kernel lowered =
       is_tile_level(kernel) ? lower_kernel(kernel, find_target(target)).kernel : kernel;
@@ -56,17 +104,25 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
   bool passed = true;
   nlohmann::json outputs = nlohmann::json::array();
   std::ostringstream text;
-  for (const std::string& name : example.outputs) {
-    Comparison c =
-        compare(tensors.at(name), tile.at(name), Tolerance::for_dtype(tile.at(name).dtype()));
-    passed &= c.passed;
-    outputs.push_back({{"name", name},
-                       {"passed", c.passed},
-                       {"max_abs_err", c.max_abs_err},
-                       {"max_rel_err", c.max_rel_err},
-                       {"mismatches", c.mismatches}});
-    text << "  " << name << ": " << (c.passed ? "matches" : "DIFFERS FROM")
-         << " the tile level (max abs err " << c.max_abs_err << ")\n";
+  for (const auto& [against, want] : expected) {
+    const bool reference = against == "the reference";
+    for (const std::string& name : example.outputs) {
+      const HostTensor& got = tensors.at(name);
+      Tolerance tol = reference ? example.tolerance.value_or(Tolerance::for_dtype(got.dtype()))
+                                : Tolerance::for_dtype(got.dtype());
+      auto bound = want.find(error_bound_name(name));
+      Comparison c = compare(got, want.at(name), tol,
+                             reference && bound != want.end() ? &bound->second : nullptr);
+      passed &= c.passed;
+      outputs.push_back({{"name", name},
+                         {"against", reference ? "reference" : "tile"},
+                         {"passed", c.passed},
+                         {"max_abs_err", c.max_abs_err},
+                         {"max_rel_err", c.max_rel_err},
+                         {"mismatches", c.mismatches}});
+      text << "  " << name << ": " << (c.passed ? "matches" : "DIFFERS FROM") << " " << against
+           << " (max abs err " << c.max_abs_err << ")\n";
+    }
   }
   std::vector<double> ms = r.kernel_ms;
   std::sort(ms.begin(), ms.end());
@@ -75,6 +131,7 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
   if (ctx.json) {
     emit_json(ctx, {{"kernel", kernel->name},
                     {"device", r.device},
+                    {"target", target},
                     {"arch", r.arch},
                     {"passed", passed},
                     {"compile_seconds", r.compile_seconds},
@@ -83,10 +140,10 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
                     {"outputs", outputs}});
     return;
   }
-  *ctx.out << "kernel " << kernel->name << " on " << r.device << " (" << r.arch << "), seed "
-           << seed << ": compiled in " << std::fixed << std::setprecision(2) << r.compile_seconds
-           << " s, median " << std::setprecision(3) << median << " ms over " << ms.size()
-           << " run(s)\n"
+  *ctx.out << "kernel " << kernel->name << " lowered for " << target << " on " << r.device << " ("
+           << r.arch << "), seed " << seed << ": compiled in " << std::fixed << std::setprecision(2)
+           << r.compile_seconds << " s, median " << std::setprecision(3) << median << " ms over "
+           << ms.size() << " run(s)\n"
            << text.str() << (passed ? "PASSED" : "FAILED") << "\n";
 }
 

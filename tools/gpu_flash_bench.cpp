@@ -160,7 +160,8 @@ int run_gpu_flash(const std::map<std::string, FlashBaseline>& baseline,
             << p.name << "," << p.batch << "," << p.heads << "," << p.seq_len << "," << p.dim << ","
             << (p.causal ? 1 : 0) << "," << correct << "," << t.median << "," << t.p20 << ","
             << t.p80 << "," << tflops << ",\"" << impl << "\"," << b_ms << "," << b_tflops << ","
-            << ratio << "\n";
+            << ratio << "\n"
+            << std::flush;  // a row survives a stopped run
       } catch (const std::exception& e) {
         out << p.name << " (" << path.name << "): not run: " << e.what() << "\n";
         status = 1;

@@ -257,7 +257,8 @@ int run_gpu_gemm(bool quick, const std::string& csv_path, std::ostream& out) {
                 << "," << s.name << "," << s.M << "," << s.N << "," << s.K << ","
                 << (bf16 ? "bf16" : "fp16") << ",\"" << config << "\"," << (correct ? "yes" : "no")
                 << "," << rel << "," << m.median << "," << m.p20 << "," << m.p80 << "," << tflops
-                << "," << ref.median << "," << ref_tflops << "," << ref.median / m.median << "\n";
+                << "," << ref.median << "," << ref_tflops << "," << ref.median / m.median << "\n"
+                << std::flush;  // a row survives a stopped run
           } catch (const std::exception& e) {
             fail(e.what());
           }

@@ -274,7 +274,8 @@ int run_gpu_workloads(const std::vector<WorkloadCase>& cases, const std::string&
       out << line;
       csv << today() << ",\"" << gpu->device() << "\"," << c.kernel << ",\"" << c.label << "\","
           << correct << "," << s.median << "," << s.p20 << "," << s.p80 << "," << tflops << ","
-          << gbps << "," << cost.flops << "," << cost.bytes << "\n";
+          << gbps << "," << cost.flops << "," << cost.bytes << "\n"
+          << std::flush;  // a row survives a stopped run
     } catch (const std::exception& e) {
       out << c.kernel << " " << c.label << ": not run: " << e.what() << "\n";
       status = 1;
