@@ -30,7 +30,7 @@ struct TensorMapArg {
 /// One kernel function of a kernel with several launches, as the host launches it.
 struct EmittedLaunch {
   std::string entry;              ///< its symbol (extern "C")
-  std::vector<std::string> grid;  ///< blocks along x, y, z (expressions of the sizes)
+  std::vector<std::string> grid;  ///< blocks along x, y, z (expressions of the sizes), as launched
   int threads = 0;
   std::vector<int> thread_dims;
   int64_t dynamic_shared_bytes = 0;
@@ -38,10 +38,14 @@ struct EmittedLaunch {
 
 struct EmittedSource {
   Language language = Language::kCuda;
-  std::string code;                  ///< the whole translation unit
-  std::string entry;                 ///< the kernel's symbol (extern "C")
-  int threads = 0;                   ///< threads per block to launch with
-  std::vector<int> thread_dims;      ///< the block's shape (x, y, z; 1 to 3 extents)
+  std::string code;              ///< the whole translation unit
+  std::string entry;             ///< the kernel's symbol (extern "C")
+  int threads = 0;               ///< threads per block to launch with
+  std::vector<int> thread_dims;  ///< the block's shape (x, y, z; 1 to 3 extents)
+  /// The hardware axis (0 x, 1 y, 2 z) each of the kernel's block indices runs on: the identity,
+  /// except that an extent above 65535 along y or z is launched along x (and x's along its axis).
+  /// A host launches grid[d] blocks along axis grid_axes[d].
+  std::vector<int> grid_axes;
   int64_t dynamic_shared_bytes = 0;  ///< CUDA: dynamic shared memory to launch with
   /// The kernel's arguments in order: tensors (device pointers), then symbolic dimensions (int).
   std::vector<std::string> arguments;

@@ -269,8 +269,10 @@ double CudaSession::time(const std::function<void()>& fn) {
 
 double CudaSession::launch(void* kernel, const EmittedSource& source,
                            const std::vector<int64_t>& grid, std::vector<void*>& params) {
-  std::vector<int64_t> g = grid;
-  g.resize(3, 1);
+  std::vector<int64_t> g(3, 1);
+  for (size_t d = 0; d < grid.size(); ++d) {
+    g[d < source.grid_axes.size() ? static_cast<size_t>(source.grid_axes[d]) : d] = grid[d];
+  }
   std::vector<int> b =
       source.thread_dims.empty() ? std::vector<int>{source.threads} : source.thread_dims;
   b.resize(3, 1);
@@ -316,10 +318,14 @@ bool CudaSession::encode_tensor_maps(const EmittedSource& source,
       error_ = "the CUDA driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)";
       return false;
     }
+    // A rank-1 map has no strides, but the driver refuses a null array (seen on an H200: the
+    // GEMVs' 1-d maps were "invalid argument").
+    const uint64_t no_strides[1] = {0};
+    const uint64_t* strides = e->global_strides.empty() ? no_strides : e->global_strides.data();
     CUresult r = driver().cuTensorMapEncodeTiled(
         &maps[j], e->data_type, e->rank, reinterpret_cast<void*>(pointers[i]), e->global_dim.data(),
-        e->global_strides.data(), e->box_dim.data(), e->element_strides.data(), e->interleave,
-        e->swizzle, e->l2_promotion, e->oob_fill);
+        strides, e->box_dim.data(), e->element_strides.data(), e->interleave, e->swizzle,
+        e->l2_promotion, e->oob_fill);
     if (r) {
       error_ = "encoding tensor map " + m.name + ": " + message(r);
       return false;

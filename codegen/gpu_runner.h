@@ -66,7 +66,8 @@ class CudaSession {
   /// Compiles (nvcc) and loads `source`; returns a handle (nullptr on failure).
   void* load(const EmittedSource& source, double* compile_seconds);
   /// Launches a loaded kernel and waits for it; returns its time in ms (CUDA events), or a
-  /// negative value on failure.
+  /// negative value on failure. `grid` is the kernel's (its block indices' extents), launched
+  /// along the axes source.grid_axes names.
   double launch(void* kernel, const EmittedSource& source, const std::vector<int64_t>& grid,
                 std::vector<void*>& params);
   /// Times `fn` (which launches work on the default stream) with CUDA events, in ms.

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "codegen/emit.h"
@@ -12,6 +13,7 @@
 #include "codegen/toolchain.h"
 #include "core/builder.h"
 #include "core/passes.h"
+#include "examples/presets.h"
 #include "examples/registry.h"
 #include "tests/cli_runner.h"
 
@@ -61,6 +63,34 @@ Kernel atomics() {
   T.atomic(AtomicKind::kMax, C(0), cast(DataType::f32(), b));
   T.atomic(AtomicKind::kMax, H(0), cast(DataType::f16(), b));
   return T.finish();
+}
+
+/// Row minima of an int32 tile: the reduction's shuffles are operands of integer mins.
+Kernel int_row_min() {
+  KernelBuilder T("int_row_min");
+  auto A = T.tensor("A", {64, 128}, DataType::i32());
+  auto C = T.tensor("C", {64}, DataType::i32());
+  T.kernel1(1, 128);
+  auto tile = T.alloc_fragment("tile", {64, 128}, DataType::i32());
+  auto low = T.alloc_fragment("low", {64}, DataType::i32());
+  T.copy(A(0, 0), tile);
+  T.reduce_min(tile, low, 1);
+  T.copy(low, C(0));
+  return T.finish();
+}
+
+/// The lines of `code`'s kernel that run a lane shuffle inside a conditional expression, where
+/// only the lanes that take that side would run it (a full-mask shuffle on part of a warp reads
+/// garbage).
+std::vector<std::string> shuffles_under_a_condition(const std::string& code) {
+  std::vector<std::string> bad;
+  std::istringstream in(kernel_text(code));
+  for (std::string line; std::getline(in, line);) {
+    bool shuffle =
+        line.find("__shfl") != std::string::npos || line.find("tessel_shfl") != std::string::npos;
+    if (shuffle && line.find(" ? ") != std::string::npos) bad.push_back(line);
+  }
+  return bad;
 }
 
 void compile_every_example(const char* target_name) {
@@ -229,6 +259,76 @@ TEST_SUITE("codegen") {
   TEST_CASE("every example compiles with nvcc for sm90a") { compile_every_example("sm90"); }
   TEST_CASE("every example compiles with clang for gfx90a") { compile_every_example("gfx90a"); }
   TEST_CASE("every example compiles with clang for gfx942") { compile_every_example("gfx942"); }
+
+  TEST_CASE("an integer reduction's shuffles run on the whole warp, not under a compare") {
+    // Regression (found on an H200): `min(shfl(x), x)` on int32 was printed as
+    // `(shfl(x) < x ? shfl(x) : x)`, so the second shuffle ran on only the lanes whose compare
+    // held and returned garbage (the top-k example's indices were float bits).
+    for (const char* name : {"sm80", "gfx942"}) {
+      const Target& target = find_target(name);
+      std::string code = emit_source(lower_kernel(int_row_min(), target).kernel, target).code;
+      INFO(name << ":\n" << code);
+      CHECK(shuffles_under_a_condition(code).empty());
+      CHECK(std::regex_search(
+          code, std::regex(target.nvidia ? R"(tessel_min<int>\([^;]*__shfl_xor_sync\()"
+                                         : R"(tessel_min<int>\([^;]*tessel_shfl_xor<)")));
+    }
+  }
+
+  TEST_CASE("no example's code runs a shuffle inside a conditional expression") {
+    for (const Target& target : all_targets()) {
+      for (const Example& e : examples()) {
+        if (e.name.rfind("bug_", 0) == 0) continue;
+        std::string code;
+        try {
+          Kernel k = e.build(make_params(e, {}));
+          if (is_multi_launch(k)) continue;
+          code = emit_source(is_tile_level(k) ? lower_kernel(k, target).kernel : k, target).code;
+        } catch (const UserError&) {
+          continue;  // not lowerable for this target (a Hopper-only kernel on sm80, say)
+        }
+        INFO(e.name << " for " << target.name);
+        CHECK(shuffles_under_a_condition(code) == std::vector<std::string>{});
+      }
+    }
+  }
+
+  TEST_CASE("a block index of more than 65535 blocks along y or z is launched along x") {
+    // Regression (found on an H200): chunk_scan at CC5 has grid (1, 4, 64 * 8192 / 256 * 64 =
+    // 131072); gridDim.z is at most 65535, so the launch was refused and the benchmark timed an
+    // empty run.
+    const Example* e = find_example("chunk_scan");
+    REQUIRE(e);
+    const Target& target = find_target("sm80");
+    Kernel k = e->build(make_params(*e, apply_preset("chunk_scan", {{"preset", "CC5"}})));
+    EmittedSource src = emit_source(lower_kernel(k, target).kernel, target);
+    CHECK(src.grid_axes == std::vector<int>{2, 1, 0});
+    CHECK(src.code.find("Launch: grid (131072, 4, 1)") != std::string::npos);
+    CHECK(src.code.find("const int bz = static_cast<int>(blockIdx.x);") != std::string::npos);
+    CHECK(src.code.find("const int bx = static_cast<int>(blockIdx.z);") != std::string::npos);
+    // A grid that fits keeps its axes.
+    Kernel small = e->build(
+        make_params(*e, apply_preset("chunk_scan", {{"preset", "CC4"}})));  // (1, 4, 32768)
+    CHECK(emit_source(lower_kernel(small, target).kernel, target).grid_axes ==
+          std::vector<int>{0, 1, 2});
+  }
+
+  TEST_CASE("a grid no GPU can launch is an error that says how to fold it") {
+    KernelBuilder T("huge_grid");
+    auto A = T.tensor("A", {70000, 70000}, DataType::f32());
+    auto blocks = T.kernel({1, 70000, 70000}, 32);
+    A(blocks[1], blocks[2]) = make_const(DataType::f32(), 1.0);
+    Kernel k = T.finish();
+    try {
+      emit_source(k, find_target("sm80"));
+      FAIL("expected a user error");
+    } catch (const UserError& err) {
+      std::string m = err.what();
+      CHECK(m.find("kernel 'huge_grid': the grid (1, 70000, 70000) does not fit a GPU launch") !=
+            std::string::npos);
+      CHECK(m.find("fold the large block indices into one") != std::string::npos);
+    }
+  }
 
   TEST_CASE("an unlowered tile operator is an error that names it") {
     const Example* e = find_example("softmax");

@@ -206,6 +206,10 @@ DeviceTiming time_on_device(CudaSession& gpu, uint64_t flush, const ResolvedKern
       gpu.fill(device[a], 0, static_cast<size_t>(t.dtype().storage_bytes(t.size())));
     }
   };
+  // One checked launch first: a launch the driver refuses (a grid too large) or a kernel that
+  // faults must fail the case, not time an empty run.
+  zero_outputs();
+  if (gpu.launch(fn, src, grid, params) < 0) throw UsageError(gpu.last_error());
   double warm = 0;
   for (int w = 0; w < 100 && warm < 25; ++w) {
     zero_outputs();
