@@ -9,8 +9,9 @@
 #   bench/gpu_session.sh [OUTDIR] [quick]
 #
 # OUTDIR (default build/gpu_session) receives correctness.csv (one row per kernel and lowering:
-# status, passed, max_abs_err, median_ms, compile_s), failures.txt (what each failing run printed)
-# and log.txt; the benchmarks append to bench/results/gpu_*.csv as they always do. `quick` runs the
+# status, passed, max_abs_err, median_ms, compile_s; also appended to
+# bench/results/gpu_correctness.csv), failures.txt (what each run that did not pass printed) and
+# log.txt; the benchmarks append to bench/results/gpu_*.csv as they always do. `quick` runs the
 # benchmarks' quick sets. The correctness runs go 8 at a time (their kernel times are not
 # benchmarks); the benchmarks run one at a time. Each step has a time limit
 # (GPU_SESSION_LIMIT_S, default 150 s a benchmark) so one hung kernel cannot eat the session.
@@ -79,9 +80,10 @@ done | xargs -P 8 -I{} bash -c '
     --json >'"$runs"'/$n.json 2>'"$runs"'/$n.err
   echo "$? $t $kernel $choice" >'"$runs"'/$n.status'
 
-python3 - "$runs" "$out" <<'EOF' | tee -a "$log"
-import json, os, sys
-runs, out = sys.argv[1], sys.argv[2]
+python3 - "$runs" "$out" bench/results/gpu_correctness.csv <<'EOF' | tee -a "$log"
+import datetime, json, os, sys
+runs, out, results = sys.argv[1], sys.argv[2], sys.argv[3]
+today, device = datetime.date.today().isoformat(), ""
 rows, failures, counts = [], [], {}
 for n in sorted((int(f[:-7]) for f in os.listdir(runs) if f.endswith(".status"))):
     rc, target, kernel, *choice = open(f"{runs}/{n}.status").read().split()
@@ -92,6 +94,7 @@ for n in sorted((int(f[:-7]) for f in os.listdir(runs) if f.endswith(".status"))
     except ValueError:
         j = {}
     worst = max((o["max_abs_err"] for o in j.get("outputs", [])), default="")
+    device = j.get("device", device)
     # FAILED: the GPU's outputs differ; refused: an error before any comparison (a usage
     # error, exit 2, or the kernel's, exit 1: a Hopper-only kernel lowered for sm80, say).
     compared = bool(j.get("outputs"))
@@ -101,8 +104,12 @@ for n in sorted((int(f[:-7]) for f in os.listdir(runs) if f.endswith(".status"))
                 f'{j.get("median_ms", "")},{j.get("compile_seconds", "")}')
     if state != "passed":
         failures.append(f"== {name} --target {target}: {state}\n{err}\n{json.dumps(j.get('outputs', ''))}\n")
-open(f"{out}/correctness.csv", "w").write(
-    "kernel,target,status,passed,max_abs_err,median_ms,compile_s\n" + "\n".join(rows) + "\n")
+header = "date,device,kernel,target,status,passed,max_abs_err,median_ms,compile_s\n"
+rows = [f'{today},"{device}",{r}' for r in rows]
+open(f"{out}/correctness.csv", "w").write(header + "\n".join(rows) + "\n")
+new_file = not os.path.exists(results)
+with open(results, "a") as f:
+    f.write((header if new_file else "") + "\n".join(rows) + "\n")
 open(f"{out}/failures.txt", "w").write("\n".join(failures))
 print("gpu_session: correctness", ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
 for f in failures:

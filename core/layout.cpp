@@ -508,4 +508,23 @@ bool equal_by_evaluation(const Layout& a, const Layout& b, int64_t max_points) {
   return equal;
 }
 
+bool equal_offsets_by_evaluation(const Layout& a, const Layout& b, int64_t max_points) {
+  if (a.input_shape() != b.input_shape() || a.output_size() != b.output_size()) return false;
+  if (a.input_size() > max_points) {
+    user_error("cannot compare " + a.to_string() +
+               " point by point: " + std::to_string(a.input_size()) +
+               " points exceed the limit of " + std::to_string(max_points));
+  }
+  auto offset = [](const Layout& l, const std::vector<int64_t>& out) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < out.size(); ++d) flat = flat * l.output_shape()[d] + out[d];
+    return flat;
+  };
+  bool equal = true;
+  for_each_index(a.input_shape(), [&](const std::vector<int64_t>& p) {
+    if (equal) equal = offset(a, a.map(p)) == offset(b, b.map(p));
+  });
+  return equal;
+}
+
 }  // namespace tessel

@@ -280,6 +280,11 @@ class Fragment {
 /// True when both layouts have one input shape and agree on every point of the input box.
 /// Requires: input_size() <= max_points (user error otherwise).
 bool equal_by_evaluation(const Layout& a, const Layout& b, int64_t max_points = int64_t{1} << 22);
+/// True when `a` and `b` put every index at the same element of their storage: the same input
+/// shape and storage size, and equal output indices once each is flattened row-major over its
+/// output shape (a layout into (j // 32, i // 8, k) and one into a flat offset can be equal).
+bool equal_offsets_by_evaluation(const Layout& a, const Layout& b,
+                                 int64_t max_points = int64_t{1} << 22);
 /// True when both fragments have one input shape and replicate and agree on every (index, rep).
 bool equal_by_evaluation(const Fragment& a, const Fragment& b,
                          int64_t max_points = int64_t{1} << 22);

@@ -330,6 +330,20 @@ TEST_SUITE("codegen") {
     }
   }
 
+  TEST_CASE("a wgmma operand annotated with TileLang's make_swizzled_layout lowers for sm90") {
+    // Regression (found on an H200): convolution.py's make_swizzled_layout of a 64 x 32 f16
+    // tile is the 64-byte swizzle the wgmma descriptor reads, written over three outputs; sm90
+    // refused it as a different layout.
+    std::string file = std::string(TESSEL_SOURCE_DIR) + "/examples/kernels/convolution.py";
+    CliResult r =
+        run_tessel({"emit", file,   "--kernel", "convolution", "--target", "sm90", "-D", "N=2",
+                    "-D",   "C=64", "-D",       "H=16",        "-D",       "W=16", "-D", "F=64",
+                    "-D",   "K=3",  "-D",       "S=1",         "-D",       "D=1",  "-D", "P=1"});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("wgmma.mma_async") != std::string::npos);
+  }
+
   TEST_CASE("an unlowered tile operator is an error that names it") {
     const Example* e = find_example("softmax");
     Kernel tile = e->build(make_params(*e, {}));

@@ -136,6 +136,19 @@ TEST_SUITE("layout printing and equality") {
   TEST_CASE("layouts of different maps are not equal by evaluation") {
     CHECK_FALSE(equal_by_evaluation(Layout::row_major({4, 4}), Layout::column_major({4, 4})));
   }
+
+  TEST_CASE("layouts into storage of different ranks are equal when their flat offsets are") {
+    // (i // 2, i % 2 * 4 + j) over storage (4, 8) is offset (i // 2) * 8 + (i % 2) * 4 + j =
+    // i * 4 + j: row-major, written with two outputs (as make_swizzled_layout writes its
+    // swizzles, where a wgmma descriptor's is one flat offset).
+    Layout two = Layout::from_fn({8, 4}, [](const std::vector<Var>& v) {
+      return std::vector<Expr>{floordiv(v[0], 2), floormod(v[0], 2) * 4 + v[1]};
+    });
+    REQUIRE(two.output_shape() == std::vector<int64_t>{4, 8});
+    CHECK_FALSE(equal_by_evaluation(two, Layout::row_major({8, 4})));
+    CHECK(equal_offsets_by_evaluation(two, Layout::row_major({8, 4})));
+    CHECK_FALSE(equal_offsets_by_evaluation(two, Layout::column_major({8, 4})));
+  }
 }
 
 TEST_SUITE("layout algebra") {
