@@ -30,11 +30,12 @@ __device__ __forceinline__ long long tessel_floormod(long long a, long long b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
-// Integer min and max, each operand evaluated once and on every lane: a compare-and-select
+// Integer min, max and abs, each operand evaluated once and on every lane: a compare-and-select
 // (`b < a ? b : a`) would evaluate one operand twice, the second time on only the lanes the
 // compare picks, so a shuffle in it would run on part of the warp and read garbage.
 template <typename T> __device__ __forceinline__ T tessel_min(T a, T b) { return b < a ? b : a; }
 template <typename T> __device__ __forceinline__ T tessel_max(T a, T b) { return a < b ? b : a; }
+template <typename T> __device__ __forceinline__ T tessel_abs(T a) { return a < 0 ? -a : a; }
 
 // T.exp2 on f32: the MUFU.EX2 approximation exp2f itself is built on, without exp2f's rescaling
 // for results below 2^-126 (those flush to 0, as in TileLang's fast-math build).
@@ -94,9 +95,10 @@ TESSEL_DEVICE long long tessel_floormod(long long a, long long b) {
   long long r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-// Integer min and max, each operand evaluated once and on every lane (see the CUDA prelude).
+// Integer min, max and abs, each operand evaluated once and on every lane (see the CUDA prelude).
 template <typename T> TESSEL_DEVICE T tessel_min(T a, T b) { return b < a ? b : a; }
 template <typename T> TESSEL_DEVICE T tessel_max(T a, T b) { return a < b ? b : a; }
+template <typename T> TESSEL_DEVICE T tessel_abs(T a) { return a < 0 ? -a : a; }
 TESSEL_DEVICE int tessel_lane() {
   return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
 }

@@ -355,9 +355,8 @@ class SourcePrinter {
                                    k_->threads % kNvidiaWarpSize ? "tessel_lanes" : "0xffffffffu");
     }
     DataType t = e.dtype();
-    if (t.is_integral() && fn == "abs") {
-      std::string x = expr_text(c->args[0]);
-      return "(" + x + " < 0 ? -" + x + " : " + x + ")";
+    if (t.is_integral() && fn == "abs") {  // a call: its operand evaluated once (see kMin)
+      return "tessel_abs<" + c_type(lang_, t) + ">(" + expr_text(c->args[0]) + ")";
     }
     bool dbl = t.code == TypeCode::kFloat && t.bits == 64;
     std::vector<std::string> args;
