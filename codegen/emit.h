@@ -46,6 +46,9 @@ struct EmittedSource {
   /// except that an extent above 65535 along y or z is launched along x (and x's along its axis).
   /// A host launches grid[d] blocks along axis grid_axes[d].
   std::vector<int> grid_axes;
+  /// The blocks to launch along x, y, z (expressions of the sizes): the kernel's grid placed by
+  /// grid_axes, as the header comment's "Launch: grid (...)".
+  std::vector<std::string> grid;
   int64_t dynamic_shared_bytes = 0;  ///< CUDA: dynamic shared memory to launch with
   /// The kernel's arguments in order: tensors (device pointers), then symbolic dimensions (int).
   std::vector<std::string> arguments;

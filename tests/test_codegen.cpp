@@ -341,6 +341,7 @@ TEST_SUITE("codegen") {
     Kernel k = e->build(make_params(*e, apply_preset("chunk_scan", {{"preset", "CC5"}})));
     EmittedSource src = emit_source(lower_kernel(k, target).kernel, target);
     CHECK(src.grid_axes == std::vector<int>{2, 1, 0});
+    CHECK(src.grid == std::vector<std::string>{"131072", "4", "1"});
     CHECK(src.code.find("Launch: grid (131072, 4, 1)") != std::string::npos);
     CHECK(src.code.find("const int bz = static_cast<int>(blockIdx.x);") != std::string::npos);
     CHECK(src.code.find("const int bx = static_cast<int>(blockIdx.z);") != std::string::npos);

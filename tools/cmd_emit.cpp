@@ -45,6 +45,8 @@ void add_emit_command(CLI::App& app, Context& ctx) {
                           {"entry", src.entry},
                           {"threads", src.threads},
                           {"thread_dims", src.thread_dims},
+                          {"grid", src.grid},
+                          {"grid_axes", src.grid_axes},
                           {"dynamic_shared_bytes", src.dynamic_shared_bytes},
                           {"arguments", src.arguments}};
       if (!src.launches.empty()) {
