@@ -41,11 +41,13 @@ for name in $("$tessel" list | sed -n 's/^\([a-z_0-9]*\) — .*/\1/p'); do
 done
 for f in examples/kernels/*.py; do
   case $f in */bug_*) continue ;; esac
-  kernels=$("$tessel" list "$f" | sed -n 's/^\([A-Za-z_0-9]*\) (line [0-9]*)$/\1/p')
-  if [ "$("$tessel" list "$f" | head -n 1)" = "$f: 1 kernel" ]; then
+  listing=$("$tessel" list "$f")
+  if [ "$(head -n 1 <<<"$listing")" = "$f: 1 kernel" ]; then
     cases+=("$f|")
   else
-    for k in $kernels; do cases+=("$f|$k"); done
+    for k in $(sed -n 's/^\([A-Za-z_0-9]*\) (line [0-9]*)$/\1/p' <<<"$listing"); do
+      cases+=("$f|$k")
+    done
   fi
 done
 targets=(sm80)
@@ -66,7 +68,7 @@ defines_for() {
 export -f defines_for
 
 runs=$(mktemp -d)
-
+trap 'rm -rf "$runs"' EXIT
 i=0
 for c in "${cases[@]}"; do
   for t in "${targets[@]}"; do

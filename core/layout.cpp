@@ -488,13 +488,22 @@ Layout Layout::inverse() const {
   return make(std::move(out_vars), output_shape(), std::move(back));
 }
 
-bool equal_by_evaluation(const Layout& a, const Layout& b, int64_t max_points) {
-  if (a.input_shape() != b.input_shape() || a.output_rank() != b.output_rank()) return false;
+namespace {
+
+/// User error when `a` has more points than a comparison point by point may visit.
+void require_comparable(const Layout& a, int64_t max_points) {
   if (a.input_size() > max_points) {
     user_error("cannot compare " + a.to_string() +
                " point by point: " + std::to_string(a.input_size()) +
                " points exceed the limit of " + std::to_string(max_points));
   }
+}
+
+}  // namespace
+
+bool equal_by_evaluation(const Layout& a, const Layout& b, int64_t max_points) {
+  if (a.input_shape() != b.input_shape() || a.output_rank() != b.output_rank()) return false;
+  require_comparable(a, max_points);
   detail::BoxEvaluator ea(a.iter_vars()), eb(b.iter_vars());
   bool equal = true;
   for_each_index(a.input_shape(), [&](const std::vector<int64_t>& p) {
@@ -510,11 +519,7 @@ bool equal_by_evaluation(const Layout& a, const Layout& b, int64_t max_points) {
 
 bool equal_offsets_by_evaluation(const Layout& a, const Layout& b, int64_t max_points) {
   if (a.input_shape() != b.input_shape() || a.output_size() != b.output_size()) return false;
-  if (a.input_size() > max_points) {
-    user_error("cannot compare " + a.to_string() +
-               " point by point: " + std::to_string(a.input_size()) +
-               " points exceed the limit of " + std::to_string(max_points));
-  }
+  require_comparable(a, max_points);
   auto offset = [](const Layout& l, const std::vector<int64_t>& out) {
     int64_t flat = 0;
     for (size_t d = 0; d < out.size(); ++d) flat = flat * l.output_shape()[d] + out[d];
