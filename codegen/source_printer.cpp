@@ -760,10 +760,7 @@ EmittedSource emit_source(const Kernel& lowered, const Target& target) {
     functions += "\n// " + launch_label(lowered, i) + ":\n" + printer.header() + printer.function();
     EmittedLaunch l;
     l.entry = one.entry;
-    l.grid.resize(launch->grid.size());  // in launch order (x, y, z)
-    for (size_t d = 0; d < launch->grid.size(); ++d) {
-      l.grid[one.grid_axes[d]] = to_string(launch->grid[d]);
-    }
+    l.grid = one.grid;
     l.threads = one.threads;
     l.thread_dims = one.thread_dims;
     l.dynamic_shared_bytes = one.dynamic_shared_bytes;

@@ -15,6 +15,13 @@
 namespace tessel::cli {
 namespace {
 
+/// Outputs the GPU's are compared with: the tile level's or the reference's.
+struct Expected {
+  const char* against;  ///< "the tile level" or "the reference", for the report
+  bool reference;       ///< the reference's tolerance and error bounds apply
+  TensorMap tensors;
+};
+
 /// An AMD or unknown `--target` is refused before the GPU is looked for.
 void check_asked_target(const std::string& asked) {
   if (!asked.empty() && !find_target(asked).nvidia) {
@@ -63,21 +70,25 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
   }
   // What the GPU's outputs are compared with: the tile level (the same arithmetic, before
   // lowering) where the kernel is tile-level code, and the reference where there is one.
-  std::vector<std::pair<std::string, TensorMap>> expected;
+  std::vector<Expected> expected;
+  std::string tile_note;  // why the tile level is not compared, where it could not run
   if (is_tile_level(kernel)) {
     TensorMap tile = tensors;
     try {
       run_tile_level(kernel, tile);
-      expected.emplace_back("the tile level", std::move(tile));
-    } catch (const UserError&) {
+      expected.push_back({"the tile level", false, std::move(tile)});
+    } catch (const UserError& e) {
       // Tile-level code the tile level cannot run in program order (T.ws branches that must
-      // run concurrently): the reference alone checks it, where there is one.
+      // run concurrently): the reference alone checks it, where there is one; the report says.
       if (!k.has_reference) throw;
+      tile_note =
+          std::string("the tile level could not run it, so only the reference checks it: ") +
+          e.what();
     }
   }
   if (k.has_reference) {
-    expected.emplace_back("the reference", tensors);
-    example.reference(k.params, expected.back().second);
+    expected.push_back({"the reference", true, tensors});
+    example.reference(k.params, expected.back().tensors);
   }
   if (expected.empty()) {
     throw UsageError("--device cuda: kernel '" + kernel->name +
@@ -111,26 +122,27 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
   bool passed = true;
   nlohmann::json outputs = nlohmann::json::array();
   std::ostringstream text;
-  for (const auto& [against, want] : expected) {
-    const bool reference = against == "the reference";
+  for (const Expected& want : expected) {
     for (const std::string& name : example.outputs) {
       const HostTensor& got = tensors.at(name);
-      Tolerance tol = reference ? example.tolerance.value_or(Tolerance::for_dtype(got.dtype()))
-                                : Tolerance::for_dtype(got.dtype());
-      auto bound = want.find(error_bound_name(name));
-      Comparison c = compare(got, want.at(name), tol,
-                             reference && bound != want.end() ? &bound->second : nullptr);
+      Tolerance tol = want.reference ? example.tolerance.value_or(Tolerance::for_dtype(got.dtype()))
+                                     : Tolerance::for_dtype(got.dtype());
+      auto bound = want.tensors.find(error_bound_name(name));
+      Comparison c =
+          compare(got, want.tensors.at(name), tol,
+                  want.reference && bound != want.tensors.end() ? &bound->second : nullptr);
       passed &= c.passed;
       outputs.push_back({{"name", name},
-                         {"against", reference ? "reference" : "tile"},
+                         {"against", want.reference ? "reference" : "tile"},
                          {"passed", c.passed},
                          {"max_abs_err", c.max_abs_err},
                          {"max_rel_err", c.max_rel_err},
                          {"mismatches", c.mismatches}});
-      text << "  " << name << ": " << (c.passed ? "matches" : "DIFFERS FROM") << " " << against
+      text << "  " << name << ": " << (c.passed ? "matches" : "DIFFERS FROM") << " " << want.against
            << " (max abs err " << c.max_abs_err << ")\n";
     }
   }
+  if (!tile_note.empty()) text << "  " << tile_note << "\n";
   std::vector<double> ms = r.kernel_ms;
   std::sort(ms.begin(), ms.end());
   double median = ms.empty() ? 0 : ms[ms.size() / 2];
@@ -144,7 +156,8 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
                     {"compile_seconds", r.compile_seconds},
                     {"kernel_ms", r.kernel_ms},
                     {"median_ms", median},
-                    {"outputs", outputs}});
+                    {"outputs", outputs},
+                    {"tile_note", tile_note}});
     return;
   }
   *ctx.out << "kernel " << kernel->name << " lowered for " << target << " on " << r.device << " ("
