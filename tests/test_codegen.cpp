@@ -426,6 +426,10 @@ TEST_SUITE("codegen") {
     CHECK(amd.status == 2);
     CHECK(amd.err.find("--device cuda --target gfx942: that is an AMD target") !=
           std::string::npos);
+    CliResult unknown = run_tessel({"run", "softmax", "--device", "cuda", "--target", "sm99"});
+    CHECK(unknown.status == 2);
+    CHECK(unknown.err.find("--device cuda --target sm99: unknown target; use one of sm80, sm90") !=
+          std::string::npos);
     std::string why;
     if (cuda_device_target(&why).empty()) {
       MESSAGE("no GPU here: " << why);

@@ -24,7 +24,13 @@ struct Expected {
 
 /// An AMD or unknown `--target` is refused before the GPU is looked for.
 void check_asked_target(const std::string& asked) {
-  if (!asked.empty() && !find_target(asked).nvidia) {
+  if (asked.empty()) return;
+  const Target* t = lookup_target(asked, false);
+  if (!t) {
+    throw UsageError("--device cuda --target " + asked + ": unknown target; use one of " +
+                     target_names());
+  }
+  if (!t->nvidia) {
     throw UsageError("--device cuda --target " + asked +
                      ": that is an AMD target; the GPU runner runs CUDA code, lowered for an "
                      "NVIDIA target (sm80, sm90)");
