@@ -31,9 +31,11 @@ struct TensorMapArg {
 struct EmittedLaunch {
   std::string entry;              ///< its symbol (extern "C")
   std::vector<std::string> grid;  ///< blocks along x, y, z (expressions of the sizes), as launched
+  std::vector<int> grid_axes;     ///< as EmittedSource::grid_axes, for this launch's grid
   int threads = 0;
   std::vector<int> thread_dims;
   int64_t dynamic_shared_bytes = 0;
+  std::vector<TensorMapArg> tensor_maps;  ///< this launch's, passed after the arguments
 };
 
 struct EmittedSource {

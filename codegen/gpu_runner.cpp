@@ -217,38 +217,44 @@ bool CudaSession::fill(uint64_t dst, uint8_t byte, size_t bytes) {
   return r == 0;
 }
 
-void* CudaSession::load(const EmittedSource& source, double* compile_seconds) {
+std::vector<void*> CudaSession::load(const EmittedSource& source,
+                                     const std::vector<HostLaunch>& launches,
+                                     double* compile_seconds) {
   std::string dir = (std::filesystem::temp_directory_path() / "tessel_gpu").string();
   CompileResult c = compile_device_code(source, find_target(target_), dir);
   if (compile_seconds) *compile_seconds = c.seconds;
   if (!c.compiled) {
     error_ = c.skipped.empty() ? "nvcc failed:\n" + c.log : c.skipped;
-    return nullptr;
+    return {};
   }
   std::ifstream f(c.output, std::ios::binary);
   std::vector<char> cubin((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   Driver& d = driver();
   CUmodule module = nullptr;
-  CUfunction fn = nullptr;
   if (CUresult r = d.cuModuleLoadData(&module, cubin.data()); r) {
     error_ = "loading the cubin: " + message(r);
-    return nullptr;
+    return {};
   }
   modules_.push_back(module);
-  if (CUresult r = d.cuModuleGetFunction(&fn, module, source.entry.c_str()); r) {
-    error_ = "finding " + source.entry + ": " + message(r);
-    return nullptr;
-  }
-  if (source.dynamic_shared_bytes > 48 * 1024) {
-    CUresult r =
-        d.cuFuncSetAttribute(fn, kMaxDynamicShared, static_cast<int>(source.dynamic_shared_bytes));
-    if (r) {
-      error_ = "allowing " + std::to_string(source.dynamic_shared_bytes) +
-               " bytes of shared memory: " + message(r);
-      return nullptr;
+  std::vector<void*> functions;
+  for (const HostLaunch& l : launches) {
+    CUfunction fn = nullptr;
+    if (CUresult r = d.cuModuleGetFunction(&fn, module, l.entry.c_str()); r) {
+      error_ = "finding " + l.entry + ": " + message(r);
+      return {};
     }
+    if (l.dynamic_shared_bytes > 48 * 1024) {
+      CUresult r =
+          d.cuFuncSetAttribute(fn, kMaxDynamicShared, static_cast<int>(l.dynamic_shared_bytes));
+      if (r) {
+        error_ = l.entry + ": allowing " + std::to_string(l.dynamic_shared_bytes) +
+                 " bytes of shared memory: " + message(r);
+        return {};
+      }
+    }
+    functions.push_back(fn);
   }
-  return fn;
+  return functions;
 }
 
 double CudaSession::time(const std::function<void()>& fn) {
@@ -267,42 +273,42 @@ double CudaSession::time(const std::function<void()>& fn) {
   return ms;
 }
 
-double CudaSession::launch(void* kernel, const EmittedSource& source,
-                           const std::vector<int64_t>& grid, std::vector<void*>& params) {
-  std::vector<int64_t> g(3, 1);
-  for (size_t d = 0; d < grid.size(); ++d) {
-    g[d < source.grid_axes.size() ? static_cast<size_t>(source.grid_axes[d]) : d] = grid[d];
-  }
-  std::vector<int> b =
-      source.thread_dims.empty() ? std::vector<int>{source.threads} : source.thread_dims;
-  b.resize(3, 1);
+double CudaSession::launch(const std::vector<void*>& functions,
+                           const std::vector<HostLaunch>& launches,
+                           std::vector<std::vector<void*>>& params) {
   Driver& d = driver();
-  CUresult launched = 0;
+  std::string refused;  // the first launch the driver refused
   double ms = time([&] {
-    launched = d.cuLaunchKernel(kernel, static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]),
-                                static_cast<unsigned>(g[2]), static_cast<unsigned>(b[0]),
-                                static_cast<unsigned>(b[1]), static_cast<unsigned>(b[2]),
-                                static_cast<unsigned>(source.dynamic_shared_bytes), nullptr,
-                                params.data(), nullptr);
+    for (size_t i = 0; i < launches.size() && refused.empty(); ++i) {
+      const HostLaunch& l = launches[i];
+      const auto u = [](int64_t v) { return static_cast<unsigned>(v); };
+      CUresult r = d.cuLaunchKernel(functions[i], u(l.grid[0]), u(l.grid[1]), u(l.grid[2]),
+                                    u(l.block[0]), u(l.block[1]), u(l.block[2]),
+                                    u(l.dynamic_shared_bytes), nullptr, params[i].data(), nullptr);
+      if (r) refused = "launching " + l.entry + ": " + message(r);
+    }
   });
-  if (launched) {
-    error_ = "launching " + source.entry + ": " + message(launched);
+  if (!refused.empty()) {
+    error_ = refused;
     return -1;
   }
   if (CUresult r = d.cuCtxSynchronize(); r) {
-    error_ = "running " + source.entry + ": " + message(r);
+    std::string entries;
+    for (const HostLaunch& l : launches) entries += (entries.empty() ? "" : ", ") + l.entry;
+    error_ = "running " + entries + ": " + message(r);
     return -1;
   }
   return ms;
 }
 
 bool CudaSession::encode_tensor_maps(const EmittedSource& source,
+                                     const std::vector<TensorMapArg>& maps,
                                      const std::vector<uint64_t>& pointers,
                                      const std::vector<std::vector<int64_t>>& shapes,
-                                     std::vector<TensorMapBytes>& maps) {
-  maps.assign(source.tensor_maps.size(), TensorMapBytes{});
-  for (size_t j = 0; j < source.tensor_maps.size(); ++j) {
-    const TensorMapArg& m = source.tensor_maps[j];
+                                     std::vector<TensorMapBytes>& out) {
+  out.assign(maps.size(), TensorMapBytes{});
+  for (size_t j = 0; j < maps.size(); ++j) {
+    const TensorMapArg& m = maps[j];
     auto it = std::find(source.arguments.begin(), source.arguments.end(), m.tensor);
     const size_t i = static_cast<size_t>(it - source.arguments.begin());
     if (it == source.arguments.end() || i >= pointers.size() || i >= shapes.size() ||
@@ -323,7 +329,7 @@ bool CudaSession::encode_tensor_maps(const EmittedSource& source,
     const uint64_t no_strides[1] = {0};
     const uint64_t* strides = e->global_strides.empty() ? no_strides : e->global_strides.data();
     CUresult r = driver().cuTensorMapEncodeTiled(
-        &maps[j], e->data_type, e->rank, reinterpret_cast<void*>(pointers[i]), e->global_dim.data(),
+        &out[j], e->data_type, e->rank, reinterpret_cast<void*>(pointers[i]), e->global_dim.data(),
         strides, e->box_dim.data(), e->element_strides.data(), e->interleave, e->swizzle,
         e->l2_promotion, e->oob_fill);
     if (r) {
@@ -334,83 +340,115 @@ bool CudaSession::encode_tensor_maps(const EmittedSource& source,
   return true;
 }
 
+std::unique_ptr<DeviceKernel> DeviceKernel::prepare(CudaSession& session,
+                                                    const EmittedSource& source,
+                                                    const std::vector<std::vector<int64_t>>& grids,
+                                                    std::vector<LaunchArg>& args, std::string* why,
+                                                    double* compile_seconds) {
+  std::unique_ptr<DeviceKernel> k(new DeviceKernel(session, args));
+  k->launches_ = host_launches(source, grids);
+  auto failed = [&] {
+    if (why) *why = session.last_error();
+    return nullptr;
+  };
+  k->functions_ = session.load(source, k->launches_, compile_seconds);
+  if (k->functions_.empty()) return failed();
+  k->pointers_.assign(args.size(), 0);
+  std::vector<void*> arguments;
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < args.size(); ++i) {
+    shapes.push_back(args[i].shape);
+    if (args[i].is_scalar) {
+      arguments.push_back(&args[i].scalar);
+      continue;
+    }
+    k->pointers_[i] = session.alloc(args[i].bytes);
+    if (!k->pointers_[i]) return failed();
+    arguments.push_back(&k->pointers_[i]);
+  }
+  if (!k->upload()) return failed();
+  k->maps_.resize(k->launches_.size());
+  for (size_t l = 0; l < k->launches_.size(); ++l) {
+    if (!session.encode_tensor_maps(source, k->launches_[l].tensor_maps, k->pointers_, shapes,
+                                    k->maps_[l]))
+      return failed();
+  }
+  for (std::vector<CudaSession::TensorMapBytes>& maps : k->maps_) {  // no map moves after this
+    std::vector<void*>& p = k->params_.emplace_back(arguments);
+    for (CudaSession::TensorMapBytes& m : maps) p.push_back(&m);
+  }
+  return k;
+}
+
+DeviceKernel::~DeviceKernel() {
+  for (uint64_t p : pointers_) s_.free(p);
+}
+
+bool DeviceKernel::upload() {
+  for (size_t i = 0; i < args_.size(); ++i) {
+    if (!args_[i].is_scalar && !s_.upload(pointers_[i], args_[i].data, args_[i].bytes))
+      return false;
+  }
+  return true;
+}
+
+bool DeviceKernel::download() {
+  for (size_t i = 0; i < args_.size(); ++i) {
+    if (!args_[i].is_scalar && !s_.download(args_[i].data, pointers_[i], args_[i].bytes))
+      return false;
+  }
+  return true;
+}
+
+bool DeviceKernel::fill(size_t i, uint8_t byte) {
+  return s_.fill(pointers_[i], byte, args_[i].bytes);
+}
+
+double DeviceKernel::run() { return s_.launch(functions_, launches_, params_); }
+
 GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
                          std::vector<LaunchArg>& args) {
   GpuRunResult out;
-  // The tensor maps' encodings first: a map the driver would refuse is refused before any work
-  // (encode_tensor_maps encodes them again over the device copies).
-  for (const TensorMapArg& m : source.tensor_maps) {
-    auto it = std::find(source.arguments.begin(), source.arguments.end(), m.tensor);
-    const size_t i = static_cast<size_t>(it - source.arguments.begin());
-    if (it == source.arguments.end() || i >= args.size() || args[i].is_scalar) {
-      out.unavailable = "tensor map " + m.name + " names '" + m.tensor +
-                        "', which is not a tensor argument of the kernel";
-      return out;
+  // The launches' shapes and tensor maps' encodings first: a grid or a map the driver would
+  // refuse is refused before any work (prepare encodes the maps again over the device copies).
+  const std::vector<HostLaunch> launches = host_launches(source, launch.grids);
+  for (const HostLaunch& l : launches) {
+    for (const TensorMapArg& m : l.tensor_maps) {
+      auto it = std::find(source.arguments.begin(), source.arguments.end(), m.tensor);
+      const size_t i = static_cast<size_t>(it - source.arguments.begin());
+      if (it == source.arguments.end() || i >= args.size() || args[i].is_scalar) {
+        out.unavailable = "tensor map " + m.name + " names '" + m.tensor +
+                          "', which is not a tensor argument of the kernel";
+        return out;
+      }
+      if (!encode_tensor_map(m.tensor, m.dtype, args[i].shape, m.box, m.swizzle, &out.unavailable))
+        return out;
     }
-    if (!encode_tensor_map(m.tensor, m.dtype, args[i].shape, m.box, m.swizzle, &out.unavailable))
-      return out;
   }
   std::unique_ptr<CudaSession> s = CudaSession::open(&out.unavailable);
   if (!s) return out;
   out.device = s->device();
   out.arch = find_target(s->target()).arch;
-  void* fn = s->load(source, &out.compile_seconds);
-  if (!fn) {
-    out.unavailable = s->last_error();
-    return out;
-  }
-  std::vector<uint64_t> ptrs(args.size(), 0);
-  std::vector<void*> params;
-  auto release = [&] {
-    for (uint64_t p : ptrs) s->free(p);
-  };
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].is_scalar) {
-      params.push_back(&args[i].scalar);
-      continue;
-    }
-    ptrs[i] = s->alloc(args[i].bytes);
-    if (!ptrs[i] || !s->upload(ptrs[i], args[i].data, args[i].bytes)) {
-      out.unavailable = s->last_error();
-      release();
-      return out;
-    }
-    params.push_back(&ptrs[i]);
-  }
-  std::vector<std::vector<int64_t>> shapes;
-  for (const LaunchArg& a : args) shapes.push_back(a.shape);
-  std::vector<CudaSession::TensorMapBytes> maps;
-  if (!s->encode_tensor_maps(source, ptrs, shapes, maps)) {
-    out.unavailable = s->last_error();
-    release();
-    return out;
-  }
-  for (CudaSession::TensorMapBytes& m : maps) params.push_back(&m);
+  std::unique_ptr<DeviceKernel> k =
+      DeviceKernel::prepare(*s, source, launch.grids, args, &out.unavailable, &out.compile_seconds);
+  if (!k) return out;
   const size_t flush_bytes = size_t{256} << 20;  // larger than any L2 (H100: 50 MB)
   uint64_t flush = launch.flush_l2 ? s->alloc(flush_bytes) : 0;
+  auto failed = [&] {
+    out.unavailable = s->last_error();
+    s->free(flush);
+    return out;
+  };
   for (int run = 0; run < launch.warmup + launch.repeats; ++run) {
     // Every run starts from the host's tensors: a kernel that accumulates into its output
     // (split-K's atomics) or updates a tensor in place would otherwise see the last run's values.
-    for (size_t i = 0; run > 0 && i < args.size(); ++i) {
-      if (!args[i].is_scalar && !s->upload(ptrs[i], args[i].data, args[i].bytes)) {
-        out.unavailable = s->last_error();
-        release();
-        return out;
-      }
-    }
+    if (run > 0 && !k->upload()) return failed();
     if (flush) s->fill(flush, static_cast<uint8_t>(run), flush_bytes);
-    double ms = s->launch(fn, source, launch.grid, params);
-    if (ms < 0) {
-      out.unavailable = s->last_error();
-      release();
-      return out;
-    }
+    double ms = k->run();
+    if (ms < 0) return failed();
     if (run >= launch.warmup) out.kernel_ms.push_back(ms);
   }
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (!args[i].is_scalar) s->download(args[i].data, ptrs[i], args[i].bytes);
-  }
-  release();
+  if (!k->download()) return failed();
   s->free(flush);
   out.ran = true;
   return out;

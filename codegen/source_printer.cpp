@@ -761,9 +761,11 @@ EmittedSource emit_source(const Kernel& lowered, const Target& target) {
     EmittedLaunch l;
     l.entry = one.entry;
     l.grid = one.grid;
+    l.grid_axes = one.grid_axes;
     l.threads = one.threads;
     l.thread_dims = one.thread_dims;
     l.dynamic_shared_bytes = one.dynamic_shared_bytes;
+    l.tensor_maps = one.tensor_maps;
     out.launches.push_back(std::move(l));
     if (i == 0) {
       out.entry = one.entry;

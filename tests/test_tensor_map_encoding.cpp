@@ -71,11 +71,11 @@ TEST_SUITE("tensor map encoding") {
     src.tensor_maps.push_back({"tmap_A_16x16", "A", {16, 16}, 0, DataType::f16()});
     std::vector<uint8_t> bytes(64 * 100 * 2);
     std::vector<LaunchArg> args = {{bytes.data(), bytes.size(), false, 0, {64, 100}}};
-    GpuRunResult r = run_on_cuda(src, GpuLaunch{{1}, 0, 1, false}, args);
+    GpuRunResult r = run_on_cuda(src, GpuLaunch{{{1}}, 0, 1, false}, args);
     CHECK_FALSE(r.ran);
     CHECK(r.unavailable.find("the stride of dimension 0 is 200 bytes") != std::string::npos);
     args[0].shape = {64, 64};
-    r = run_on_cuda(src, GpuLaunch{{1}, 0, 1, false}, args);
+    r = run_on_cuda(src, GpuLaunch{{{1}}, 0, 1, false}, args);
     if (!r.ran) MESSAGE("skipped the device run: " << r.unavailable);
     CHECK(r.unavailable.find("stride") == std::string::npos);
   }

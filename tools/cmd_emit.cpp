@@ -8,6 +8,23 @@
 
 namespace tessel::cli {
 
+namespace {
+
+/// The TMA tensor maps a host encodes and passes after the arguments.
+nlohmann::json tensor_maps_json(const std::vector<TensorMapArg>& maps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TensorMapArg& m : maps) {
+    out.push_back({{"name", m.name},
+                   {"tensor", m.tensor},
+                   {"dtype", m.dtype.name()},
+                   {"box", m.box},
+                   {"swizzle_bytes", m.swizzle}});
+  }
+  return out;
+}
+
+}  // namespace
+
 void add_emit_command(CLI::App& app, Context& ctx) {
   CLI::App* sub = app.add_subcommand("emit", "print the CUDA or HIP source of a kernel");
   add_common_options(*sub, ctx);
@@ -48,15 +65,18 @@ void add_emit_command(CLI::App& app, Context& ctx) {
                           {"grid", src.grid},
                           {"grid_axes", src.grid_axes},
                           {"dynamic_shared_bytes", src.dynamic_shared_bytes},
-                          {"arguments", src.arguments}};
+                          {"arguments", src.arguments},
+                          {"tensor_maps", tensor_maps_json(src.tensor_maps)}};
       if (!src.launches.empty()) {
         nlohmann::json launches = nlohmann::json::array();
         for (const EmittedLaunch& l : src.launches) {
           launches.push_back({{"entry", l.entry},
                               {"grid", l.grid},
+                              {"grid_axes", l.grid_axes},
                               {"threads", l.threads},
                               {"thread_dims", l.thread_dims},
-                              {"dynamic_shared_bytes", l.dynamic_shared_bytes}});
+                              {"dynamic_shared_bytes", l.dynamic_shared_bytes},
+                              {"tensor_maps", tensor_maps_json(l.tensor_maps)}});
         }
         j["launches"] = launches;
         j["scratch"] = src.scratch;

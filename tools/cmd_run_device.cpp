@@ -9,8 +9,8 @@
 #include "core/target.h"
 #include "examples/run_example.h"
 #include "interp/tile_interpreter.h"
+#include "tools/kernel_views.h"
 #include "tools/run_device.h"
-#include "verify/alignment_proofs.h"
 
 namespace tessel::cli {
 namespace {
@@ -52,6 +52,24 @@ std::string lowering_target(const std::string& device_target, const std::string&
 
 }  // namespace
 
+std::vector<LaunchArg> device_args(const Kernel& kernel, TensorMap& tensors) {
+  add_scratch_tensors(kernel, tensors);
+  const IntEnv env = bind_tensors(kernel, tensors);
+  std::vector<LaunchArg> args;
+  std::vector<Buffer> buffers = kernel->params;
+  buffers.insert(buffers.end(), kernel->scratch.begin(), kernel->scratch.end());
+  for (const Buffer& b : buffers) {
+    HostTensor& t = tensors.at(b->name);
+    args.push_back(
+        {t.data(), static_cast<size_t>(t.dtype().storage_bytes(t.size())), false, 0, t.shape()});
+  }
+  for (const Var& v : kernel->dynamic_vars) {
+    args.push_back(
+        {nullptr, 0, true, static_cast<int>(env.at(static_cast<const VarNode*>(v.get())))});
+  }
+  return args;
+}
+
 void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int repeats,
                    const std::string& asked_target) {
   check_asked_target(asked_target);
@@ -61,13 +79,6 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
   std::string target = lowering_target(device_target, asked_target);
   const Example& example = *k.example;
   Kernel kernel = example.build(k.params);
-  if (is_multi_launch(kernel)) {
-    throw UsageError(
-        "--device cuda: kernel '" + kernel->name + "' has " +
-        std::to_string(kernel->launches.size()) +
-        " launches; the GPU runner runs one-launch kernels only so far (`tessel "
-        "emit` gives the source of every launch, `run --level thread` simulates them)");
-  }
   std::map<std::string, int64_t> dims = run_dims(k);
   TensorMap tensors = make_tensors(kernel, dims, example.outputs, seed);
   for (const std::string& name : example.zero_outputs) {
@@ -103,25 +114,12 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
                      "reference=NAME` or run it with --level thread");
   }
 
-  Kernel lowered =
-      is_tile_level(kernel) ? lower_kernel(kernel, find_target(target)).kernel : kernel;
-  require_alignment(lowered, find_target(target), "run --device");
-  EmittedSource src = emit_source(lowered, find_target(target));
-  IntEnv env = bind_tensors(kernel, tensors);
+  EmittedSource src = emit_kernel(kernel, find_target(target), {}, "run --device");
   GpuLaunch launch;
-  for (const Expr& g : kernel->grid) launch.grid.push_back(eval_int(g, env));
+  launch.grids = launch_grids(kernel, bind_tensors(kernel, tensors));
   launch.warmup = repeats > 1 ? 1 : 0;
   launch.repeats = repeats;
-  std::vector<LaunchArg> args;
-  for (const Buffer& p : kernel->params) {
-    HostTensor& t = tensors.at(p->name);
-    args.push_back(
-        {t.data(), static_cast<size_t>(t.dtype().storage_bytes(t.size())), false, 0, t.shape()});
-  }
-  for (const Var& v : kernel->dynamic_vars) {
-    args.push_back(
-        {nullptr, 0, true, static_cast<int>(env.at(static_cast<const VarNode*>(v.get())))});
-  }
+  std::vector<LaunchArg> args = device_args(kernel, tensors);
   GpuRunResult r = run_on_cuda(src, launch, args);
   if (!r.ran) throw UsageError("--device cuda: " + r.unavailable);
 

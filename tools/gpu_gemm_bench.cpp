@@ -214,23 +214,23 @@ int run_gpu_gemm(bool quick, const std::string& csv_path, std::ostream& out) {
             Kernel lowered = lower_kernel(k, target).kernel;
             std::string uses = lowered_path_uses(lowered);
             EmittedSource src = emit_source(lowered, target);
-            void* fn = gpu->load(src, nullptr);
-            if (!fn) {
+            const std::vector<HostLaunch> launches = host_launches(
+                src, {{(s.N + t.block_N - 1) / t.block_N, (s.M + t.block_M - 1) / t.block_M}});
+            std::vector<void*> fns = gpu->load(src, launches, nullptr);
+            if (fns.empty()) {
               fail(gpu->last_error());
               continue;
             }
-            std::vector<int64_t> grid = {(s.N + t.block_N - 1) / t.block_N,
-                                         (s.M + t.block_M - 1) / t.block_M};
-            std::vector<void*> params = {&dA, &dB, &dC};
+            std::vector<std::vector<void*>> params = {{&dA, &dB, &dC}};
             std::vector<CudaSession::TensorMapBytes> maps;
-            if (!gpu->encode_tensor_maps(src, {dA, dB, dC}, {{s.M, s.K}, {s.K, s.N}, {s.M, s.N}},
-                                         maps)) {
+            if (!gpu->encode_tensor_maps(src, src.tensor_maps, {dA, dB, dC},
+                                         {{s.M, s.K}, {s.K, s.N}, {s.M, s.N}}, maps)) {
               fail(gpu->last_error());
               continue;
             }
-            for (CudaSession::TensorMapBytes& m : maps) params.push_back(&m);
+            for (CudaSession::TensorMapBytes& m : maps) params[0].push_back(&m);
             gpu->fill(dC, 0xff, c_bytes);
-            if (gpu->launch(fn, src, grid, params) < 0) {
+            if (gpu->launch(fns, launches, params) < 0) {
               fail(gpu->last_error());
               continue;
             }
@@ -243,7 +243,7 @@ int run_gpu_gemm(bool quick, const std::string& csv_path, std::ostream& out) {
             double rel = err / std::max(scale, 1e-30);
             bool correct = rel < 1e-3;
             if (!correct) status = 1;
-            Stats m = timed([&] { gpu->launch(fn, src, grid, params); });
+            Stats m = timed([&] { gpu->launch(fns, launches, params); });
             double flops = gemm_flops(s);
             double tflops = flops / (m.median * 1e-3) / 1e12;
             double ref_tflops = flops / (ref.median * 1e-3) / 1e12;

@@ -16,7 +16,8 @@
 #include "examples/run_example.h"
 #include "tools/cli.h"
 #include "tools/host_data.h"
-#include "verify/alignment_proofs.h"
+#include "tools/kernel_views.h"
+#include "tools/run_device.h"
 
 namespace tessel::cli {
 
@@ -53,10 +54,7 @@ std::string today() {
 
 /// The kernel lowered for the device and printed as CUDA.
 EmittedSource device_source(const Kernel& kernel, const std::string& target_name) {
-  const Target& target = find_target(target_name);
-  Kernel lowered = is_tile_level(kernel) ? lower_kernel(kernel, target).kernel : kernel;
-  require_alignment(lowered, target, "bench_gpu_workloads");
-  return emit_source(lowered, target);
+  return emit_kernel(kernel, find_target(target_name), {}, "bench_gpu_workloads");
 }
 
 }  // namespace
@@ -134,18 +132,9 @@ std::string check_on_device(const ResolvedKernel& k, const std::string& target) 
   TensorMap expected = tensors;
   example.reference(k.params, expected);
   EmittedSource src = device_source(kernel, target);
-  IntEnv env = bind_tensors(kernel, tensors);
   GpuLaunch launch;
-  for (const Expr& g : kernel->grid) launch.grid.push_back(eval_int(g, env));
-  std::vector<LaunchArg> args;
-  for (const Buffer& p : kernel->params) {
-    HostTensor& t = tensors.at(p->name);
-    args.push_back(
-        {t.data(), static_cast<size_t>(t.dtype().storage_bytes(t.size())), false, 0, t.shape()});
-  }
-  for (const Var& v : kernel->dynamic_vars)
-    args.push_back(
-        {nullptr, 0, true, static_cast<int>(env.at(static_cast<const VarNode*>(v.get())))});
+  launch.grids = launch_grids(kernel, bind_tensors(kernel, tensors));
+  std::vector<LaunchArg> args = device_args(kernel, tensors);
   GpuRunResult r = run_on_cuda(src, launch, args);
   if (!r.ran) return "did not run: " + r.unavailable;
   for (const std::string& name : example.outputs) {
@@ -168,60 +157,34 @@ DeviceTiming time_on_device(CudaSession& gpu, uint64_t flush, const ResolvedKern
   Kernel kernel = k.example->build(k.params);
   const size_t flush_bytes = size_t{256} << 20;
   EmittedSource src = device_source(kernel, target);
-  void* fn = gpu.load(src, nullptr);
-  if (!fn) throw UsageError(gpu.last_error());
-  std::map<std::string, int64_t> dims = run_dims(k);
-  TensorMap tensors = make_tensors(kernel, dims, {}, 1);
-  IntEnv env = bind_tensors(kernel, tensors);
-  std::vector<int64_t> grid;
-  for (const Expr& g : kernel->grid) grid.push_back(eval_int(g, env));
-  std::vector<uint64_t> device(kernel->params.size());
-  std::vector<int> scalars;
-  std::vector<void*> params;
-  for (size_t a = 0; a < kernel->params.size(); ++a) {
-    HostTensor& t = tensors.at(kernel->params[a]->name);
-    size_t bytes = static_cast<size_t>(t.dtype().storage_bytes(t.size()));
-    device[a] = gpu.alloc(bytes);
-    if (!device[a] || !gpu.upload(device[a], t.data(), bytes)) throw UsageError(gpu.last_error());
-  }
-  for (const Var& v : kernel->dynamic_vars)
-    scalars.push_back(static_cast<int>(env.at(static_cast<const VarNode*>(v.get()))));
-  for (uint64_t& d : device) params.push_back(&d);
-  for (int& s : scalars) params.push_back(&s);
-  // TMA tensor maps (sm90: the warp-specialised producer's), after the arguments.
-  std::vector<uint64_t> pointers = device;
-  std::vector<std::vector<int64_t>> shapes;
-  for (const Buffer& p : kernel->params) shapes.push_back(tensors.at(p->name).shape());
-  pointers.resize(src.arguments.size(), 0);
-  shapes.resize(src.arguments.size());
-  std::vector<CudaSession::TensorMapBytes> maps;
-  if (!gpu.encode_tensor_maps(src, pointers, shapes, maps)) throw UsageError(gpu.last_error());
-  for (CudaSession::TensorMapBytes& m : maps) params.push_back(&m);
+  TensorMap tensors = make_tensors(kernel, run_dims(k), {}, 1);
+  const std::vector<std::vector<int64_t>> grids =
+      launch_grids(kernel, bind_tensors(kernel, tensors));
+  std::vector<LaunchArg> args = device_args(kernel, tensors);
+  std::string why;
+  std::unique_ptr<DeviceKernel> device = DeviceKernel::prepare(gpu, src, grids, args, &why);
+  if (!device) throw UsageError(why);
   auto zero_outputs = [&] {
     for (size_t a = 0; a < kernel->params.size(); ++a) {
-      const std::string& n = kernel->params[a]->name;
       const auto& z = k.example->zero_outputs;
-      if (std::find(z.begin(), z.end(), n) == z.end()) continue;
-      const HostTensor& t = tensors.at(n);
-      gpu.fill(device[a], 0, static_cast<size_t>(t.dtype().storage_bytes(t.size())));
+      if (std::find(z.begin(), z.end(), kernel->params[a]->name) != z.end()) device->fill(a, 0);
     }
   };
-  // One checked launch first: a launch the driver refuses (a grid too large) or a kernel that
+  // One checked run first: a launch the driver refuses (a grid too large) or a kernel that
   // faults must fail the case, not time an empty run.
   zero_outputs();
-  if (gpu.launch(fn, src, grid, params) < 0) throw UsageError(gpu.last_error());
+  if (device->run() < 0) throw UsageError(gpu.last_error());
   double warm = 0;
   for (int w = 0; w < 100 && warm < 25; ++w) {
     zero_outputs();
-    warm += gpu.time([&] { gpu.launch(fn, src, grid, params); });
+    warm += device->run();
   }
   std::vector<double> ms;
   for (int r = 0; r < 10; ++r) {
     zero_outputs();
     gpu.fill(flush, static_cast<uint8_t>(r), flush_bytes);
-    ms.push_back(gpu.time([&] { gpu.launch(fn, src, grid, params); }));
+    ms.push_back(device->run());
   }
-  for (uint64_t d : device) gpu.free(d);
   Sample s = quantiles(ms);
   return {s.median, s.p20, s.p80};
 }
@@ -253,12 +216,6 @@ int run_gpu_workloads(const std::vector<WorkloadCase>& cases, const std::string&
   for (const WorkloadCase& c : cases) {
     try {
       ResolvedKernel k = resolve_kernel(c.kernel, c.defines);
-      Kernel kernel = k.example->build(k.params);
-      if (is_multi_launch(kernel)) {
-        out << c.kernel << " " << c.label << ": skipped: " << kernel->launches.size()
-            << " launches; the GPU runner launches one-launch kernels only\n";
-        continue;
-      }
       if (c.kernel != last_checked) {  // correctness first, once per kernel, at its defaults
         last_checked = c.kernel;
         std::string wrong = check_on_device(resolve_kernel(c.kernel, {}), gpu->target());

@@ -6,10 +6,11 @@
 
 namespace tessel::cli {
 
-EmittedSource emit_kernel(const Kernel& kernel, const Target& t, const LowerOptions& options) {
+EmittedSource emit_kernel(const Kernel& kernel, const Target& t, const LowerOptions& options,
+                          const std::string& command) {
   Kernel lowered = is_tile_level(kernel) ? lower_kernel(kernel, t, options).kernel : kernel;
   for (const Kernel& launch : launches_of(lowered)) {
-    require_alignment(launch, t, "emit");  // no instruction that faults on the GPU
+    require_alignment(launch, t, command);  // no instruction that faults on the GPU
   }
   return emit_source(lowered, t);
 }

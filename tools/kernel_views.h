@@ -12,10 +12,11 @@
 
 namespace tessel::cli {
 
-/// `kernel` lowered for `target` when it is tile level, refused (UserError) unless every aligned
-/// access is proved aligned, and emitted as CUDA or HIP source.
+/// `kernel` lowered for `target` when it is tile level, refused (UserError, naming `command`)
+/// unless every aligned access of every launch is proved aligned, and emitted as CUDA or HIP
+/// source.
 EmittedSource emit_kernel(const Kernel& kernel, const Target& target,
-                          const LowerOptions& options = {});
+                          const LowerOptions& options = {}, const std::string& command = "emit");
 
 /// The JSON object of `tessel verify --json`: kernel, target, proved/failed/undecided counts,
 /// total ms and one entry per check (what, result, counterexample, ms).

@@ -2,6 +2,10 @@
 // and compared with the tile-level interpreter on the same inputs.
 #pragma once
 
+#include <vector>
+
+#include "codegen/gpu_runner.h"
+#include "interp/host_tensor.h"
 #include "tools/cli.h"
 #include "tools/kernel_source.h"
 
@@ -12,5 +16,11 @@ namespace tessel::cli {
 /// driver, no GPU) or when the device cannot run code lowered for `target`.
 void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int repeats,
                    const std::string& target);
+
+/// The arguments the emitted source of `kernel` takes, in source.arguments order, for the GPU
+/// runner: its tensors, then the T.alloc_global scratch of a kernel of several launches (added
+/// to `tensors`, filled with 0xFF bytes as the interpreters fill it), then its symbolic sizes.
+/// The tensors' bytes are the host side of each argument.
+std::vector<LaunchArg> device_args(const Kernel& kernel, TensorMap& tensors);
 
 }  // namespace tessel::cli
