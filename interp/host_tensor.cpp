@@ -36,7 +36,7 @@ HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, Unfilled)
     if (e < 0) user_error("a tensor cannot have the negative extent " + std::to_string(e));
     size_ *= e;
   }
-  bytes_.resize(static_cast<size_t>(dtype_.storage_bytes(size_)));
+  bytes_ = TensorStorage(static_cast<size_t>(dtype_.storage_bytes(size_)));
 }
 
 HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_byte)
@@ -55,11 +55,21 @@ HostTensor HostTensor::random(DataType dtype, std::vector<int64_t> shape, uint64
 }
 
 HostTensor::HostTensor(const HostTensor& other)
-    : dtype_(other.dtype_), shape_(other.shape_), size_(other.size_) {
-  bytes_.resize(other.bytes_.size());
+    : dtype_(other.dtype_), shape_(other.shape_), size_(other.size_), bytes_(other.bytes_.size()) {
   write_in_slices(static_cast<int64_t>(bytes_.size()), [&](int64_t begin, size_t n) {
     std::memcpy(bytes_.data() + begin, other.bytes_.data() + begin, n);
   });
+}
+
+HostTensor HostTensor::snapshot() {
+  if (!bytes_.can_share()) return *this;
+  HostTensor copy;
+  copy.bytes_ = bytes_.share();
+  if (copy.bytes_.size() != bytes_.size()) return *this;  // the system refused the mappings
+  copy.dtype_ = dtype_;
+  copy.shape_ = shape_;
+  copy.size_ = size_;
+  return copy;
 }
 
 HostTensor& HostTensor::operator=(const HostTensor& other) {
@@ -130,7 +140,7 @@ void HostTensor::fill_random(uint64_t seed, int workers) {
         uniform_draws(rng, draws, n);
         if (kind == element_access::ElemKind::kF16) {
           element_access::f16_bits_row(draws, n, bits);
-          std::memcpy(bytes_.data() + i * 2, bits, static_cast<size_t>(n) * 2);
+          std::memcpy(data() + i * 2, bits, static_cast<size_t>(n) * 2);
         } else {
           for (int64_t k = 0; k < n; ++k) element_access::store_elem(kind, *this, i + k, draws[k]);
         }
@@ -139,12 +149,11 @@ void HostTensor::fill_random(uint64_t seed, int workers) {
       for (int64_t i = begin; i < end; ++i) set(i, static_cast<double>(rng() & 1));
     } else if (bytes) {
       std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
-      for (int64_t i = begin; i < end; ++i)
-        bytes_[static_cast<size_t>(i)] = static_cast<uint8_t>(dist(rng));
+      for (int64_t i = begin; i < end; ++i) data()[i] = static_cast<uint8_t>(dist(rng));
     } else if (kind == element_access::ElemKind::kI8) {  // set's bytes, without its switch
       std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
       for (int64_t i = begin; i < end; ++i)
-        bytes_[static_cast<size_t>(i)] = static_cast<uint8_t>(static_cast<int8_t>(dist(rng)));
+        data()[i] = static_cast<uint8_t>(static_cast<int8_t>(dist(rng)));
     } else {
       std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
       for (int64_t i = begin; i < end; ++i) set(i, static_cast<double>(dist(rng)));

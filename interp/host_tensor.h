@@ -10,29 +10,9 @@
 
 #include "core/dtype.h"
 #include "core/tile_exec.h"
+#include "interp/tensor_storage.h"
 
 namespace tessel {
-
-/// std::allocator, but resize() leaves new elements uninitialised (HostTensor's constructor
-/// then writes every byte, on every core for a large tensor, instead of one core zeroing them).
-template <typename T>
-struct UninitialisedAllocator : std::allocator<T> {
-  template <typename U>
-  struct rebind {
-    using other = UninitialisedAllocator<U>;
-  };
-  UninitialisedAllocator() = default;
-  template <typename U>
-  UninitialisedAllocator(const UninitialisedAllocator<U>&) {}
-  template <typename U>
-  void construct(U* p) noexcept {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-};
 
 class HostTensor {
  public:
@@ -41,6 +21,10 @@ class HostTensor {
   HostTensor(DataType dtype, std::vector<int64_t> shape, uint8_t fill_byte = 0);
   /// A copy; a large tensor's bytes are copied on every core (its pages first touched there).
   HostTensor(const HostTensor& other);
+  /// A copy to compare with later: equal to the copy constructor's, but a tensor of
+  /// TensorStorage::kMappedBytes and more not copied before shares its pages with the copy until
+  /// one of the two writes them (TensorStorage::share). data() of this tensor may move.
+  HostTensor snapshot();
   HostTensor& operator=(const HostTensor& other);
   HostTensor(HostTensor&&) noexcept = default;
   HostTensor& operator=(HostTensor&&) noexcept = default;
@@ -51,10 +35,8 @@ class HostTensor {
   uint8_t* data() { return bytes_.data(); }
   const uint8_t* data() const { return bytes_.data(); }
 
-  double at(int64_t flat) const { return decode(dtype_, load_bits(dtype_, bytes_.data(), flat)); }
-  void set(int64_t flat, double value) {
-    store_bits(dtype_, bytes_.data(), flat, encode(dtype_, value));
-  }
+  double at(int64_t flat) const { return decode(dtype_, load_bits(dtype_, data(), flat)); }
+  void set(int64_t flat, double value) { store_bits(dtype_, data(), flat, encode(dtype_, value)); }
   /// A view for tile operators (`buffer` names it in errors).
   TensorView view(const BufferNode* buffer = nullptr);
 
@@ -81,7 +63,7 @@ class HostTensor {
   DataType dtype_;
   std::vector<int64_t> shape_;
   int64_t size_ = 0;
-  std::vector<uint8_t, UninitialisedAllocator<uint8_t>> bytes_;
+  TensorStorage bytes_;
 };
 
 /// The most bytes of host memory one run's tensors and their copies may take: three quarters

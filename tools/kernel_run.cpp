@@ -239,17 +239,18 @@ class Lend {
 
 /// The tensors of a thread-level run before its simulated blocks ran: a copy of those the
 /// kernel writes (the tile level runs on it afterwards, to compare with, and a launch that runs
-/// again in block order restores from it) and the fingerprints of those it only reads, which
-/// are lent to the tile level and must come out of the thread level unchanged.
+/// again in block order restores from it; a large one shares its pages until one side writes
+/// them, HostTensor::snapshot) and the fingerprints of those it only reads, which are lent to
+/// the tile level and must come out of the thread level unchanged.
 struct BeforeThreadRun {
   TensorMap written;
   std::vector<std::string> read_only;
   std::vector<TensorFingerprint> fingerprints;
 
-  BeforeThreadRun(const std::vector<ParamInfo>& signature, const TensorMap& tensors) {
+  BeforeThreadRun(const std::vector<ParamInfo>& signature, TensorMap& tensors) {
     for (const ParamInfo& p : signature) {
       if (p.written) {
-        written.emplace(p.name, tensors.at(p.name));
+        written.emplace(p.name, tensors.at(p.name).snapshot());
       } else {
         read_only.push_back(p.name);
         fingerprints.push_back(TensorFingerprint::of(tensors.at(p.name)));
@@ -339,7 +340,7 @@ void run_sampled_launches(KernelRun& run, const Kernel& kernel, const Kernel& th
 
       const std::set<std::string> writes = written_by(launch);
       TensorMap copy;
-      for (const std::string& n : writes) copy.emplace(n, run.tensors.at(n));
+      for (const std::string& n : writes) copy.emplace(n, run.tensors.at(n).snapshot());
       options.only_blocks = sample.simulated;
       options.before = &copy;
       ThreadRunResult one = run_thread_level(thread_kernel->launches[i], run.tensors, options);
