@@ -342,11 +342,11 @@ bool CudaSession::encode_tensor_maps(const EmittedSource& source,
 
 std::unique_ptr<DeviceKernel> DeviceKernel::prepare(CudaSession& session,
                                                     const EmittedSource& source,
-                                                    const std::vector<std::vector<int64_t>>& grids,
+                                                    std::vector<HostLaunch> launches,
                                                     std::vector<LaunchArg>& args, std::string* why,
                                                     double* compile_seconds) {
   std::unique_ptr<DeviceKernel> k(new DeviceKernel(session, args));
-  k->launches_ = host_launches(source, grids);
+  k->launches_ = std::move(launches);
   auto failed = [&] {
     if (why) *why = session.last_error();
     return nullptr;
@@ -430,7 +430,7 @@ GpuRunResult run_on_cuda(const EmittedSource& source, const GpuLaunch& launch,
   out.device = s->device();
   out.arch = find_target(s->target()).arch;
   std::unique_ptr<DeviceKernel> k =
-      DeviceKernel::prepare(*s, source, launch.grids, args, &out.unavailable, &out.compile_seconds);
+      DeviceKernel::prepare(*s, source, launches, args, &out.unavailable, &out.compile_seconds);
   if (!k) return out;
   const size_t flush_bytes = size_t{256} << 20;  // larger than any L2 (H100: 50 MB)
   uint64_t flush = launch.flush_l2 ? s->alloc(flush_bytes) : 0;

@@ -103,10 +103,11 @@ class CudaSession {
 /// launch's parameters (the arguments, then its tensor maps encoded over the device copies).
 class DeviceKernel {
  public:
-  /// Loads `source` for `grids` (one per launch) and uploads the tensors of `args`, which must
-  /// outlive the DeviceKernel (download() writes into them). Null with `why` set on failure.
+  /// Loads `source` for `launches` (host_launches) and uploads the tensors of `args`, which
+  /// must outlive the DeviceKernel (download() writes into them). Null with `why` set on
+  /// failure.
   static std::unique_ptr<DeviceKernel> prepare(CudaSession& session, const EmittedSource& source,
-                                               const std::vector<std::vector<int64_t>>& grids,
+                                               std::vector<HostLaunch> launches,
                                                std::vector<LaunchArg>& args, std::string* why,
                                                double* compile_seconds = nullptr);
   ~DeviceKernel();

@@ -179,11 +179,14 @@ TEST_SUITE("host launch") {
                          doctest::Contains("a grid of 4 extents"), UserError);
   }
 
-  TEST_CASE("the arguments are the tensors, then the scratch (0xFF bytes), in the source's order") {
+  TEST_CASE("a device call is every launch's grid and the tensors, then the scratch (0xFF bytes)") {
     Kernel k = parse_kernel(kTwoShapes, "two_shapes.py").kernel;
     EmittedSource src = cli::emit_kernel(k, find_target("sm80"));
     TensorMap tensors = make_tensors(k, {}, {"C"}, 1);
-    std::vector<LaunchArg> args = cli::device_args(k, tensors);
+    cli::DeviceCall call = cli::device_call(k, tensors);
+    // The block-index extents of the two launches: (2, 3), then (3).
+    CHECK(call.grids == std::vector<std::vector<int64_t>>{{2, 3}, {3}});
+    const std::vector<LaunchArg>& args = call.args;
     REQUIRE(src.arguments == std::vector<std::string>{"A", "C", "D"});
     REQUIRE(args.size() == 3);
     for (size_t i = 0; i < 3; ++i) {

@@ -2,10 +2,7 @@
 #include <algorithm>
 #include <iomanip>
 
-#include "codegen/emit.h"
 #include "codegen/gpu_runner.h"
-#include "core/int_eval.h"
-#include "core/passes.h"
 #include "core/target.h"
 #include "examples/run_example.h"
 #include "interp/tile_interpreter.h"
@@ -52,22 +49,31 @@ std::string lowering_target(const std::string& device_target, const std::string&
 
 }  // namespace
 
-std::vector<LaunchArg> device_args(const Kernel& kernel, TensorMap& tensors) {
+DeviceCall device_call(const Kernel& kernel, TensorMap& tensors) {
   add_scratch_tensors(kernel, tensors);
   const IntEnv env = bind_tensors(kernel, tensors);
-  std::vector<LaunchArg> args;
+  DeviceCall call{launch_grids(kernel, env), {}};
   std::vector<Buffer> buffers = kernel->params;
   buffers.insert(buffers.end(), kernel->scratch.begin(), kernel->scratch.end());
   for (const Buffer& b : buffers) {
     HostTensor& t = tensors.at(b->name);
-    args.push_back(
+    call.args.push_back(
         {t.data(), static_cast<size_t>(t.dtype().storage_bytes(t.size())), false, 0, t.shape()});
   }
   for (const Var& v : kernel->dynamic_vars) {
-    args.push_back(
+    call.args.push_back(
         {nullptr, 0, true, static_cast<int>(env.at(static_cast<const VarNode*>(v.get())))});
   }
-  return args;
+  return call;
+}
+
+TensorMap device_tensors(const ResolvedKernel& k, const Kernel& kernel, uint64_t seed) {
+  TensorMap tensors = make_tensors(kernel, run_dims(k), k.example->outputs, seed);
+  for (const std::string& name : k.example->zero_outputs) {
+    HostTensor& t = tensors.at(name);
+    t = HostTensor(t.dtype(), t.shape(), 0);
+  }
+  return tensors;
 }
 
 void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int repeats,
@@ -79,12 +85,7 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
   std::string target = lowering_target(device_target, asked_target);
   const Example& example = *k.example;
   Kernel kernel = example.build(k.params);
-  std::map<std::string, int64_t> dims = run_dims(k);
-  TensorMap tensors = make_tensors(kernel, dims, example.outputs, seed);
-  for (const std::string& name : example.zero_outputs) {
-    HostTensor& t = tensors.at(name);
-    t = HostTensor(t.dtype(), t.shape(), 0);  // the host zeroes it before the launch
-  }
+  TensorMap tensors = device_tensors(k, kernel, seed);
   // What the GPU's outputs are compared with: the tile level (the same arithmetic, before
   // lowering) where the kernel is tile-level code, and the reference where there is one.
   std::vector<Expected> expected;
@@ -115,12 +116,12 @@ void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int rep
   }
 
   EmittedSource src = emit_kernel(kernel, find_target(target), {}, "run --device");
+  DeviceCall call = device_call(kernel, tensors);
   GpuLaunch launch;
-  launch.grids = launch_grids(kernel, bind_tensors(kernel, tensors));
+  launch.grids = call.grids;
   launch.warmup = repeats > 1 ? 1 : 0;
   launch.repeats = repeats;
-  std::vector<LaunchArg> args = device_args(kernel, tensors);
-  GpuRunResult r = run_on_cuda(src, launch, args);
+  GpuRunResult r = run_on_cuda(src, launch, call.args);
   if (!r.ran) throw UsageError("--device cuda: " + r.unavailable);
 
   bool passed = true;

@@ -9,8 +9,6 @@
 
 #include "codegen/emit.h"
 #include "codegen/gpu_runner.h"
-#include "core/int_eval.h"
-#include "core/passes.h"
 #include "core/target.h"
 #include "examples/presets.h"
 #include "examples/run_example.h"
@@ -123,19 +121,12 @@ WorkloadCost workload_cost(const ResolvedKernel& k) {
 std::string check_on_device(const ResolvedKernel& k, const std::string& target) {
   const Example& example = *k.example;
   Kernel kernel = example.build(k.params);
-  std::map<std::string, int64_t> dims = run_dims(k);
-  TensorMap tensors = make_tensors(kernel, dims, example.outputs, 1);
-  for (const std::string& name : example.zero_outputs) {
-    HostTensor& t = tensors.at(name);
-    for (int64_t i = 0; i < t.size(); ++i) t.set(i, 0.0);
-  }
+  TensorMap tensors = device_tensors(k, kernel, 1);
   TensorMap expected = tensors;
   example.reference(k.params, expected);
   EmittedSource src = device_source(kernel, target);
-  GpuLaunch launch;
-  launch.grids = launch_grids(kernel, bind_tensors(kernel, tensors));
-  std::vector<LaunchArg> args = device_args(kernel, tensors);
-  GpuRunResult r = run_on_cuda(src, launch, args);
+  DeviceCall call = device_call(kernel, tensors);
+  GpuRunResult r = run_on_cuda(src, GpuLaunch{call.grids}, call.args);
   if (!r.ran) return "did not run: " + r.unavailable;
   for (const std::string& name : example.outputs) {
     Tolerance tol =
@@ -158,11 +149,10 @@ DeviceTiming time_on_device(CudaSession& gpu, uint64_t flush, const ResolvedKern
   const size_t flush_bytes = size_t{256} << 20;
   EmittedSource src = device_source(kernel, target);
   TensorMap tensors = make_tensors(kernel, run_dims(k), {}, 1);
-  const std::vector<std::vector<int64_t>> grids =
-      launch_grids(kernel, bind_tensors(kernel, tensors));
-  std::vector<LaunchArg> args = device_args(kernel, tensors);
+  DeviceCall call = device_call(kernel, tensors);
   std::string why;
-  std::unique_ptr<DeviceKernel> device = DeviceKernel::prepare(gpu, src, grids, args, &why);
+  std::unique_ptr<DeviceKernel> device =
+      DeviceKernel::prepare(gpu, src, host_launches(src, call.grids), call.args, &why);
   if (!device) throw UsageError(why);
   auto zero_outputs = [&] {
     for (size_t a = 0; a < kernel->params.size(); ++a) {

@@ -17,10 +17,19 @@ namespace tessel::cli {
 void run_on_device(Context& ctx, const ResolvedKernel& k, uint64_t seed, int repeats,
                    const std::string& target);
 
-/// The arguments the emitted source of `kernel` takes, in source.arguments order, for the GPU
-/// runner: its tensors, then the T.alloc_global scratch of a kernel of several launches (added
-/// to `tensors`, filled with 0xFF bytes as the interpreters fill it), then its symbolic sizes.
-/// The tensors' bytes are the host side of each argument.
-std::vector<LaunchArg> device_args(const Kernel& kernel, TensorMap& tensors);
+/// What the GPU runner needs of `kernel` besides its source: the block-index extents of every
+/// launch (launch_grids) and the arguments in source.arguments order — its tensors, then the
+/// T.alloc_global scratch of a kernel of several launches (added to `tensors`, filled with 0xFF
+/// bytes as the interpreters fill it), then its symbolic sizes. Each tensor argument's host
+/// side is its tensor's bytes.
+struct DeviceCall {
+  std::vector<std::vector<int64_t>> grids;
+  std::vector<LaunchArg> args;
+};
+DeviceCall device_call(const Kernel& kernel, TensorMap& tensors);
+
+/// The kernel's tensors for a GPU run, made as make_tensors makes them (`seed`), with the
+/// example's zero_outputs zeroed as the host zeroes them before a launch.
+TensorMap device_tensors(const ResolvedKernel& k, const Kernel& kernel, uint64_t seed);
 
 }  // namespace tessel::cli
