@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(cmake ninja-build g++ libz3-dev libboost-graph-dev libeigen3-dev doctest-dev
-          libcli11-dev nlohmann-json3-dev libzip-dev libxml2-dev)
+          libcli11-dev nlohmann-json3-dev libzip-dev libxml2-dev ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -68,7 +68,11 @@ if [ -z "$python_reason" ]; then
   if [ ! -f "$stamp" ] || [ -n "$(find CMakeLists.txt pyproject.toml core interp sim verify codegen \
        examples tools python -newer "$stamp" -print -quit)" ]; then
     touch "$stamp.new"
-    if "$venv/bin/python" -m pip install -q --no-build-isolation . >build/pip-install.log 2>&1; then
+    # The compiler of build/ (scikit-build-core would otherwise take Python's, g++ where build/
+    # has c++: ccache keys on the name, and every object would be compiled a second time).
+    cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/CMakeCache.txt)
+    if CXX="$cxx" "$venv/bin/python" -m pip install -q --no-build-isolation . \
+         >build/pip-install.log 2>&1; then
       mv "$stamp.new" "$stamp"
       echo "setup: installed the tessel Python package into $venv"
     else
