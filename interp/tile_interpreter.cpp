@@ -67,6 +67,36 @@ std::unordered_set<const StmtNode*> uniform_bindings(const Kernel& kernel) {
   return uniform;
 }
 
+/// Whether tile operator `op` writes only per-thread (T.alloc_local) buffers: then it is each
+/// thread's own work (T.clear(acc) clears every thread's acc); any other runs once for the block.
+bool writes_per_thread(const TileOp& op) {
+  const std::vector<BufferRegion> writes = op.writes();
+  return !writes.empty() && std::all_of(writes.begin(), writes.end(), [](const BufferRegion& r) {
+    return is_per_thread(r.buffer->scope);
+  });
+}
+
+/// writes_per_thread of every tile operator in `kernel`, decided once for all its blocks.
+std::unordered_map<const TileOp*, bool> per_thread_operators(const Kernel& kernel) {
+  std::unordered_map<const TileOp*, bool> ops;
+  for_each_stmt(kernel->body, [&](const Stmt& s) {
+    if (const auto* call = s.as<TileOpCallNode>())
+      ops[call->op.get()] = writes_per_thread(*call->op);
+  });
+  return ops;
+}
+
+/// What the blocks of one run share, computed once from the kernel.
+struct KernelFacts {
+  std::unordered_set<const StmtNode*> uniform;             ///< uniform_bindings
+  std::unordered_map<const TileOp*, bool> per_thread_ops;  ///< per_thread_operators
+
+  bool per_thread(const TileOp& op) const {
+    auto it = per_thread_ops.find(&op);
+    return it != per_thread_ops.end() ? it->second : writes_per_thread(op);
+  }
+};
+
 /// Makes the tile atomics of a run land in the order the blocks are handed out, whatever the
 /// number of workers: a block's first atomic waits until every block handed out before it has
 /// finished. Floating-point addition does not associate, so split-K sums would otherwise depend
@@ -133,10 +163,10 @@ class BlockRunner {
  public:
   /// `parallel`: where T.Parallel nests run compiled (null: every nest runs generically);
   /// `turn`: the block's place in the order of atomics.
-  /// `uniform`: the statements that bind one value for every thread (uniform_bindings).
+  /// `facts`: what the kernel's blocks share (KernelFacts).
   BlockRunner(BlockState& block, RunControl* control, ParallelCache* parallel, AtomicTurn turn,
-              const std::unordered_set<const StmtNode*>* uniform)
-      : block_(block), steps_(control), parallel_(parallel), uniform_(uniform), turn_(turn) {}
+              const KernelFacts& facts)
+      : block_(block), steps_(control), parallel_(parallel), facts_(facts), turn_(turn) {}
 
   void run() {
     Lanes all(block_.num_threads());
@@ -170,8 +200,13 @@ class BlockRunner {
         break;
       case StmtKind::kAlloc: {
         const auto* op = s.as<AllocNode>();
+        // A block's buffer (shared, fragment) is allocated once, as the first thread sees its
+        // extents; a thread's own (T.alloc_local) once a thread.
+        const bool per_thread = is_per_thread(op->buffer->scope);
+        if (!per_thread) block_.allocate(op->buffer, lanes[0]);
+        if (!per_thread && !op->init.defined()) break;
         for (int t : lanes) {
-          block_.allocate(op->buffer, t);
+          if (per_thread) block_.allocate(op->buffer, t);
           if (op->init.defined()) {
             HostTensor& storage = block_.storage(op->buffer, t);
             for (int64_t i = 0; i < storage.size(); ++i) {
@@ -214,14 +249,12 @@ class BlockRunner {
                      " threads, which are not one range of whole warps; a tile operator runs "
                      "on the whole block or on the warps of one `with T.ws(g)` branch");
         }
-        // An operator that writes only per-thread (T.alloc_local) buffers is each thread's own
-        // work (T.clear(acc) clears every thread's acc); any other runs once for the block.
-        std::vector<BufferRegion> writes = op.writes();
-        bool per_thread =
-            !writes.empty() && std::all_of(writes.begin(), writes.end(), [](const BufferRegion& r) {
-              return is_per_thread(r.buffer->scope);
-            });
-        for (int t : per_thread ? lanes : Lanes{lanes[0]}) {
+        if (!facts_.per_thread(op)) {
+          OpExec ctx(block_, lanes[0], turn_);
+          op.run_reference(ctx);
+          break;
+        }
+        for (int t : lanes) {
           OpExec ctx(block_, t, turn_);
           op.run_reference(ctx);
         }
@@ -387,7 +420,7 @@ class BlockRunner {
   /// Whether statement `s` binds a value that is the same in every thread (uniform_bindings) and
   /// all the block's threads run it.
   bool all_threads(const StmtNode* s, const Lanes& lanes) const {
-    return uniform_ && static_cast<int>(lanes.size()) == block_.num_threads() && uniform_->count(s);
+    return static_cast<int>(lanes.size()) == block_.num_threads() && facts_.uniform.count(s);
   }
   bool all_threads(const Stmt& s, const Lanes& lanes) const { return all_threads(s.get(), lanes); }
 
@@ -407,7 +440,7 @@ class BlockRunner {
   BlockState& block_;
   StepCounter steps_;
   ParallelCache* parallel_;
-  const std::unordered_set<const StmtNode*>* uniform_;
+  const KernelFacts& facts_;
   AtomicTurn turn_;
   bool in_parallel_ = false;
   std::vector<int64_t> store_index_;
@@ -544,7 +577,7 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
   }
   workers = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(workers, count)));
   if (options.control) options.control->begin("tile level", count);
-  const std::unordered_set<const StmtNode*> uniform = uniform_bindings(kernel);
+  const KernelFacts facts{uniform_bindings(kernel), per_thread_operators(kernel)};
   std::atomic<int64_t> next{0};
   // The error reported is the first failing block's in block order: blocks are handed out in
   // that order, so every block before a failing one has started and is let finish.
@@ -567,7 +600,7 @@ TileRunStats run_tile_level(const Kernel& kernel, TensorMap& tensors, TileRunOpt
         BlockState block(kernel, global, index, dyn);
         AtomicTurn turn{order ? &*order : nullptr, id};
         BlockRunner(block, options.control, options.compiled_parallel ? &parallel : nullptr, turn,
-                    &uniform)
+                    facts)
             .run();
         if (order) order->finish(id);
         if (options.control) options.control->block_done();
