@@ -3,6 +3,7 @@
 // unchanged by fingerprints instead of a second copy.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_runner.h"
@@ -70,6 +71,26 @@ TEST_SUITE("host memory") {
     TensorFingerprint p = TensorFingerprint::of(packed);
     packed.set(4097, packed.at(4097) == 0 ? 1 : 0);
     CHECK(TensorFingerprint::of(packed).first_change(p) == 4096);
+  }
+
+  TEST_CASE("a fingerprint sees words swapped within a chunk and a change in its last bytes") {
+    // 4096 f16 elements a chunk: 1024 whole 64-bit words; the tensor's 4099 elements leave a
+    // second chunk of 3 halves, 6 bytes, shorter than a word.
+    HostTensor t(DataType::f16(), {4099});
+    t.fill_random(3);
+    const TensorFingerprint before = TensorFingerprint::of(t);
+    uint64_t w0, w1;  // swap words 0 and 1 (elements 0-3 and 4-7): the same sum, other order
+    std::memcpy(&w0, t.data(), 8);
+    std::memcpy(&w1, t.data() + 8, 8);
+    REQUIRE(w0 != w1);
+    std::memcpy(t.data(), &w1, 8);
+    std::memcpy(t.data() + 8, &w0, 8);
+    CHECK(TensorFingerprint::of(t).first_change(before) == 0);
+    std::memcpy(t.data(), &w0, 8);
+    std::memcpy(t.data() + 8, &w1, 8);
+    CHECK_FALSE(TensorFingerprint::of(t).first_change(before));
+    t.data()[8197] ^= 0x01;  // the last byte: element 4098's high byte
+    CHECK(TensorFingerprint::of(t).first_change(before) == 4096);
   }
 
   TEST_CASE("a thread-level run checks every tensor against the tile level, inputs included") {
