@@ -776,6 +776,36 @@ class Load final : public TypedNode<T> {
         for (int64_t o = 0; o < passes; ++o)
           std::fill(out + o * inner, out + (o + 1) * inner,
                     load(static_cast<int64_t>(base[o] + within[0])));
+      } else if (const int64_t r = repeat_of(within, inner)) {
+        // B_local[i, j // 2]: a pass's inner / r consecutive elements, each loaded once (the
+        // packed formats' r of 2, 4 and 8 unrolled).
+        auto expand = [&](auto times) {
+          const int64_t reps = times == 0 ? r : times;
+          for (int64_t o = 0; o < passes; ++o) {
+            T* to = out + o * inner;
+            const int64_t first = static_cast<int64_t>(base[o] + within[0]);
+            for (int64_t v = 0; v < inner / reps; ++v) {
+              const T x = load(first + v);
+              for (int64_t k = 0; k < reps; ++k) to[v * reps + k] = x;
+            }
+          }
+        };
+        switch (r) {
+          case 1:
+            expand(std::integral_constant<int64_t, 1>{});
+            break;
+          case 2:
+            expand(std::integral_constant<int64_t, 2>{});
+            break;
+          case 4:
+            expand(std::integral_constant<int64_t, 4>{});
+            break;
+          case 8:
+            expand(std::integral_constant<int64_t, 8>{});
+            break;
+          default:
+            expand(std::integral_constant<int64_t, 0>{});
+        }
       } else {
         for (int64_t o = 0; o < passes; ++o) {
           T* to = out + o * inner;
@@ -785,6 +815,18 @@ class Load final : public TypedNode<T> {
       }
     });
     return true;
+  }
+
+  /// r when within[i] = within[0] + i / r for every i < n (the positions of x[j // r] along
+  /// j), else 0.
+  static int64_t repeat_of(const uint64_t* within, int64_t n) {
+    int64_t r = 1;
+    while (r < n && within[r] == within[0]) ++r;
+    if (n % r != 0) return 0;
+    for (int64_t i = r; i < n; ++i) {
+      if (within[i] != within[0] + static_cast<uint64_t>(i / r)) return 0;
+    }
+    return r;
   }
 
   /// Calls body(load) with load(flat) the value of element `flat` of `t`, specialised for the

@@ -433,6 +433,11 @@ def kept(A: T.Tensor((16,), "float32"), M: T.Tensor((4, 16), "float32")):
         "\"float32\") + A[i]",
         "for i, j in T.Parallel(16, 16):\n            M[i, j] = T.cast(P[i, j // 2 + 1], "
         "\"float32\")",
+        // A packed byte repeated 4 times along j (int2), and 3 times (not unrolled).
+        "for i, j in T.Parallel(16, 16):\n            M[i, j] = T.cast(P[i, j // 4 + 2], "
+        "\"float32\") - i",
+        "for i, j in T.Parallel(16, 12):\n            M[i, j] = T.cast(P[15 - i, j // 3], "
+        "\"float32\")",
     };
     const char* const errors[] = {"",
                                   "",
@@ -447,7 +452,9 @@ def kept(A: T.Tensor((16,), "float32"), M: T.Tensor((4, 16), "float32")):
                                   "load of A[16] is out of bounds",
                                   "",
                                   "",
-                                  "load of P[0, 8] is out of bounds"};
+                                  "load of P[0, 8] is out of bounds",
+                                  "",
+                                  ""};
     for (size_t c = 0; c < std::size(bodies); ++c) {
       check_like_generic(R"(import tilelang.language as T
 
