@@ -790,21 +790,14 @@ class Load final : public TypedNode<T> {
             }
           }
         };
-        switch (r) {
-          case 1:
-            expand(std::integral_constant<int64_t, 1>{});
-            break;
-          case 2:
-            expand(std::integral_constant<int64_t, 2>{});
-            break;
-          case 4:
-            expand(std::integral_constant<int64_t, 4>{});
-            break;
-          case 8:
-            expand(std::integral_constant<int64_t, 8>{});
-            break;
-          default:
-            expand(std::integral_constant<int64_t, 0>{});
+        if (r == 2) {
+          expand(std::integral_constant<int64_t, 2>{});
+        } else if (r == 4) {
+          expand(std::integral_constant<int64_t, 4>{});
+        } else if (r == 8) {
+          expand(std::integral_constant<int64_t, 8>{});
+        } else {
+          expand(std::integral_constant<int64_t, 0>{});  // r at run time
         }
       } else {
         for (int64_t o = 0; o < passes; ++o) {
