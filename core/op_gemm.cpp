@@ -134,6 +134,69 @@ void multiply(const GemmOp& op, TileExec& exec) {
   write_matrix(c, C);
 }
 
+/// The largest magnitude of an 8-bit integer dtype (i8: 128, u8: 255), or 0 for any other.
+int64_t byte_magnitude(DataType t) {
+  if (t == DataType::i8()) return 128;
+  if (t == DataType::u8()) return 255;
+  return 0;
+}
+
+/// The bytes of an i8 or u8 tile as Real, into `m` (resized to the tile's shape).
+template <typename Mat>
+void read_bytes_into(const TensorView& v, Mat& m) {
+  m.resize(v.shape[0], v.shape[1]);
+  using Real = typename Mat::Scalar;
+  Real* out = m.data();
+  const int64_t n = v.size();
+  if (v.dtype == DataType::i8()) {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Real>(static_cast<int8_t>(v.data[i]));
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Real>(v.data[i]);
+  }
+}
+
+/// An i8/u8 gemm into an int32 accumulator, its products summed in Real by Eigen's vectorised
+/// kernels (its int32 kernel is scalar, 30x slower at the int2 GEMMs): every product and every
+/// partial sum is an integer no larger than k * 255^2, which `Real` holds exactly (the caller
+/// checks), so the sum is the integers' in any order; it is added to the accumulator modulo 2^32,
+/// as int32 accumulation wraps.
+template <typename Real>
+void multiply_bytes(const GemmOp& op, const TensorView& a, const TensorView& b, TensorView& c) {
+  using Mat = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  thread_local Mat A, B, P;
+  read_bytes_into(a, A);
+  read_bytes_into(b, B);
+  P.setZero(c.shape[0], c.shape[1]);
+  const GemmOptions& o = op.options();
+  accumulate(o, A, B, P);
+  const int64_t n = c.size();
+  const Real* sum = P.data();
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t acc = 0;
+    if (!o.clear_accum) std::memcpy(&acc, c.data + i * 4, 4);
+    acc += static_cast<uint32_t>(static_cast<int64_t>(sum[i]));
+    std::memcpy(c.data + i * 4, &acc, 4);
+  }
+}
+
+/// multiply_bytes when `op` multiplies 8-bit integers into int32, in float where its depth k
+/// keeps every partial sum within 2^24 (i8: k <= 1024, u8: k <= 258), else in double (2^53);
+/// false, having done nothing, for any other gemm.
+bool multiply_bytes_exactly(const GemmOp& op, const TensorView& a, const TensorView& b,
+                            TensorView& c) {
+  const int64_t ma = byte_magnitude(a.dtype), mb = byte_magnitude(b.dtype);
+  if (!ma || !mb || c.dtype != DataType::i32()) return false;
+  const int64_t k = op.options().transpose_A ? a.shape[0] : a.shape[1];
+  if (k <= (int64_t{1} << 24) / (ma * mb)) {
+    multiply_bytes<float>(op, a, b, c);
+  } else if (k <= (int64_t{1} << 53) / (ma * mb)) {
+    multiply_bytes<double>(op, a, b, c);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 TileOpRef GemmOp::make(Buffer A, Buffer B, Buffer C, GemmOptions o, SourceLoc loc) {
@@ -205,6 +268,8 @@ TileOpRef GemmOp::map_exprs(const std::function<Expr(const Expr&)>&) const {
 
 void GemmOp::run_reference(TileExec& exec) const {
   if (A_->dtype.is_integral()) {
+    TensorView a = exec.view(A_), b = exec.view(B_), c = exec.view(C_);
+    if (multiply_bytes_exactly(*this, a, b, c)) return;
     multiply<MatI>(*this, exec);
   } else {
     multiply<MatF>(*this, exec);

@@ -236,7 +236,57 @@ inline void store_elem(ElemKind k, HostTensor& t, int64_t flat, double value) {
     std::memcpy(t.data() + flat * 2, &bits, 2);
     return;
   }
+  // An integer that the integer dtype holds is stored as it is (what encode's wrapping gives
+  // it); anything else (a fraction, out of range, NaN) takes encode's path.
+  if (k == ElemKind::kI8 && value >= -128 && value <= 127 && value == std::trunc(value)) {
+    t.data()[flat] = static_cast<uint8_t>(static_cast<int8_t>(value));
+    return;
+  }
+  if (k == ElemKind::kU8 && value >= 0 && value <= 255 && value == std::trunc(value)) {
+    t.data()[flat] = static_cast<uint8_t>(value);
+    return;
+  }
+  if (k == ElemKind::kI32 && value >= -2147483648.0 && value <= 2147483647.0 &&
+      value == std::trunc(value)) {
+    const int32_t v = static_cast<int32_t>(value);
+    std::memcpy(t.data() + flat * 4, &v, 4);
+    return;
+  }
   t.set(flat, value);
+}
+
+/// values[k] at elements first .. first + n - 1 of an i8, u8 or i32 tensor (kind k) when every
+/// value is an integer the dtype holds, as store_elem stores each: true. False, having stored
+/// nothing, when one is not (a fraction, out of range, NaN) or the kind is another. The check is
+/// one pass the compiler vectorises, then one conversion pass.
+inline bool store_int_row(ElemKind k, uint8_t* data, int64_t first, const double* values,
+                          int64_t n) {
+  double lo, hi;
+  if (k == ElemKind::kI8) {
+    lo = -128, hi = 127;
+  } else if (k == ElemKind::kU8) {
+    lo = 0, hi = 255;
+  } else if (k == ElemKind::kI32) {
+    lo = -2147483648.0, hi = 2147483647.0;
+  } else {
+    return false;
+  }
+  bool exact = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = values[i];
+    exact &= (v >= lo) & (v <= hi) & (v == std::trunc(v));
+  }
+  if (!exact) return false;
+  if (k == ElemKind::kI32) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t v = static_cast<int32_t>(values[i]);
+      std::memcpy(data + (first + i) * 4, &v, 4);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      data[first + i] = static_cast<uint8_t>(static_cast<int32_t>(values[i]));
+  }
+  return true;
 }
 
 }  // namespace tessel::element_access

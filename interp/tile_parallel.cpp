@@ -338,7 +338,7 @@ class Store final : public Statement {
         const float v = static_cast<float>(values[k]);
         std::memcpy(data + (first + k * step) * 4, &v, 4);
       }
-    } else {
+    } else if (step != 1 || !element_access::store_int_row(kind_, data, first, values, n)) {
       for (int64_t k = 0; k < n; ++k) store_elem(kind_, t, first + k * step, values[k]);
     }
   }

@@ -896,11 +896,20 @@ class Load final : public TypedNode<T> {
 struct ReuseCache {
   Value value;
   uint64_t run = 0, statement = 0, tick = 0;
-  /// The last row (eval_row): its values and key, the tick being the one after computing it.
-  std::vector<Value> row;
+  /// The last row: its values in the form it was asked for (Values, doubles or int64s: the
+  /// occurrence that reuses it must ask for the same form), and its key.
+  enum class Form { kValues, kFloats, kInts };
+  Form form = Form::kValues;
+  std::vector<Value> values;
+  std::vector<double> floats;
+  std::vector<int64_t> ints;
   uint64_t row_run = 0, row_statement = 0, row_tick = 0;
   int row_slot = -1, row_outer_slot = -1;
   int64_t row_lo = 0, row_outer_lo = 0;
+
+  std::vector<Value>& row(Value*) { return values; }
+  std::vector<double>& row(double*) { return floats; }
+  std::vector<int64_t>& row(int64_t*) { return ints; }
 };
 
 namespace {
@@ -929,17 +938,36 @@ class Reuse final : public Node {
   }
   /// The same for a row: an occurrence evaluated after another one of the same row, with nothing
   /// bound in between, copies its values (the row's variable keeps the binding it has; the store
-  /// binds it after the row).
+  /// binds it after the row). Rows of doubles and int64s are kept as such (fp4's field is read as
+  /// integers seven times a weight), not through Values.
   void eval_row(Frame& f, const Row& row, Value* out) const override {
+    cached(f, row, out, ReuseCache::Form::kValues,
+           [&](Value* to) { inner_->eval_row(f, row, to); });
+  }
+  void eval_row_f(Frame& f, const Row& row, double* out) const override {
+    cached(f, row, out, ReuseCache::Form::kFloats,
+           [&](double* to) { inner_->eval_row_f(f, row, to); });
+  }
+  void eval_row_i(Frame& f, const Row& row, int64_t* out) const override {
+    cached(f, row, out, ReuseCache::Form::kInts,
+           [&](int64_t* to) { inner_->eval_row_i(f, row, to); });
+  }
+
+ private:
+  template <typename T, typename Compute>
+  void cached(Frame& f, const Row& row, T* out, ReuseCache::Form form, Compute&& compute) const {
     ReuseCache& c = *cache_;
-    if (c.row_run == f.run && c.row_statement == f.statement && c.row_tick == f.tick &&
-        c.row_slot == row.slot && c.row_lo == row.lo && c.row_outer_slot == row.outer_slot &&
-        c.row_outer_lo == row.outer_lo && static_cast<int64_t>(c.row.size()) == row.n) {
-      std::copy(c.row.begin(), c.row.end(), out);
+    std::vector<T>& kept = c.row(out);
+    if (c.form == form && c.row_run == f.run && c.row_statement == f.statement &&
+        c.row_tick == f.tick && c.row_slot == row.slot && c.row_lo == row.lo &&
+        c.row_outer_slot == row.outer_slot && c.row_outer_lo == row.outer_lo &&
+        static_cast<int64_t>(kept.size()) == row.n) {
+      std::copy(kept.begin(), kept.end(), out);
       return;
     }
-    inner_->eval_row(f, row, out);
-    c.row.assign(out, out + row.n);
+    compute(out);
+    kept.assign(out, out + row.n);
+    c.form = form;
     c.row_run = f.run;
     c.row_statement = f.statement;
     c.row_tick = f.tick;
@@ -949,7 +977,6 @@ class Reuse final : public Node {
     c.row_outer_lo = row.outer_lo;
   }
 
- private:
   NodePtr inner_;
   std::shared_ptr<ReuseCache> cache_;
 };
