@@ -169,13 +169,15 @@ void multiply_bytes(const GemmOp& op, const TensorView& a, const TensorView& b, 
   P.setZero(c.shape[0], c.shape[1]);
   const GemmOptions& o = op.options();
   accumulate(o, A, B, P);
+  // The sums as integers (float's within 2^24 fit int32, double's int64), added modulo 2^32.
+  using Int = std::conditional_t<std::is_same_v<Real, float>, int32_t, int64_t>;
   const int64_t n = c.size();
   const Real* sum = P.data();
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t acc = 0;
-    if (!o.clear_accum) std::memcpy(&acc, c.data + i * 4, 4);
-    acc += static_cast<uint32_t>(static_cast<int64_t>(sum[i]));
-    std::memcpy(c.data + i * 4, &acc, 4);
+  auto* acc = reinterpret_cast<uint32_t*>(c.data);
+  if (o.clear_accum) {
+    for (int64_t i = 0; i < n; ++i) acc[i] = static_cast<uint32_t>(static_cast<Int>(sum[i]));
+  } else {
+    for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<uint32_t>(static_cast<Int>(sum[i]));
   }
 }
 
