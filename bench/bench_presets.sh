@@ -24,6 +24,12 @@ if [ ${#runs[@]} -eq 0 ]; then
     for p in V0 V1 V2 V3 V4 V5 V6 V7; do runs+=("dequant_gemv_$f:$p"); done
   done
   for p in M0 M1 M2 M3 M4 M5 M6 M7; do runs+=("dequant_gemm:$p"); done
+  # The dequantising GEMM of every weight format at the GEMM shapes, and split-KV MLA decode (two
+  # launches).
+  for f in uint4 int4 nf4 fp4 int2; do
+    for p in M0 M1 M2 M3 M4 M5 M6 M7; do runs+=("dequant_gemm_$f:$p"); done
+  done
+  for p in MLA0 MLA1 MLA2 MLA3 MLA4 MLA5; do runs+=("mla_decode_split:$p"); done
 fi
 csv=bench/results/presets.csv
 [ -f "$csv" ] || echo "date,machine,cores,load_avg,kernel,preset,blocks_spec,simulated,grid_blocks,wall_s,result,cpu_s" >"$csv"
