@@ -78,6 +78,14 @@ void read_matrix_into(const TensorView& v, Mat& m) {
       return;
     }
   }
+  if (v.dtype == DataType::i8()) {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Scalar>(static_cast<int8_t>(v.data[i]));
+    return;
+  }
+  if (v.dtype == DataType::u8()) {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Scalar>(v.data[i]);
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Scalar>(v.load(i));
 }
 
@@ -141,20 +149,6 @@ int64_t byte_magnitude(DataType t) {
   return 0;
 }
 
-/// The bytes of an i8 or u8 tile as Real, into `m` (resized to the tile's shape).
-template <typename Mat>
-void read_bytes_into(const TensorView& v, Mat& m) {
-  m.resize(v.shape[0], v.shape[1]);
-  using Real = typename Mat::Scalar;
-  Real* out = m.data();
-  const int64_t n = v.size();
-  if (v.dtype == DataType::i8()) {
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Real>(static_cast<int8_t>(v.data[i]));
-  } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Real>(v.data[i]);
-  }
-}
-
 /// An i8/u8 gemm into an int32 accumulator, its products summed in Real by Eigen's vectorised
 /// kernels (its int32 kernel is scalar, 30x slower at the int2 GEMMs): every product and every
 /// partial sum is an integer no larger than k * 255^2, which `Real` holds exactly (the caller
@@ -164,8 +158,8 @@ template <typename Real>
 void multiply_bytes(const GemmOp& op, const TensorView& a, const TensorView& b, TensorView& c) {
   using Mat = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   thread_local Mat A, B, P;
-  read_bytes_into(a, A);
-  read_bytes_into(b, B);
+  read_matrix_into(a, A);
+  read_matrix_into(b, B);
   P.setZero(c.shape[0], c.shape[1]);
   const GemmOptions& o = op.options();
   accumulate(o, A, B, P);
