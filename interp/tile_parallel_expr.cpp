@@ -58,7 +58,10 @@ void Node::eval_row_f(Frame& f, const Row& row, double* out) const {
 void Node::eval_row_i(Frame& f, const Row& row, int64_t* out) const {
   Value* v = row_buffer(values_, row.n);
   eval_row(f, row, v);
-  for (int64_t k = 0; k < row.n; ++k) out[k] = v[k].i;
+  // The bound in a local: a store through an int64_t pointer may alias row.n, which would keep
+  // the compiler from counting (and vectorising) the loop.
+  const int64_t n = row.n;
+  for (int64_t k = 0; k < n; ++k) out[k] = v[k].i;
 }
 
 namespace {
@@ -72,7 +75,8 @@ class TypedNode : public Node {
   void eval_row(Frame& f, const Row& row, Value* out) const final {
     T* x = row_buffer(scratch_, row.n);
     this->row(f, row, x);
-    for (int64_t k = 0; k < row.n; ++k)
+    const int64_t n = row.n;
+    for (int64_t k = 0; k < n; ++k)
       out[k] = std::is_same_v<T, double> ? Value::of_float(x[k]) : Value::of_int(x[k]);
   }
   void eval_row_f(Frame& f, const Row& row, double* out) const final {
@@ -409,15 +413,16 @@ class Compare final : public TypedNode<int64_t> {
  protected:
   void row(Frame& f, const Row& row, int64_t* out) const override {
     using Operand = std::conditional_t<kFloat, double, int64_t>;
-    Operand *x = row_buffer(x_, row.n), *y = row_buffer(y_, row.n);
+    const int64_t n = row.n;  // out may alias row.n (see Node::eval_row_i)
+    Operand *x = row_buffer(x_, n), *y = row_buffer(y_, n);
     if constexpr (kFloat) {
       a_->eval_row_f(f, row, x);
       b_->eval_row_f(f, row, y);
-      for (int64_t k = 0; k < row.n; ++k) out[k] = Op::f(x[k], y[k]);
+      for (int64_t k = 0; k < n; ++k) out[k] = Op::f(x[k], y[k]);
     } else {
       a_->eval_row_i(f, row, x);
       b_->eval_row_i(f, row, y);
-      for (int64_t k = 0; k < row.n; ++k) out[k] = Op::i(x[k], y[k]);
+      for (int64_t k = 0; k < n; ++k) out[k] = Op::i(x[k], y[k]);
     }
   }
 
@@ -474,14 +479,15 @@ class Select final : public Node {
                   EvalBranch&& eval_branch) const {
     int64_t* c = row_buffer(c_row_, row.n);
     c_->eval_row_i(f, row, c);
+    const int64_t n = row.n;  // out may alias row.n (see Node::eval_row_i)
     int64_t taken = 0;
-    for (int64_t k = 0; k < row.n; ++k) taken += c[k] != 0;
-    if (taken == row.n) return eval_branch(t_, out);
+    for (int64_t k = 0; k < n; ++k) taken += c[k] != 0;
+    if (taken == n) return eval_branch(t_, out);
     if (taken == 0) return eval_branch(e_, out);
-    T* t = row_buffer(then_row, row.n);
+    T* t = row_buffer(then_row, n);
     eval_branch(t_, t);
     eval_branch(e_, out);
-    for (int64_t k = 0; k < row.n; ++k) out[k] = c[k] ? t[k] : out[k];
+    for (int64_t k = 0; k < n; ++k) out[k] = c[k] ? t[k] : out[k];
   }
 
   NodePtr c_, t_, e_;
@@ -638,7 +644,9 @@ class IntAbs final : public TypedNode<int64_t> {
  protected:
   void row(Frame& f, const Row& row, int64_t* out) const override {
     a_->eval_row_i(f, row, out);
-    for (int64_t k = 0; k < row.n; ++k) out[k] = wrap_int(t_, std::llabs(out[k]));
+    const int64_t n = row.n;  // out may alias row.n and t_ (see Node::eval_row_i)
+    const DataType t = t_;
+    for (int64_t k = 0; k < n; ++k) out[k] = wrap_int(t, std::llabs(out[k]));
   }
 
  private:
@@ -754,7 +762,8 @@ class Load final : public TypedNode<T> {
       uint64_t* part = per_pass ? base : within;
       indices_[d]->eval_row_i(f, r, index);
       const uint64_t extent = static_cast<uint64_t>(shape[d]);
-      for (int64_t k = 0; k < r.n; ++k) {
+      const int64_t n = r.n;  // part may alias r.n (see Node::eval_row_i)
+      for (int64_t k = 0; k < n; ++k) {
         outside |= static_cast<uint64_t>(static_cast<uint64_t>(index[k]) >= extent);
         part[k] += static_cast<uint64_t>(index[k]) * stride;
       }
