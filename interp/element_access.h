@@ -224,6 +224,47 @@ inline void f16_bits_row(const double* v, int64_t n, uint16_t* bits) {
   f16_round_row(v, n, nullptr, bits);
 }
 
+/// The values an i8, u8 or i32 element holds, [lo, hi]; false for the other kinds.
+inline bool int_range(ElemKind k, int64_t& lo, int64_t& hi) {
+  switch (k) {
+    case ElemKind::kI8:
+      lo = -128, hi = 127;
+      return true;
+    case ElemKind::kU8:
+      lo = 0, hi = 255;
+      return true;
+    case ElemKind::kI32:
+      lo = INT32_MIN, hi = INT32_MAX;
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Integer v, within int_range(k), at element `flat` of an i8, u8 or i32 tensor's bytes.
+inline void store_int(ElemKind k, uint8_t* data, int64_t flat, int64_t v) {
+  if (k == ElemKind::kI32) {
+    const int32_t x = static_cast<int32_t>(v);
+    std::memcpy(data + flat * 4, &x, 4);
+  } else {
+    data[flat] = static_cast<uint8_t>(v);  // an i8's two's complement byte
+  }
+}
+
+/// store_int of values[0, n) at elements first .. first + n - 1, the kind tested once.
+template <typename T>
+inline void store_int_values(ElemKind k, uint8_t* data, int64_t first, const T* values, int64_t n) {
+  if (k == ElemKind::kI32) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t x = static_cast<int32_t>(static_cast<int64_t>(values[i]));
+      std::memcpy(data + (first + i) * 4, &x, 4);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      data[first + i] = static_cast<uint8_t>(static_cast<int64_t>(values[i]));
+  }
+}
+
 /// HostTensor::set.
 inline void store_elem(ElemKind k, HostTensor& t, int64_t flat, double value) {
   if (k == ElemKind::kF32) {
@@ -238,54 +279,46 @@ inline void store_elem(ElemKind k, HostTensor& t, int64_t flat, double value) {
   }
   // An integer that the integer dtype holds is stored as it is (what encode's wrapping gives
   // it); anything else (a fraction, out of range, NaN) takes encode's path.
-  if (k == ElemKind::kI8 && value >= -128 && value <= 127 && value == std::trunc(value)) {
-    t.data()[flat] = static_cast<uint8_t>(static_cast<int8_t>(value));
-    return;
-  }
-  if (k == ElemKind::kU8 && value >= 0 && value <= 255 && value == std::trunc(value)) {
-    t.data()[flat] = static_cast<uint8_t>(value);
-    return;
-  }
-  if (k == ElemKind::kI32 && value >= -2147483648.0 && value <= 2147483647.0 &&
-      value == std::trunc(value)) {
-    const int32_t v = static_cast<int32_t>(value);
-    std::memcpy(t.data() + flat * 4, &v, 4);
+  int64_t lo, hi;
+  if (int_range(k, lo, hi) && value >= static_cast<double>(lo) &&
+      value <= static_cast<double>(hi) && value == std::trunc(value)) {
+    store_int(k, t.data(), flat, static_cast<int64_t>(value));
     return;
   }
   t.set(flat, value);
 }
 
-/// values[k] at elements first .. first + n - 1 of an i8, u8 or i32 tensor (kind k) when every
+/// values[i] at elements first .. first + n - 1 of an i8, u8 or i32 tensor (kind k) when every
 /// value is an integer the dtype holds, as store_elem stores each: true. False, having stored
 /// nothing, when one is not (a fraction, out of range, NaN) or the kind is another. The check is
 /// one pass the compiler vectorises, then one conversion pass.
 inline bool store_int_row(ElemKind k, uint8_t* data, int64_t first, const double* values,
                           int64_t n) {
-  double lo, hi;
-  if (k == ElemKind::kI8) {
-    lo = -128, hi = 127;
-  } else if (k == ElemKind::kU8) {
-    lo = 0, hi = 255;
-  } else if (k == ElemKind::kI32) {
-    lo = -2147483648.0, hi = 2147483647.0;
-  } else {
-    return false;
-  }
-  bool exact = true;
+  int64_t lo, hi;
+  if (!int_range(k, lo, hi)) return false;
+  const double dlo = static_cast<double>(lo), dhi = static_cast<double>(hi);
+  uint64_t inexact = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const double v = values[i];
-    exact &= (v >= lo) & (v <= hi) & (v == std::trunc(v));
+    // v clamped into the range (NaN to lo) converts without overflow; it is v itself exactly
+    // when v is an integer in the range.
+    const double v = values[i], low = v >= dlo ? v : dlo, c = low <= dhi ? low : dhi;
+    inexact |= static_cast<uint64_t>(static_cast<double>(static_cast<int64_t>(c)) != v);
   }
-  if (!exact) return false;
-  if (k == ElemKind::kI32) {
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t v = static_cast<int32_t>(values[i]);
-      std::memcpy(data + (first + i) * 4, &v, 4);
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i)
-      data[first + i] = static_cast<uint8_t>(static_cast<int32_t>(values[i]));
-  }
+  if (inexact) return false;
+  store_int_values(k, data, first, values, n);
+  return true;
+}
+
+/// The same for integer values: true when every one lies in the dtype's range.
+inline bool store_int_row(ElemKind k, uint8_t* data, int64_t first, const int64_t* values,
+                          int64_t n) {
+  int64_t lo, hi;
+  if (!int_range(k, lo, hi)) return false;
+  uint64_t outside = 0;
+  for (int64_t i = 0; i < n; ++i)
+    outside |= static_cast<uint64_t>((values[i] < lo) | (values[i] > hi));
+  if (outside) return false;
+  store_int_values(k, data, first, values, n);
   return true;
 }
 

@@ -231,15 +231,18 @@ class Store final : public Statement {
     }
     const size_t rank = indices_.size();
     const int64_t n = row.n;
-    // The values as doubles (a float value's .f, an integer's .i converted, as store() reads them).
+    // The values as doubles (a float value's .f, an integer's .i converted, as store() reads
+    // them); an integer row is kept as integers too, for a store of integers that skips them.
     double* values = row_buffer(values_, n);
+    const int64_t* ints = nullptr;
     try {
       if (value_float_) {
         value_->eval_row_f(f, row, values);
       } else {
-        int64_t* ints = row_buffer(rows_, n);
-        value_->eval_row_i(f, row, ints);
-        for (int64_t k = 0; k < n; ++k) values[k] = static_cast<double>(ints[k]);
+        int64_t* i = row_buffer(ints_, n);
+        value_->eval_row_i(f, row, i);
+        for (int64_t k = 0; k < n; ++k) values[k] = static_cast<double>(i[k]);
+        ints = i;
       }
     } catch (const UserError&) {
       return false;
@@ -251,7 +254,10 @@ class Store final : public Statement {
         // The stores are in bounds: each iteration's step counts before its store, so where no
         // stop can come among them they may all count first (a 2-d row only so).
         if (enter_all(f, row.steps())) {
-          store_all(t, a->first, a->step, values, n);
+          if (!ints || a->step != 1 ||
+              !element_access::store_int_row(kind_, t.data(), a->first, ints, n)) {
+            store_all(t, a->first, a->step, values, n);
+          }
         } else if (two_d) {
           return false;
         } else {
@@ -373,7 +379,8 @@ class Store final : public Statement {
   std::vector<std::pair<int, const VarNode*>> var_indices_;  ///< variable_indices
   NodePtr value_;
   std::vector<int> loaded_;
-  mutable std::vector<int64_t> rows_;   ///< run_row's index rows (or integer values)
+  mutable std::vector<int64_t> rows_;   ///< run_row's index rows
+  mutable std::vector<int64_t> ints_;   ///< run_row's integer values
   mutable std::vector<uint64_t> flat_;  ///< a 2-d row's flat positions
   mutable std::vector<double> values_;
   mutable std::vector<uint16_t> bits_;

@@ -1214,7 +1214,10 @@ namespace {
 NodePtr compile_unshared(const Expr& e, Tables& tables, const IndexContext& ctx) {
   std::optional<std::vector<int>> deps = memo_deps(e, tables);
   const bool row = !deps && row_invariant(e, tables);
-  if (!deps && !row) return compile_node(e, tables, ctx);
+  if (!deps && !row) {
+    if (NodePtr table = compile_table(e, tables, ctx)) return table;
+    return compile_node(e, tables, ctx);
+  }
   tables.memo = false;  // nothing to cache inside a cached value
   NodePtr inner = compile_node(e, tables, ctx);
   tables.memo = true;

@@ -160,6 +160,9 @@ class Tables {
   std::unordered_map<const VarNode*, int> depth_of;
   std::unordered_set<const BufferNode*> stored;
   bool memo = true;
+  /// Whether a finite-domain sub-expression may become a lookup table (compile_table); off
+  /// inside a table's own expression.
+  bool tabulate = true;
   /// The sub-expressions of kMinReuse to kMaxReuse nodes that occur more than once in one store
   /// of the nest, up to structural equality (fp4's decoded field occurs seven times in one
   /// weight), with their count; and the value cache the occurrences of each share.
@@ -184,6 +187,10 @@ class Tables {
 /// The compiled form of `e`, or null when `e` holds something only the generic evaluator runs
 /// (a warp shuffle, a load of rank above 8, a vector dtype).
 NodePtr compile_expr(const Expr& e, Tables& tables, const IndexContext& ctx);
+
+/// A lookup table for `e` when its value is decided by one 8-bit load and at most one remainder by
+/// a small literal, through at least three operations (tile_parallel_table.cpp); null otherwise.
+NodePtr compile_table(const Expr& e, Tables& tables, const IndexContext& ctx);
 
 /// The compiled indices of a load or store (`ctx` names it in out-of-bounds errors); false when
 /// one of them cannot be compiled.

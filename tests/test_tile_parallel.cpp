@@ -469,6 +469,93 @@ def two_d(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
     }
   }
 
+  // A sub-expression that one 8-bit load and a remainder by a small literal decide is looked up
+  // in a table the generic evaluator fills (tile_parallel_table.cpp). One case a kernel: int4
+  // fields of uint8 bytes into float16; fp4 e2m1 fields (a select on the exponent, a shift by
+  // it); int2 fields of signed bytes into int8; the byte's own high bits, no remainder; the
+  // field as the index of a per-thread table (nf4); a division by the field, zero for some bytes
+  // (no table: the generic evaluator's error where a field is zero); a select whose untaken
+  // branch loads past the edge (no error); a byte loaded past the edge (the generic error).
+  TEST_CASE("sub-expressions of a packed byte and a remainder give the generic evaluator's bytes") {
+    const char* const bodies[] = {
+        "for i, j in T.Parallel(16, 16):\n            H[i, j] = T.cast((T.cast(B[i, j // 2], "
+        "\"int32\") >> j % 2 * 4 & 15 ^ 8) - 8, \"float16\")",
+        "for i, j in T.Parallel(16, 16):\n            F[i, j] = T.if_then_else((T.cast(B[i, j // "
+        "2], \"int32\") >> j % 2 * 4 & 8) == 8, -0.5, 0.5) * T.cast(T.if_then_else((T.cast(B[i, "
+        "j // 2], \"int32\") >> j % 2 * 4 + 1 & 3) == 0, T.cast(B[i, j // 2], \"int32\") >> j % 2 "
+        "* 4 & 1, (2 + (T.cast(B[i, j // 2], \"int32\") >> j % 2 * 4 & 1)) << (T.cast(B[i, j // "
+        "2], \"int32\") >> j % 2 * 4 + 1 & 3) - 1), \"float32\")",
+        "for i, j in T.Parallel(16, 32):\n            Q[i, j] = T.cast((T.cast(S[i, j // 4], "
+        "\"int32\") >> j % 4 * 2 & 3 ^ 2) - 2, \"int8\")",
+        "for i, j in T.Parallel(16, 16):\n            F[i, j] = T.cast(T.cast(B[i, j % 8], "
+        "\"int32\") >> 4, \"float32\") * 0.25 + 1.0",
+        "for k in T.serial(16):\n            lut[k] = T.cast(k, \"float32\") * 0.125 - 1.0\n     "
+        "   for i, j in T.Parallel(16, 16):\n            F[i, j] = lut[T.cast(B[i, j // 2], "
+        "\"int32\") >> j % 2 * 4 & 15]",
+        "for i, j in T.Parallel(16, 16):\n            F[i, j] = T.cast(100 // (T.cast(B[i, j // "
+        "2], \"int32\") >> j % 2 * 4 & 15), \"float32\")",
+        "for i, j in T.Parallel(16, 16):\n            F[i, j] = T.if_then_else(j % 4 < 2, "
+        "T.cast(T.cast(B[i, j % 4 * 4], \"int32\") >> 1 ^ 5, \"float32\") * 0.5, -1.0)",
+        "for i, j in T.Parallel(16, 16):\n            F[i, j] = T.cast(T.cast(B[i, j // 2 + 1], "
+        "\"int32\") >> j % 2 * 4 & 7 ^ 3, \"float32\")",
+    };
+    const char* const errors[] = {
+        "", "", "", "", "", "integer division by zero", "", "load of B[0, 8] is out of bounds"};
+    for (size_t c = 0; c < std::size(bodies); ++c) {
+      check_like_generic(R"(import tilelang.language as T
+
+
+@T.prim_func
+def packed(B: T.Tensor((16, 8), "uint8"), S: T.Tensor((16, 8), "int8"),
+           H: T.Tensor((16, 16), "float16"), F: T.Tensor((16, 16), "float32"),
+           Q: T.Tensor((16, 32), "int8")):
+    with T.Kernel(1, threads=32) as bx:
+        lut = T.alloc_local((16,), "float32")
+        )",
+                         bodies[c], errors[c], 11);
+    }
+  }
+
+  // The same lookups against values decoded by hand. B[0, 0] = 0x3B: fp4 field 0 is 0xB = 1011
+  // (s = 1, e = 01, m = 1: -(1 + 1/2) * 2^0 = -1.5), field 1 is 0x3 (+1.5); B[0, 1] = 0x80:
+  // field 0 is 0 (+0), field 1 is 0x8 (-0). As int4: 0xB - 16 = -5, 3, 0, 8 - 16 = -8. S[0, 0] =
+  // -97 = 0x9F = 10 01 11 11 as int2 fields from the low end: 3 -> -1, 3 -> -1, 1, 2 -> -2.
+  TEST_CASE("packed fields looked up in a table are the values decoded by hand") {
+    Kernel k = parse(R"(import tilelang.language as T
+
+
+@T.prim_func
+def fields(B: T.Tensor((1, 2), "uint8"), S: T.Tensor((1, 1), "int8"),
+           F: T.Tensor((2, 4), "float32"), Q: T.Tensor((1, 4), "int8")):
+    with T.Kernel(1, threads=32) as bx:
+        for i, j in T.Parallel(1, 4):
+            F[0, j] = T.if_then_else((T.cast(B[i, j // 2], "int32") >> j % 2 * 4 & 8) == 8, -0.5,
+                0.5) * T.cast(T.if_then_else((T.cast(B[i, j // 2], "int32") >> j % 2 * 4 + 1 & 3)
+                == 0, T.cast(B[i, j // 2], "int32") >> j % 2 * 4 & 1, (2 + (T.cast(B[i, j // 2],
+                "int32") >> j % 2 * 4 & 1)) << (T.cast(B[i, j // 2], "int32") >> j % 2 * 4 + 1 &
+                3) - 1), "float32")
+        for i, j in T.Parallel(1, 4):
+            F[1, j] = T.cast((T.cast(B[i, j // 2], "int32") >> j % 2 * 4 & 15 ^ 8) - 8,
+                "float32")
+        for i, j in T.Parallel(1, 4):
+            Q[i, j] = T.cast((T.cast(S[i, j // 4], "int32") >> j % 4 * 2 & 3 ^ 2) - 2, "int8")
+)");
+    TensorMap in = make_tensors(k, {}, {"F", "Q"}, 1);
+    in.at("B").set(0, 0x3B);
+    in.at("B").set(1, 0x80);
+    in.at("S").set(0, -97);
+    Outcome compiled = run(k, in, true);
+    REQUIRE(compiled.error == "");
+    const double fp4[] = {-1.5, 1.5, 0.0, -0.0}, int4[] = {-5, 3, 0, -8}, int2[] = {-1, -1, 1, -2};
+    for (int j = 0; j < 4; ++j) {
+      INFO("field " << j);
+      CHECK(compiled.tensors.at("F").at(j) == fp4[j]);
+      CHECK(std::signbit(compiled.tensors.at("F").at(j)) == std::signbit(fp4[j]));
+      CHECK(compiled.tensors.at("F").at(4 + j) == int4[j]);
+      CHECK(compiled.tensors.at("Q").at(j) == int2[j]);
+    }
+  }
+
   // With a step limit a 2-d row runs only where all its steps fit the batch before the next
   // hand-over (else the loop's iterations run one by one), so the stop falls on the generic
   // evaluator's statement; without one every step counts at once, and a whole run counts the
