@@ -33,14 +33,23 @@ void for_each_index(const std::vector<int64_t>& extent, Fn&& fn) {
   }
 }
 
-/// Maps positions in the squeezed box to full indices of a region.
-std::vector<int> non_unit_dims(const std::vector<int64_t>& extent) {
-  std::vector<int> dims;
+/// The dimensions of `extent` other than 1 into `dims`: maps positions in the squeezed box to
+/// full indices of a region.
+void non_unit_dims(const std::vector<int64_t>& extent, std::vector<int>& dims) {
+  dims.clear();
   for (size_t d = 0; d < extent.size(); ++d) {
     if (extent[d] != 1) dims.push_back(static_cast<int>(d));
   }
-  return dims;
 }
+
+/// What one copy works in, kept by each worker thread from one copy to the next: a block's k
+/// loop copies its tiles thousands of times, and allocating these each time was a fifth of a
+/// small tile's copy.
+struct CopyScratch {
+  ConcreteRegion s, d;
+  std::vector<int> sdims, ddims;
+  std::vector<int64_t> sq_s, sq_d, si, di, sstrides, dstrides, idx;
+};
 
 }  // namespace
 
@@ -173,24 +182,26 @@ bool inside(const ConcreteRegion& r, const TensorView& v) {
   return true;
 }
 
-/// The row-major strides of `shape`, in elements.
-std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
+/// The row-major strides of `shape`, in elements, into `strides`.
+void strides_of(const std::vector<int64_t>& shape, std::vector<int64_t>& strides) {
+  strides.assign(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-  return strides;
 }
 
-/// Copies the box `box` (the regions' extents without unit dimensions; sdims and ddims: which
-/// dimension of each buffer each of its dimensions is) from region s of sv to region d of dv, of
+/// Copies the box c.sq_s (the regions' extents without unit dimensions; c.sdims and c.ddims:
+/// which dimension of each buffer each of its dimensions is) from region c.s of sv to c.d of dv, of
 /// one byte-sized dtype, both wholly inside their buffers, which do not overlap: a memcpy per
 /// run of elements that lie one after another in both buffers (a row, or several rows when
 /// they follow each other in both), at offsets stepped by the buffers' strides.
-void copy_box(const TensorView& sv, TensorView& dv, const ConcreteRegion& s,
-              const ConcreteRegion& d, const std::vector<int>& sdims, const std::vector<int>& ddims,
-              const std::vector<int64_t>& box) {
+void copy_box(const TensorView& sv, TensorView& dv, CopyScratch& c) {
+  const ConcreteRegion &s = c.s, &d = c.d;
+  const std::vector<int>&sdims = c.sdims, &ddims = c.ddims;
+  const std::vector<int64_t>& box = c.sq_s;
   if (std::find(box.begin(), box.end(), 0) != box.end()) return;  // an empty box
   const int64_t bytes = sv.dtype.storage_bits() / 8;
-  const std::vector<int64_t> ss = strides_of(sv.shape), ds = strides_of(dv.shape);
+  strides_of(sv.shape, c.sstrides);
+  strides_of(dv.shape, c.dstrides);
+  const std::vector<int64_t>&ss = c.sstrides, &ds = c.dstrides;
   int64_t soff = 0, doff = 0;
   for (size_t k = 0; k < s.min.size(); ++k) soff += s.min[k] * ss[k];
   for (size_t k = 0; k < d.min.size(); ++k) doff += d.min[k] * ds[k];
@@ -198,7 +209,8 @@ void copy_box(const TensorView& sv, TensorView& dv, const ConcreteRegion& s,
   int64_t run = box.back();
   while (outer > 0 && ss[sdims[outer - 1]] == run && ds[ddims[outer - 1]] == run)
     run *= box[--outer];
-  std::vector<int64_t> idx(outer, 0);
+  std::vector<int64_t>& idx = c.idx;
+  idx.assign(outer, 0);
   // The source run kAhead steps of the innermost stepped dimension on, asked of the memory
   // early: a tile's rows lie a whole row of a large tensor apart, too far for the CPU to guess.
   constexpr int64_t kAhead = 8;
@@ -222,10 +234,17 @@ void copy_box(const TensorView& sv, TensorView& dv, const ConcreteRegion& s,
 }  // namespace
 
 void CopyOp::run_reference(TileExec& exec) const {
-  ConcreteRegion s = evaluate_region(src_, exec, *this);
-  ConcreteRegion d = evaluate_region(dst_, exec, *this);
-  std::vector<int> sdims = non_unit_dims(s.extent), ddims = non_unit_dims(d.extent);
-  std::vector<int64_t> sq_s, sq_d;
+  thread_local CopyScratch scratch;
+  CopyScratch& c = scratch;
+  evaluate_region_into(src_, exec, *this, c.s);
+  evaluate_region_into(dst_, exec, *this, c.d);
+  const ConcreteRegion &s = c.s, &d = c.d;
+  non_unit_dims(s.extent, c.sdims);
+  non_unit_dims(d.extent, c.ddims);
+  const std::vector<int>&sdims = c.sdims, &ddims = c.ddims;
+  std::vector<int64_t>&sq_s = c.sq_s, &sq_d = c.sq_d;
+  sq_s.clear();
+  sq_d.clear();
   for (int i : sdims) sq_s.push_back(s.extent[i]);
   for (int i : ddims) sq_d.push_back(d.extent[i]);
   if (sq_s != sq_d) {
@@ -235,7 +254,9 @@ void CopyOp::run_reference(TileExec& exec) const {
   }
   TensorView sv = exec.view(src_.buffer), dv = exec.view(dst_.buffer);
   bool same_type = sv.dtype == dv.dtype;
-  std::vector<int64_t> si = s.min, di = d.min;
+  std::vector<int64_t>&si = c.si, &di = c.di;
+  si = s.min;
+  di = d.min;
   auto place = [&](const std::vector<int64_t>& pos) {
     for (size_t k = 0; k < pos.size(); ++k) {
       si[sdims[k]] = s.min[sdims[k]] + pos[k];
@@ -248,7 +269,7 @@ void CopyOp::run_reference(TileExec& exec) const {
               sdims.back() == static_cast<int>(sv.shape.size()) - 1 &&
               ddims.back() == static_cast<int>(dv.shape.size()) - 1;
   if (rows && same_type && sv.data != dv.data && inside(s, sv) && inside(d, dv)) {
-    copy_box(sv, dv, s, d, sdims, ddims, sq_s);
+    copy_box(sv, dv, c);
     return;
   }
   if (rows) {

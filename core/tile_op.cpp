@@ -57,17 +57,24 @@ int64_t ConcreteRegion::size() const {
 
 ConcreteRegion evaluate_region(const BufferRegion& region, TileExec& exec, const TileOp& op) {
   ConcreteRegion c;
+  evaluate_region_into(region, exec, op, c);
+  return c;
+}
+
+void evaluate_region_into(const BufferRegion& region, TileExec& exec, const TileOp& op,
+                          ConcreteRegion& out) {
+  out.min.clear();
+  out.extent.clear();
   for (size_t d = 0; d < region.ranges.size(); ++d) {
-    c.min.push_back(exec.eval_int(region.ranges[d].min));
+    out.min.push_back(exec.eval_int(region.ranges[d].min));
     int64_t extent = exec.eval_int(region.ranges[d].extent);
     if (extent <= 0) {
       user_error(op.describe() + ": region of '" + region.buffer->name + "' has extent " +
                  std::to_string(extent) + " in dimension " + std::to_string(d) +
                  "; extents must be positive");
     }
-    c.extent.push_back(extent);
+    out.extent.push_back(extent);
   }
-  return c;
 }
 
 int64_t TensorView::size() const {

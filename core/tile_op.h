@@ -77,5 +77,9 @@ struct ConcreteRegion {
   int64_t size() const;
 };
 ConcreteRegion evaluate_region(const BufferRegion& region, TileExec& exec, const TileOp& op);
+/// The same into `out`, whose vectors keep their storage (an operator run thousands of times a
+/// block reuses one).
+void evaluate_region_into(const BufferRegion& region, TileExec& exec, const TileOp& op,
+                          ConcreteRegion& out);
 
 }  // namespace tessel

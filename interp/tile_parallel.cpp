@@ -232,7 +232,8 @@ class Store final : public Statement {
     const size_t rank = indices_.size();
     const int64_t n = row.n;
     // The values as doubles (a float value's .f, an integer's .i converted, as store() reads
-    // them); an integer row is kept as integers too, for a store of integers that skips them.
+    // them); an integer row stays integers until a store needs doubles (a store of integers
+    // into an integer buffer does not).
     double* values = row_buffer(values_, n);
     const int64_t* ints = nullptr;
     try {
@@ -241,12 +242,18 @@ class Store final : public Statement {
       } else {
         int64_t* i = row_buffer(ints_, n);
         value_->eval_row_i(f, row, i);
-        for (int64_t k = 0; k < n; ++k) values[k] = static_cast<double>(i[k]);
         ints = i;
       }
     } catch (const UserError&) {
       return false;
     }
+    auto as_doubles = [&] {
+      if (ints) {
+        for (int64_t k = 0; k < n; ++k) values[k] = static_cast<double>(ints[k]);
+        ints = nullptr;
+      }
+      return values;
+    };
     HostTensor& t = *f.tensors[buffer_];
     const bool two_d = row.outer_slot >= 0;
     if (!var_indices_.empty()) {  // acc[i, j]: one stride along the row when all of it is inside
@@ -256,14 +263,15 @@ class Store final : public Statement {
         if (enter_all(f, row.steps())) {
           if (!ints || a->step != 1 ||
               !element_access::store_int_row(kind_, t.data(), a->first, ints, n)) {
-            store_all(t, a->first, a->step, values, n);
+            store_all(t, a->first, a->step, as_doubles(), n);
           }
         } else if (two_d) {
           return false;
         } else {
+          const double* v = as_doubles();
           for (int64_t k = 0; k < n; ++k) {
             enter(f);
-            store_elem(kind_, t, a->first + k * a->step, values[k]);
+            store_elem(kind_, t, a->first + k * a->step, v[k]);
           }
         }
         bind_last(f, row);
@@ -276,6 +284,7 @@ class Store final : public Statement {
     } catch (const UserError&) {
       return false;
     }
+    as_doubles();
     if (two_d) return store_scattered(f, row, t, rows, values);
     int64_t idx[kMaxRank];
     for (int64_t k = 0; k < n; ++k) {

@@ -159,17 +159,21 @@ class Table final : public Node {
     const int64_t n = row.n;
     int64_t* at = row_buffer(at_, n);
     byte_->eval_row_i(f, row, at);
+    const int64_t* p = nullptr;
     if (pos_) {
-      int64_t* p = row_buffer(pos_row_, n);
-      pos_->eval_row_i(f, row, p);
-      for (int64_t k = 0; k < n; ++k) at[k] += p[k] * kByteValues - byte_lo_;
-    } else {
-      for (int64_t k = 0; k < n; ++k) at[k] -= byte_lo_;
+      int64_t* r = row_buffer(pos_row_, n);
+      pos_->eval_row_i(f, row, r);
+      p = r;
     }
+    // Locals, not members: a store through at (int64_t*) may alias them, which would keep the
+    // loop scalar.
     const uint64_t size = table.size();
+    const int64_t lo = byte_lo_;
     uint64_t outside = 0;
-    for (int64_t k = 0; k < n; ++k)
+    for (int64_t k = 0; k < n; ++k) {
+      at[k] += (p ? p[k] * kByteValues : 0) - lo;
       outside |= static_cast<uint64_t>(static_cast<uint64_t>(at[k]) >= size);
+    }
     internal_check(outside == 0, "a byte or remainder outside its table");
     for (int64_t k = 0; k < n; ++k) out[k] = table[static_cast<size_t>(at[k])];
   }
