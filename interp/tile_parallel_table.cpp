@@ -2,6 +2,7 @@
 // one 8-bit load and at most one remainder by a small constant: a dequantising kernel's decode of
 // a packed field, `decode(B_local[i, j // 2], j % 2)`. The value of every input pair is computed
 // once by the generic evaluator; each element is then a lookup.
+#include <limits>
 #include <optional>
 
 #include "core/expr_functor.h"
@@ -198,8 +199,19 @@ NodePtr compile_table(const Expr& e, Tables& tables, const IndexContext& ctx) {
   // Three operations at least: a cast or a shift alone is cheaper than a lookup.
   if (!d.ok || !d.byte.defined() || d.ops < 3) return nullptr;
   tables.tabulate = false;  // nothing to tabulate inside a table's own expression
-  NodePtr original = compile_expr(e, tables, ctx), byte = compile_expr(d.byte, tables, ctx);
-  NodePtr pos = d.pos.defined() ? compile_expr(d.pos, tables, ctx) : nullptr;
+  NodePtr original = compile_expr(e, tables, ctx);
+  // The inputs are evaluated once a row, by the table alone: a cache of their rows for other
+  // occurrences (Reuse) or from row to row (RowMemo, for the remainder) would only copy them.
+  const int enclosing = tables.enclosing_uses;
+  tables.enclosing_uses = std::numeric_limits<int>::max();
+  NodePtr byte = compile_expr(d.byte, tables, ctx), pos;
+  if (d.pos.defined()) {
+    const bool memo = tables.memo;
+    tables.memo = false;
+    pos = compile_expr(d.pos, tables, ctx);
+    tables.memo = memo;
+  }
+  tables.enclosing_uses = enclosing;
   tables.tabulate = true;
   if (!original || !byte || (d.pos.defined() && !pos)) return nullptr;
   const DataType byte_type = d.byte.dtype();
