@@ -43,8 +43,8 @@ void non_unit_dims(const std::vector<int64_t>& extent, std::vector<int>& dims) {
 }
 
 /// What one copy works in, kept by each worker thread from one copy to the next: a block's k
-/// loop copies its tiles thousands of times, and allocating these each time was a fifth of a
-/// small tile's copy.
+/// loop copies its tiles thousands of times, and allocating these each time cost a tenth of
+/// dequant_gemm_int2's tile level (three copies of small tiles a k step).
 struct CopyScratch {
   ConcreteRegion s, d;
   std::vector<int> sdims, ddims;

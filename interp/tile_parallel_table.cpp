@@ -3,7 +3,7 @@
 // a packed field, `decode(B_local[i, j // 2], j % 2)`. The value of every input pair is computed
 // once by the generic evaluator; each element is then a lookup.
 #include <limits>
-#include <optional>
+#include <vector>
 
 #include "core/expr_functor.h"
 #include "interp/scalar_eval.h"
