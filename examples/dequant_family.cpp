@@ -187,15 +187,19 @@ MatrixPart dequantized_rows(LowBit f, const TensorMap& t, int64_t K, DataType ty
       const int64_t n = rows[i];
       const uint8_t* row = B.data() + n * packed;
       double* w_row = out.row(static_cast<int64_t>(i)).data();
+      // Byte by byte, its `per` fields in order (the fields of one byte share a group: the
+      // group size is a multiple of per), with no division an element.
       double group_scale = 1;
-      for (int64_t k = 0; k < K; ++k) {
-        double w = decoded[static_cast<size_t>((k % per) * 256 + row[k / per])];
-        if (!scale) {
-          w_row[k] = w;
-          continue;
+      for (int64_t b = 0, k = 0, group = 0, next_group = 0; b < packed; ++b) {
+        const double* fields = decoded.data() + row[b];
+        if (scale && k == next_group) {
+          group_scale = scale->at(n * groups + group++);
+          next_group += group_size;
         }
-        if (k % group_size == 0) group_scale = scale->at(n * groups + k / group_size);
-        w_row[k] = round_to(type, w * group_scale);
+        for (int64_t pos = 0; pos < per; ++pos, ++k) {
+          const double w = fields[pos * 256];
+          w_row[k] = scale ? round_to(type, w * group_scale) : w;
+        }
       }
     }
   };
