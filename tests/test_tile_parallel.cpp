@@ -475,7 +475,9 @@ def two_d(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
   // it); int2 fields of signed bytes into int8; the byte's own high bits, no remainder; the
   // field as the index of a per-thread table (nf4); a division by the field, zero for some bytes
   // (no table: the generic evaluator's error where a field is zero); a select whose untaken
-  // branch loads past the edge (no error); a byte loaded past the edge (the generic error).
+  // branch loads past the edge (no error); a byte loaded past the edge (the generic error); a
+  // field invariant in the inner loop (B[i, 3]: its value cached once a row of j); a remainder of
+  // the byte itself beside the byte (one input inside the other).
   TEST_CASE("sub-expressions of a packed byte and a remainder give the generic evaluator's bytes") {
     const char* const bodies[] = {
         "for i, j in T.Parallel(16, 16):\n            H[i, j] = T.cast((T.cast(B[i, j // 2], "
@@ -498,9 +500,14 @@ def two_d(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
         "T.cast(T.cast(B[i, j % 4 * 4], \"int32\") >> 1 ^ 5, \"float32\") * 0.5, -1.0)",
         "for i, j in T.Parallel(16, 16):\n            F[i, j] = T.cast(T.cast(B[i, j // 2 + 1], "
         "\"int32\") >> j % 2 * 4 & 7 ^ 3, \"float32\")",
+        "for i, j in T.Parallel(16, 16):\n            F[i, j] = T.cast(T.cast(B[i, 3], \"int32\") "
+        ">> 2 & 7 ^ 5, \"float32\") * 0.5 + j",
+        "for i, j in T.Parallel(16, 16):\n            F[i, j] = T.cast(T.cast(B[i, j // 2], "
+        "\"int32\") % 4 * 3 - (T.cast(B[i, j // 2], \"int32\") >> 4), \"float32\")",
     };
     const char* const errors[] = {
-        "", "", "", "", "", "integer division by zero", "", "load of B[0, 8] is out of bounds"};
+        "", "", "", "", "", "integer division by zero", "", "load of B[0, 8] is out of bounds",
+        "", ""};
     for (size_t c = 0; c < std::size(bodies); ++c) {
       check_like_generic(R"(import tilelang.language as T
 
