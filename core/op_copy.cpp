@@ -188,19 +188,6 @@ void strides_of(const std::vector<int64_t>& shape, std::vector<int64_t>& strides
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
 }
 
-/// memcpy of n bytes, inline for short runs: a tile's rows of 16 to 128 bytes (a packed weight
-/// tile's, an f16 tile's of 32 or 64 elements) cost more as calls than as copies.
-inline void copy_bytes(uint8_t* dst, const uint8_t* src, size_t n) {
-  if (n > 128) {
-    std::memcpy(dst, src, n);
-    return;
-  }
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) std::memcpy(dst + i, src + i, 16);
-  for (; i + 4 <= n; i += 4) std::memcpy(dst + i, src + i, 4);
-  for (; i < n; ++i) dst[i] = src[i];
-}
-
 /// Copies the box c.sq_s (the regions' extents without unit dimensions; c.sdims and c.ddims:
 /// which dimension of each buffer each of its dimensions is) from region c.s of sv to c.d of dv, of
 /// one byte-sized dtype, both wholly inside their buffers, which do not overlap: a memcpy per
@@ -230,7 +217,7 @@ void copy_box(const TensorView& sv, TensorView& dv, CopyScratch& c) {
   const int64_t ahead = outer > 0 ? kAhead * ss[sdims[outer - 1]] * bytes : 0;
   while (true) {
     if (ahead) __builtin_prefetch(sv.data + soff * bytes + ahead);
-    copy_bytes(dv.data + doff * bytes, sv.data + soff * bytes, static_cast<size_t>(run * bytes));
+    std::memcpy(dv.data + doff * bytes, sv.data + soff * bytes, static_cast<size_t>(run * bytes));
     size_t k = outer;
     for (; k-- > 0;) {  // the next run: an odometer over the stepped dims
       soff += ss[sdims[k]];
@@ -247,8 +234,7 @@ void copy_box(const TensorView& sv, TensorView& dv, CopyScratch& c) {
 }  // namespace
 
 void CopyOp::run_reference(TileExec& exec) const {
-  thread_local CopyScratch scratch;
-  CopyScratch& c = scratch;
+  thread_local CopyScratch c;
   evaluate_region_into(src_, exec, *this, c.s);
   evaluate_region_into(dst_, exec, *this, c.d);
   const ConcreteRegion &s = c.s, &d = c.d;

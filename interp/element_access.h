@@ -241,17 +241,8 @@ inline bool int_range(ElemKind k, int64_t& lo, int64_t& hi) {
   }
 }
 
-/// Integer v, within int_range(k), at element `flat` of an i8, u8 or i32 tensor's bytes.
-inline void store_int(ElemKind k, uint8_t* data, int64_t flat, int64_t v) {
-  if (k == ElemKind::kI32) {
-    const int32_t x = static_cast<int32_t>(v);
-    std::memcpy(data + flat * 4, &x, 4);
-  } else {
-    data[flat] = static_cast<uint8_t>(v);  // an i8's two's complement byte
-  }
-}
-
-/// store_int of values[0, n) at elements first .. first + n - 1, the kind tested once.
+/// values[0, n), integers within int_range(k), at elements first .. first + n - 1 of an i8, u8
+/// or i32 tensor's bytes (an i8 as its two's complement byte), the kind tested once.
 template <typename T>
 inline void store_int_values(ElemKind k, uint8_t* data, int64_t first, const T* values, int64_t n) {
   if (k == ElemKind::kI32) {
@@ -282,7 +273,7 @@ inline void store_elem(ElemKind k, HostTensor& t, int64_t flat, double value) {
   int64_t lo, hi;
   if (int_range(k, lo, hi) && value >= static_cast<double>(lo) &&
       value <= static_cast<double>(hi) && value == std::trunc(value)) {
-    store_int(k, t.data(), flat, static_cast<int64_t>(value));
+    store_int_values(k, t.data(), flat, &value, 1);
     return;
   }
   t.set(flat, value);

@@ -127,7 +127,7 @@ class Table final : public Node {
   void build(Frame& f) const {
     state_ = State::kRefused;
     auto& vars = f.block.thread(f.thread).vars;
-    const VarNode *byte = byte_var_.operator->(), *pos = pos_var_.operator->();
+    const VarNode *byte = byte_var_.as<VarNode>(), *pos = pos_var_.as<VarNode>();
     const size_t size = static_cast<size_t>(kByteValues * pos_count_);
     values_.resize(size);
     bool complete = true;
@@ -145,7 +145,10 @@ class Table final : public Node {
     }
     vars.erase(byte);
     vars.erase(pos);
-    if (!complete) return;
+    if (!complete) {
+      values_ = {};
+      return;
+    }
     floats_.resize(size);
     ints_.resize(size);
     for (size_t k = 0; k < size; ++k) {
