@@ -43,6 +43,11 @@ inline int64_t wrap(const CExpr* e, int64_t x) {
 
 const LaneValues& WarpExec::eval(const CExpr* e, uint64_t mask, LaneValues& out) {
   if (e->cache >= 0) return eval_cached(e, mask, out);
+  if (e->reuse >= 0) return eval_reused(e, mask, out);
+  return eval_fresh(e, mask, out);
+}
+
+const LaneValues& WarpExec::eval_fresh(const CExpr* e, uint64_t mask, LaneValues& out) {
   if (e->uniform && (mask & (mask - 1)) && e->op != XOp::kImm && e->op != XOp::kVar) {
     // Every lane computes the same value: compute it in the first lane and copy it. Each node
     // below is visited with all of `mask` or not at all (the lanes agree on every branch), so
@@ -69,7 +74,36 @@ const LaneValues& WarpExec::eval_cached(const CExpr* e, uint64_t mask, LaneValue
   uint64_t& have = warp_.cached_lanes[e->cache];
   if (const uint64_t need = mask & ~have) {
     const int64_t before = block_.lane_ops;
-    const LaneValues& r = eval_node(e, need, out);
+    const LaneValues& r = eval_fresh(e, need, out);
+    for_lanes(need, [&](int l) { v.i[l] = r.i[l]; });
+    have |= need;
+    block_.lane_ops = before;
+  }
+  block_.lane_ops += e->nodes * std::popcount(mask);
+  return v;
+}
+
+const LaneValues& WarpExec::eval_reused(const CExpr* e, uint64_t mask, LaneValues& out) {
+  // Arithmetic on registers and constants: a lane's value is the same until a register is
+  // written. No node of the tree evaluates an operand in some lanes only, so a lane's
+  // operations are the tree's nodes, computed or reused. A division by zero is raised the
+  // first time a lane meets it, as before.
+  const auto k = static_cast<size_t>(e->reuse);
+  if (warp_.reused.empty()) {
+    const auto slots = static_cast<size_t>(block_.prog().num_reused);
+    warp_.reused.resize(slots);
+    warp_.reused_lanes.assign(slots, 0);
+    warp_.reused_at.assign(slots, ~uint64_t{0});
+  }
+  uint64_t& have = warp_.reused_lanes[k];
+  if (warp_.reused_at[k] != warp_.reg_writes) {
+    warp_.reused_at[k] = warp_.reg_writes;
+    have = 0;
+  }
+  LaneValues& v = warp_.reused[k];
+  if (const uint64_t need = mask & ~have) {
+    const int64_t before = block_.lane_ops;
+    const LaneValues& r = eval_fresh(e, need, out);
     for_lanes(need, [&](int l) { v.i[l] = r.i[l]; });
     have |= need;
     block_.lane_ops = before;

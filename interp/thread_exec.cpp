@@ -297,7 +297,7 @@ void WarpExec::exec(const CStmt* s, uint64_t mask) {
     case SOp::kLet: {
       LaneValues sv;
       const LaneValues& v = eval(s->a, mask, sv);
-      LaneValues& reg = warp_.regs[s->slot];
+      LaneValues& reg = warp_.write_reg(s->slot);
       for_lanes(mask, [&](int l) { reg.i[l] = v.i[l]; });
       exec(s->body[0], mask);
       break;
@@ -344,9 +344,9 @@ void WarpExec::exec_for(const CStmt* s, uint64_t mask) {
       b.most = std::max(b.most, n.i[l]);
     });
   }
-  LaneValues& reg = warp_.regs[s->slot];
   for (int64_t it = 0; it < b.most; ++it) {
     uint64_t active = 0;
+    LaneValues& reg = warp_.write_reg(s->slot);
     for_lanes(mask, [&](int l) {
       if (it < b.n[l]) {
         active |= uint64_t{1} << l;
@@ -389,7 +389,7 @@ Task WarpExec::exec_co(const CStmt* s, uint64_t mask) {
       }
       for (int64_t it = 0; it < b.most; ++it) {
         uint64_t active = 0;
-        LaneValues& reg = warp_.regs[s->slot];
+        LaneValues& reg = warp_.write_reg(s->slot);
         for_lanes(mask, [&](int l) {
           if (it < b.n[l]) {
             active |= uint64_t{1} << l;
@@ -423,7 +423,7 @@ Task WarpExec::exec_co(const CStmt* s, uint64_t mask) {
       {
         LaneValues sv;
         const LaneValues& v = eval(s->a, mask, sv);
-        LaneValues& reg = warp_.regs[s->slot];
+        LaneValues& reg = warp_.write_reg(s->slot);
         for_lanes(mask, [&](int l) { reg.i[l] = v.i[l]; });
       }
       co_await exec_co(s->body[0], mask);

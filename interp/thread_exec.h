@@ -90,10 +90,21 @@ struct WarpState {
   int id = 0;
   int first_thread = 0;
   uint64_t live = 0;             ///< lanes that exist (a last partial warp has fewer)
-  std::vector<LaneValues> regs;  ///< one per variable slot
+  std::vector<LaneValues> regs;  ///< one per variable slot; written through write_reg
   /// Values of the thread-invariant trees (CExpr::cache), and the lanes each holds.
   std::vector<LaneValues> cached;
   std::vector<uint64_t> cached_lanes;
+  /// Values of the repeated trees (CExpr::reuse), the lanes each holds, and the count of
+  /// register writes when they were computed: a later write makes them stale.
+  std::vector<LaneValues> reused;
+  std::vector<uint64_t> reused_lanes;
+  std::vector<uint64_t> reused_at;
+  uint64_t reg_writes = 0;
+  /// Variable slot `slot`, to be written.
+  LaneValues& write_reg(int slot) {
+    ++reg_writes;
+    return regs[slot];
+  }
   Task task;                       ///< the warp's program, when it contains barriers
   std::coroutine_handle<> resume;  ///< where to continue after a barrier
   bool started = false;
@@ -296,10 +307,14 @@ class WarpExec {
   };
 
   // thread_eval.cpp
+  /// eval() without the thread-invariant and repeated-tree shortcuts of node `e` itself.
+  const LaneValues& eval_fresh(const CExpr* e, uint64_t mask, LaneValues& scratch);
   /// eval() without the uniform and thread-invariant shortcuts of node `e` itself.
   const LaneValues& eval_node(const CExpr* e, uint64_t mask, LaneValues& scratch);
   /// eval() of a thread-invariant tree (CExpr::cache): from the warp's cache.
   const LaneValues& eval_cached(const CExpr* e, uint64_t mask, LaneValues& scratch);
+  /// eval() of a repeated tree (CExpr::reuse): from the warp's values while no register changed.
+  const LaneValues& eval_reused(const CExpr* e, uint64_t mask, LaneValues& scratch);
   void eval_binary(const CExpr* e, uint64_t mask, LaneValues& out);
   void eval_call(const CExpr* e, uint64_t mask, LaneValues& out);
   void eval_shuffle(const CExpr* e, uint64_t mask, LaneValues& out);

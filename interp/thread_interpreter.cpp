@@ -197,7 +197,8 @@ ThreadRunResult run_thread_level(const Kernel& kernel, TensorMap& tensors,
   IntEnv env = bind_tensors(kernel, tensors);
   // Before any block allocates its shared and register buffers.
   check_capacity(kernel, target, env);
-  std::unique_ptr<ThreadProgram> prog = compile_thread_program(kernel);
+  std::unique_ptr<ThreadProgram> prog =
+      compile_thread_program(kernel, options.reuse_repeated_trees);
 
   std::vector<int64_t> grid;
   int64_t blocks = 1;

@@ -36,6 +36,9 @@ struct ThreadRunOptions {
   bool counters = true;           ///< bank wavefronts and global sectors
   RunControl* control = nullptr;  ///< step and time limits, progress counters (optional)
   bool bank_samples = false;      ///< keep each shared site's worst request (SimReport::worst_bank)
+  /// Keep the values of the trees a kernel spells more than once (CExpr::reuse); the results and
+  /// every count are the same without (tests compare the two).
+  bool reuse_repeated_trees = true;
   /// The most bytes the cross-block race shadow may take (sim::GlobalShadow); 0: no limit.
   int64_t shadow_limit_bytes = 0;
   /// Simulate only these linear block ids (x + gx * (y + gy * z)); every block when empty. The

@@ -1,8 +1,10 @@
 // Compiles a kernel's statements and expressions into the thread-level interpreter's form.
 #include "interp/thread_program.h"
 
+#include <algorithm>
 #include <array>
 #include <functional>
+#include <map>
 #include <unordered_map>
 
 #include "core/expr_functor.h"
@@ -449,9 +451,61 @@ void mark_uniform(ThreadProgram& prog) {
   }
 }
 
+/// Marks the trees the program spells more than once (CExpr::reuse). Structural classes are
+/// found operands first (the pool holds every node before its operands): two nodes are one class
+/// when their operation, dtypes, builtin, variable or constant and their operands' classes are
+/// equal. Only arithmetic on variables and constants has a class, so a class's value depends on
+/// the registers alone; the `select`, `and` and `or` that evaluate an operand in some lanes only
+/// are left out, so a tree's lane-operations are its nodes in every lane.
+void mark_reused(ThreadProgram& prog) {
+  const size_t n = prog.expr_pool.size();
+  std::unordered_map<const CExpr*, int> class_of;  // -1: no class
+  std::map<std::vector<int64_t>, int> classes;
+  std::vector<int> members;
+  auto class_at = [&](const CExpr* o) { return o ? class_of.at(o) : -2; };
+  for (size_t i = n; i-- > 0;) {
+    const CExpr* e = prog.expr_pool[i].get();
+    const std::array<int, 3> ops{class_at(e->a), class_at(e->b), class_at(e->c)};
+    const bool arithmetic = e->op != XOp::kLoad && e->op != XOp::kShuffle &&
+                            e->op != XOp::kSelect && e->op != XOp::kAnd && e->op != XOp::kOr;
+    if (!arithmetic || std::find(ops.begin(), ops.end(), -1) != ops.end()) {
+      class_of[e] = -1;
+      continue;
+    }
+    std::vector<int64_t> key = {static_cast<int64_t>(e->op),
+                                static_cast<int64_t>(e->dtype.code),
+                                e->dtype.bits,
+                                e->dtype.lanes,
+                                static_cast<int64_t>(e->operand_dtype.code),
+                                e->operand_dtype.bits,
+                                e->operand_dtype.lanes,
+                                static_cast<int64_t>(e->builtin),
+                                e->slot,
+                                ops[0],
+                                ops[1],
+                                ops[2]};
+    if (e->op == XOp::kImm) key.push_back(e->imm.i[0]);  // the same bits in every lane
+    auto [it, fresh] = classes.emplace(std::move(key), static_cast<int>(members.size()));
+    if (fresh) members.push_back(0);
+    ++members[it->second];
+    class_of[e] = it->second;
+  }
+  // Constants, variables and cached trees have cheaper shortcuts of their own.
+  std::vector<int> slot(members.size(), -1);
+  for (size_t i = 0; i < n; ++i) {
+    CExpr* e = prog.expr_pool[i].get();
+    const int c = class_of.at(e);
+    if (c < 0 || members[c] < 2 || e->op == XOp::kImm || e->op == XOp::kVar || e->cache >= 0) {
+      continue;
+    }
+    if (slot[c] < 0) slot[c] = prog.num_reused++;
+    e->reuse = slot[c];
+  }
+}
+
 }  // namespace
 
-std::unique_ptr<ThreadProgram> compile_thread_program(const Kernel& kernel) {
+std::unique_ptr<ThreadProgram> compile_thread_program(const Kernel& kernel, bool reuse) {
   auto prog = std::make_unique<ThreadProgram>();
   prog->kernel = kernel;
   CompileState st{*prog, {}, {}, "", {}};
@@ -472,6 +526,7 @@ std::unique_ptr<ThreadProgram> compile_thread_program(const Kernel& kernel) {
   prog->num_globals = static_cast<int>(kernel->params.size());
   prog->body = StmtCompiler(st).compile(kernel->body);
   mark_uniform(*prog);
+  if (reuse) mark_reused(*prog);
   return prog;
 }
 

@@ -75,6 +75,11 @@ struct CExpr {
   /// same every time the block's warp evaluates it; the executor keeps it per warp in slot
   /// `cache` of ThreadProgram::num_cached. Only the outermost such node of a tree has a slot.
   int cache = -1;
+  /// >= 0: a tree of arithmetic on variables and constants (no load, shuffle, select, `and` or
+  /// `or`) that the program spells more than once, structurally equal trees sharing slot `reuse`
+  /// of ThreadProgram::num_reused. Its value in a lane holds until a variable is written, so the
+  /// executor keeps it per warp and counts a reused value's lane-operations as evaluated.
+  int reuse = -1;
   int64_t nodes = 1;       ///< nodes in the tree, this one included (its lane-operations per lane)
   DataType operand_dtype;  ///< the dtype of operand `a` (casts, comparisons)
   bool operand_float = false;
@@ -156,6 +161,7 @@ struct ThreadProgram {
   const CStmt* body = nullptr;
   bool uses_intrinsics = false;
   int num_cached = 0;  ///< CExpr::cache slots
+  int num_reused = 0;  ///< CExpr::reuse slots
 
   std::vector<std::unique_ptr<CExpr>> expr_pool;
   std::vector<std::unique_ptr<CStmt>> stmt_pool;
@@ -165,6 +171,7 @@ struct ThreadProgram {
 /// source location, when the kernel contains a tile operator, a T.Parallel or T.Pipelined loop
 /// (thread level runs thread-level IR; those need the lowering pass), a variable used outside
 /// its scope, or a buffer that is neither a parameter nor allocated.
-std::unique_ptr<ThreadProgram> compile_thread_program(const Kernel& kernel);
+/// `reuse`: mark the repeated trees (CExpr::reuse); off only to compare with a run without.
+std::unique_ptr<ThreadProgram> compile_thread_program(const Kernel& kernel, bool reuse = true);
 
 }  // namespace tessel

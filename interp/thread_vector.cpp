@@ -134,10 +134,10 @@ void WarpExec::exec_vectorized(const CStmt* s, uint64_t mask) {
   eval(s->b, mask, sn);  // the constant extent, counted as exec_for counts it
   std::array<int64_t, sim::kMaxLanes> start{};
   for_lanes(mask, [&](int l) { start[l] = lo.i[l]; });
-  LaneValues& reg = warp_.regs[s->slot];
   group.begin(s->vector);
   for (int v = 0; v < s->vector; ++v) {
     group.set_iteration(v);
+    LaneValues& reg = warp_.write_reg(s->slot);
     for_lanes(mask, [&](int l) { reg.i[l] = start[l] + v; });
     exec(s->body[0], mask);
   }

@@ -8,6 +8,8 @@
 
 #include "core/builder.h"
 #include "core/intrinsics.h"
+#include "core/passes.h"
+#include "examples/registry.h"
 #include "examples/run_example.h"
 #include "interp/thread_interpreter.h"
 #include "interp/thread_program.h"
@@ -40,9 +42,168 @@ Kernel mixed_kernel() {
   return T.finish();
 }
 
+const DataType kI32 = DataType::i32();
+
+/// The tree (tx * 3 + k) % 5, which the kernels below spell more than once.
+Expr phase(const Var& tx, const Var& k) { return (tx * 3 + k) % 5; }
+
+/// for k in T.serial(2): B[k * 32 + tx] = (tx * 3 + k) % 5 + (tx * 3 + k) % 5 * 2, one warp.
+Kernel twice_kernel() {
+  KernelBuilder T("twice");
+  auto B = T.tensor("B", {64}, kI32);
+  T.kernel1(1, 32);
+  Var tx = T.get_thread_binding();
+  T.serial(
+      2, [&](Var k) { B(k * 32 + tx) = phase(tx, k) + phase(tx, k) * 2; }, "k");
+  return T.finish();
+}
+
+/// for k in T.serial(2): B[k * 32 + tx] = T.if_then_else(tx < 16, m, m * 2), then
+/// C[k * 32 + tx] = m + 1, with m = (tx * 3 + k) % 5: the two arms each see half the warp, the
+/// second statement all of it.
+Kernel split_kernel() {
+  KernelBuilder T("split");
+  auto B = T.tensor("B", {64}, kI32);
+  auto C = T.tensor("C", {64}, kI32);
+  T.kernel1(1, 32);
+  Var tx = T.get_thread_binding();
+  T.serial(
+      2,
+      [&](Var k) {
+        B(k * 32 + tx) = if_then_else(tx < 16, phase(tx, k), phase(tx, k) * 2);
+        C(k * 32 + tx) = phase(tx, k) + 1;
+      },
+      "k");
+  return T.finish();
+}
+
+/// A run of `k` at thread level with the repeated trees kept or not: the tensors, lane-operations
+/// and the report's text, or the user error.
+struct Outcome {
+  TensorMap tensors;
+  int64_t lane_ops = 0;
+  std::string report, error;
+};
+Outcome run_with_reuse(const Kernel& k, const std::vector<std::string>& outputs, bool reuse) {
+  Outcome o;
+  o.tensors = make_tensors(k, {}, outputs, 3);
+  ThreadRunOptions options;
+  options.workers = 1;
+  options.reuse_repeated_trees = reuse;
+  try {
+    ThreadRunResult r = run_thread_level(k, o.tensors, options);
+    o.lane_ops = r.lane_ops;
+    o.report = r.report.text();
+  } catch (const UserError& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+/// The same run with and without the repeated trees kept: equal in everything.
+void check_same_with_and_without_reuse(const Kernel& k, const std::vector<std::string>& outputs) {
+  Outcome with = run_with_reuse(k, outputs, true), without = run_with_reuse(k, outputs, false);
+  CHECK(with.error == without.error);
+  CHECK(with.lane_ops == without.lane_ops);
+  CHECK(with.report == without.report);
+  for (const std::string& name : outputs) {
+    const HostTensor &a = with.tensors.at(name), &b = without.tensors.at(name);
+    REQUIRE(a.size() == b.size());
+    int64_t differ = 0;
+    for (int64_t i = 0; i < a.size(); ++i) differ += a.at(i) != b.at(i);
+    CHECK_MESSAGE(differ == 0, name << ": " << differ << " elements differ");
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("thread interpreter: shortcuts") {
+  TEST_CASE("a tree spelled twice shares one reuse slot; loads, selects and their parents none") {
+    auto prog = compile_thread_program(split_kernel());
+    const CStmt* store = find_stmt(prog->body, SOp::kStore);
+    REQUIRE(store != nullptr);
+    // B[...] = select(tx < 16, m, m * 2): the select is never reused; m is, in both arms, with
+    // its operand tx * 3 + k; tx * 3 is thread-invariant and cached instead.
+    const CExpr* select = store->a;
+    REQUIRE(select->op == XOp::kSelect);
+    CHECK(select->reuse < 0);
+    const CExpr* m = select->b;
+    REQUIRE(m->op == XOp::kFloorMod);
+    CHECK(m->reuse >= 0);
+    CHECK(select->c->a->reuse == m->reuse);
+    CHECK(m->a->reuse >= 0);
+    CHECK(m->a->reuse != m->reuse);
+    CHECK(m->a->a->cache >= 0);
+    CHECK(m->a->a->reuse < 0);
+    // m * 2 is spelled once. The repeated trees with slots: m, tx * 3 + k, and the two stores'
+    // index k * 32 + tx with its uniform k * 32. Without reuse none has one.
+    CHECK(select->c->reuse < 0);
+    CHECK(prog->num_reused == 4);
+    CHECK(compile_thread_program(split_kernel(), false)->num_reused == 0);
+  }
+
+  TEST_CASE("lane-operations of a reused tree are those of a lane-by-lane run") {
+    // Per thread: the loop bounds (2 nodes), then per iteration the index k * 32 + tx (5), the
+    // value m + m * 2 with m = (tx * 3 + k) % 5 (tx, 3, *, k, +, 5, %: 7 nodes; 7 + 2 + 1 = 17)
+    // and the store (1): 23. One warp: 32 x (2 + 2 x 23) = 1536.
+    Outcome o = run_with_reuse(twice_kernel(), {"B"}, true);
+    REQUIRE(o.error.empty());
+    CHECK(o.lane_ops == 1536);
+    for (int64_t k = 0; k < 2; ++k) {
+      for (int64_t tx = 0; tx < 32; ++tx) {
+        CHECK(o.tensors.at("B").at(k * 32 + tx) == 3 * ((tx * 3 + k) % 5));
+      }
+    }
+    check_same_with_and_without_reuse(twice_kernel(), {"B"});
+  }
+
+  TEST_CASE("a tree reused across arms and statements is recomputed for new lanes and new k") {
+    // Per iteration, lanes below 16: B's index 5, the select 1 + tx < 16 (3) + m (7), the
+    // store 1 = 17; lanes 16 and up: m * 2 (9) instead of m, 19. C: index 5, m + 1 (9),
+    // store 1 = 15. Per thread 2 + 2 x (17 + 15) = 66 or 2 + 2 x (19 + 15) = 70;
+    // 16 x 66 + 16 x 70 = 2176.
+    Outcome o = run_with_reuse(split_kernel(), {"B", "C"}, true);
+    REQUIRE(o.error.empty());
+    CHECK(o.lane_ops == 2176);
+    for (int64_t k = 0; k < 2; ++k) {
+      for (int64_t tx = 0; tx < 32; ++tx) {
+        const int64_t m = (tx * 3 + k) % 5;
+        CHECK(o.tensors.at("B").at(k * 32 + tx) == (tx < 16 ? m : 2 * m));
+        CHECK(o.tensors.at("C").at(k * 32 + tx) == m + 1);
+      }
+    }
+    check_same_with_and_without_reuse(split_kernel(), {"B", "C"});
+  }
+
+  TEST_CASE("a division by zero in a reused tree is raised in the lane that meets it") {
+    // (k * 7) % (tx - 5): lanes 0..3 take the first arm and divide by -5..-2; the second arm's
+    // lanes 4..31 meet tx = 5, a division by zero, which names thread 5.
+    KernelBuilder T("divides");
+    auto B = T.tensor("B", {64}, kI32);
+    T.kernel1(1, 32);
+    Var tx = T.get_thread_binding();
+    T.serial(
+        2,
+        [&](Var k) {
+          Expr r = (k * 7 + tx) % (tx - 5);
+          B(k * 32 + tx) = if_then_else(tx < 4, r, r * 2);
+        },
+        "k");
+    Kernel kernel = T.finish();
+    Outcome o = run_with_reuse(kernel, {"B"}, true);
+    CHECK(o.error.find("thread 5") != std::string::npos);
+    CHECK(o.error.find("division by zero") != std::string::npos);
+    check_same_with_and_without_reuse(kernel, {"B"});
+  }
+
+  TEST_CASE("the fp4 GEMM, which spells its field seven times, runs as without reuse") {
+    // Values, lane-operations, every site's counters and the findings.
+    const Example* e = find_example("dequant_gemm_fp4");
+    REQUIRE(e != nullptr);
+    Kernel k = e->build(make_params(*e, {{"M", "128"}, {"N", "128"}, {"K", "128"}}));
+    check_same_with_and_without_reuse(lower_kernel(k, find_target("sm80")).kernel, {"Ct"});
+  }
+
   TEST_CASE("loop counters with uniform bounds are uniform, thread-index trees are cached") {
     Kernel k = mixed_kernel();
     auto prog = compile_thread_program(k);
