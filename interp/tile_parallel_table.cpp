@@ -1,7 +1,10 @@
 // Lookup tables for the sub-expressions of a compiled T.Parallel nest whose value is decided by
 // one 8-bit load and at most one remainder by a small constant: a dequantising kernel's decode of
-// a packed field, `decode(B_local[i, j // 2], j % 2)`. The value of every input pair is computed
-// once by the generic evaluator; each element is then a lookup.
+// a packed field, `decode(B_local[i, j // 2], j % 2)`, or NF4's `lut[decode(...)]` through a
+// small buffer of code values. The value of every input pair is computed once by the generic
+// evaluator; each element is then a lookup.
+#include <algorithm>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -15,14 +18,18 @@ namespace {
 
 /// The inputs of a finite-domain sub-expression: a load of an 8-bit integer buffer (`byte`) and
 /// optionally one remainder `a % c` with a literal 1 <= c <= kMaxRemainder (`pos`), each
-/// possibly occurring several times (structurally equal).
+/// possibly occurring several times (structurally equal); and the small buffers it loads from at
+/// indices of those inputs (`lookups`: NF4's table of code values), which the nest does not store.
 struct Domain {
   Expr byte, pos;
+  std::vector<Buffer> lookups;
   int ops = 0;  ///< operations outside the inputs
   bool ok = true;
 };
 constexpr int64_t kMaxRemainder = 16;
 constexpr int64_t kByteValues = 256;
+/// The most elements of a lookup buffer: its bytes are compared with the table's at every row.
+constexpr int64_t kMaxLookup = 256;
 
 bool is_byte_load(const Expr& e) {
   const DataType t = e.dtype();
@@ -44,9 +51,19 @@ bool same_input(Expr& slot, const Expr& input) {
   return true;
 }
 
-/// Walks `e` outside its inputs: anything that reads a variable, another buffer, another lane or
-/// a vector makes the value depend on more than the domain.
-void scan(const Expr& e, Domain& d) {
+/// Whether `e` loads from a buffer of at most kMaxLookup scalar elements that `tables`' nest does
+/// not store to.
+bool is_lookup(const Expr& e, const Tables& tables) {
+  const auto* load = e.as<BufferLoadNode>();
+  if (!load) return false;
+  const BufferNode* b = load->buffer.get();
+  const std::optional<int64_t> size = b->const_size();
+  return b->dtype.lanes == 1 && size && *size <= kMaxLookup && !tables.stored.count(b);
+}
+
+/// Walks `e` outside its inputs: anything that reads a variable, another buffer (but a lookup's),
+/// another lane or a vector makes the value depend on more than the domain.
+void scan(const Expr& e, const Tables& tables, Domain& d) {
   if (!d.ok) return;
   if (e.dtype().lanes != 1) {
     d.ok = false;
@@ -54,12 +71,20 @@ void scan(const Expr& e, Domain& d) {
     d.ok = same_input(d.byte, e);
   } else if (small_remainder(e)) {
     d.ok = same_input(d.pos, e);
+  } else if (is_lookup(e, tables)) {
+    const auto* load = e.as<BufferLoadNode>();
+    ++d.ops;
+    if (std::none_of(d.lookups.begin(), d.lookups.end(),
+                     [&](const Buffer& b) { return b.get() == load->buffer.get(); })) {
+      d.lookups.push_back(load->buffer);
+    }
+    for (const Expr& i : load->indices) scan(i, tables, d);
   } else if (e.kind() == ExprKind::kVar || e.kind() == ExprKind::kBufferLoad ||
              (e.kind() == ExprKind::kCall && is_shuffle(e.as<CallNode>()->op))) {
     d.ok = false;
   } else if (e.kind() != ExprKind::kIntImm && e.kind() != ExprKind::kFloatImm) {
     ++d.ops;
-    for (const Expr& c : expr_children(e)) scan(c, d);
+    for (const Expr& c : expr_children(e)) scan(c, tables, d);
   }
 }
 
@@ -86,13 +111,15 @@ class ReplaceInputs final : public ExprMutator {
 /// expression compiled as usual; other rows evaluate the inputs' rows and look the values up.
 /// The table holds, for each byte b and remainder p, the Value the generic evaluator gives the
 /// expression with the inputs replaced by variables bound to b and p: exactly what it gives the
-/// expression itself where the inputs take those values. It is built on the first row, in the
-/// block and thread of that row; an error for any pair (a division by the byte) leaves the node
-/// to `original`, which raises it only where an iteration meets it.
+/// expression itself where the inputs take those values and the lookup buffers hold what they
+/// held when the table was built. It is built on the first row, in the block and thread of that
+/// row, and again on a row that finds a lookup buffer's bytes changed (kMaxBuilds times at most;
+/// then `original` runs); an error for any pair (a division by the byte, a lookup out of bounds)
+/// leaves the node to `original`, which raises it only where an iteration meets it.
 class Table final : public Node {
  public:
   Table(NodePtr original, NodePtr byte, NodePtr pos, Expr replaced, Var byte_var, Var pos_var,
-        int64_t byte_lo, int64_t pos_count)
+        int64_t byte_lo, int64_t pos_count, std::vector<int> lookups)
       : original_(std::move(original)),
         byte_(std::move(byte)),
         pos_(std::move(pos)),
@@ -100,7 +127,8 @@ class Table final : public Node {
         byte_var_(std::move(byte_var)),
         pos_var_(std::move(pos_var)),
         byte_lo_(byte_lo),
-        pos_count_(pos_count) {}
+        pos_count_(pos_count),
+        lookups_(std::move(lookups)) {}
 
   Value eval(Frame& f) const override { return original_->eval(f); }
   void eval_row(Frame& f, const Row& row, Value* out) const override {
@@ -118,14 +146,46 @@ class Table final : public Node {
 
  private:
   enum class State { kUnbuilt, kBuilt, kRefused };
+  static constexpr int kMaxBuilds = 16;
 
   bool built(Frame& f) const {
+    for (int id : lookups_) {
+      if (!f.tensors[id]) return false;  // not allocated here: `original` says so
+    }
+    if (state_ == State::kBuilt && !lookups_unchanged(f)) {
+      state_ = builds_ < kMaxBuilds ? State::kUnbuilt : State::kRefused;
+    }
     if (state_ == State::kUnbuilt) build(f);
     return state_ == State::kBuilt;
   }
 
+  static size_t bytes_of(const HostTensor& t) {
+    const DataType d = t.dtype();
+    return static_cast<size_t>((t.size() * d.bits * d.lanes + 7) / 8);
+  }
+
+  /// Whether the lookup buffers hold the bytes they held when the table was built.
+  bool lookups_unchanged(Frame& f) const {
+    size_t at = 0;
+    for (int id : lookups_) {
+      const HostTensor& t = *f.tensors[id];
+      const size_t n = bytes_of(t);
+      if (at + n > snapshot_.size() || std::memcmp(snapshot_.data() + at, t.data(), n) != 0) {
+        return false;
+      }
+      at += n;
+    }
+    return at == snapshot_.size();
+  }
+
   void build(Frame& f) const {
     state_ = State::kRefused;
+    ++builds_;
+    snapshot_.clear();
+    for (int id : lookups_) {
+      const HostTensor& t = *f.tensors[id];
+      snapshot_.insert(snapshot_.end(), t.data(), t.data() + bytes_of(t));
+    }
     auto& vars = f.block.thread(f.thread).vars;
     const VarNode *byte = byte_var_.as<VarNode>(), *pos = pos_var_.as<VarNode>();
     const size_t size = static_cast<size_t>(kByteValues * pos_count_);
@@ -186,7 +246,10 @@ class Table final : public Node {
   Expr replaced_;
   Var byte_var_, pos_var_;
   int64_t byte_lo_, pos_count_;
+  std::vector<int> lookups_;  ///< the lookup buffers' frame tensors
   mutable State state_ = State::kUnbuilt;
+  mutable int builds_ = 0;
+  mutable std::vector<uint8_t> snapshot_;  ///< the lookup buffers' bytes the table was built with
   mutable std::vector<Value> values_;
   mutable std::vector<double> floats_;
   mutable std::vector<int64_t> ints_;
@@ -198,7 +261,7 @@ class Table final : public Node {
 NodePtr compile_table(const Expr& e, Tables& tables, const IndexContext& ctx) {
   if (!tables.tabulate) return nullptr;
   Domain d;
-  scan(e, d);
+  scan(e, tables, d);
   // Three operations at least: a cast or a shift alone is cheaper than a lookup.
   if (!d.ok || !d.byte.defined() || d.ops < 3) return nullptr;
   tables.tabulate = false;  // nothing to tabulate inside a table's own expression
@@ -223,9 +286,11 @@ NodePtr compile_table(const Expr& e, Tables& tables, const IndexContext& ctx) {
   Expr replaced = ReplaceInputs(d, byte_var, pos_var).mutate(e);
   const int64_t byte_lo = byte_type.is_int() ? -(int64_t{1} << (byte_type.bits - 1)) : 0;
   const int64_t pos_count = d.pos.defined() ? small_remainder(d.pos) : 1;
+  std::vector<int> lookups;
+  for (const Buffer& b : d.lookups) lookups.push_back(tables.buffer(b));
   return std::make_unique<Table>(std::move(original), std::move(byte), std::move(pos),
                                  std::move(replaced), std::move(byte_var), std::move(pos_var),
-                                 byte_lo, pos_count);
+                                 byte_lo, pos_count, std::move(lookups));
 }
 
 }  // namespace tessel::tile_parallel

@@ -504,10 +504,22 @@ def two_d(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
         ">> 2 & 7 ^ 5, \"float32\") * 0.5 + j",
         "for i, j in T.Parallel(16, 16):\n            F[i, j] = T.cast(T.cast(B[i, j // 2], "
         "\"int32\") % 4 * 3 - (T.cast(B[i, j // 2], \"int32\") >> 4), \"float32\")",
+        // The code table changes between runs of one nest: its lookup is built again.
+        "for r in T.serial(3):\n            for k in T.serial(16):\n                lut[k] = "
+        "T.cast(k * (r + 1), \"float32\") - 4.0\n            for i, j in T.Parallel(16, 16):\n"
+        "                F[i, j] = F[i, j] * 0.5 + lut[T.cast(B[i, j // 2], \"int32\") >> j % 2 "
+        "* 4 & 15]",
+        // Field 15 reads past the table: the iteration that meets it raises the error.
+        "for k in T.serial(16):\n            lut[k] = T.cast(k, \"float32\")\n        for i, j in "
+        "T.Parallel(16, 16):\n            F[i, j] = lut[(T.cast(B[i, j // 2], \"int32\") >> j % 2 "
+        "* 4 & 15) + 1] * 2.0",
     };
-    const char* const errors[] = {
-        "", "", "", "", "", "integer division by zero", "", "load of B[0, 8] is out of bounds",
-        "", ""};
+    const char* const errors[] = {"", "",
+                                  "", "",
+                                  "", "integer division by zero",
+                                  "", "load of B[0, 8] is out of bounds",
+                                  "", "",
+                                  "", "load of lut[16] is out of bounds"};
     for (size_t c = 0; c < std::size(bodies); ++c) {
       check_like_generic(R"(import tilelang.language as T
 
