@@ -103,6 +103,11 @@ Kernel build_gemm(LowBit f, const Params& p) {
   auto B_dequant = int8 ? T.alloc_shared("B_dequantize_shared", {bN, bK}, in)
                         : T.alloc_fragment("B_dequantize_local", {bN, bK}, in);
   auto Ct_local = T.alloc_fragment("Ct_local", {bN, bM}, acc);
+  if (!int8) {
+    // Rows of 32 packed bytes (block_K 64): the register copy's lanes 16 apart read rows 4
+    // apart, one bank in the plain layout; swizzled (make_swizzled_layout), other banks.
+    T.annotate_layout({{B_shared, gemm_operand_layout(bN, bK / per, DataType::u8())}});
+  }
   BufferRef lut;
   if (f == LowBit::kNF4) lut = nf4_table(T);
   T.clear(Ct_local);
@@ -289,7 +294,10 @@ Example gemm_example(LowBit f) {
               {"K", "512", "the reduction dimension (unpacked)"},
               {"block_M", int8 ? "64" : "128", "columns of a block's Ct tile"},
               {"block_N", int8 ? "64" : "128", "rows of a block's Ct tile"},
-              {"block_K", "32", "depth of one k-step (unpacked)"},
+              // 64 deep, as TileLang's int8 x int2 prefill kernel (examples/bitnet-1.58b: 64 x 64
+              // tiles, chunk 64); its fp4 example takes 128, whose three stages of A would not
+              // fit gfx942's 64 KiB of LDS.
+              {"block_K", "64", "depth of one k-step (unpacked)"},
               {"num_stages", "3", "software-pipeline depth of the k loop"},
               {"threads", "128", "threads per block"}};
   if (lowbit_scaled(f)) e.params.push_back({"group_size", "128", "weights per scale along K"});

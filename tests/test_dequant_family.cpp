@@ -194,7 +194,7 @@ TEST_SUITE("dequant family") {
 
   TEST_CASE(
       "ragged shapes (tiles over the edges of M, N and K) match the references at thread level") {
-    // Tiles of 64 (int2) or 128 over M = 72, N = 80 or 136, K = 160 or 96 with block_K = 32,
+    // Tiles of 64 (int2) or 128 over M = 72, N = 80 or 136, K = 160 or 96 with block_K = 64,
     // and the GEMV's 8-row blocks over N = 100: the copies' edge tests zero-fill.
     const std::vector<std::vector<std::string>> cases = {
         {"dequant_gemm_int2", "-D", "M=72", "-D", "N=80", "-D", "K=160"},
@@ -208,7 +208,17 @@ TEST_SUITE("dequant family") {
       REQUIRE(r.status == 0);
       auto j = nlohmann::json::parse(r.out);
       CHECK(j["passed"] == true);
-      CHECK(j["sim"]["findings"].empty());
+      // int2's packed rows are K / 4 = 40 bytes apart, so the 16-byte vector copies of a
+      // k-step's 64 / 4 = 16 bytes start misaligned in odd rows: a benign finding, and the
+      // only one. The others' rows (48 and 64 bytes apart, 8- and 16-byte copies) stay aligned.
+      const bool int2 = args[1] == "dequant_gemm_int2";
+      int misaligned = 0;
+      for (const auto& f : j["sim"]["findings"]) {
+        CHECK(f["benign"] == true);
+        misaligned += f["kind"] == "misaligned";
+      }
+      CHECK(misaligned == static_cast<int>(j["sim"]["findings"].size()));
+      CHECK((misaligned > 0) == int2);
     }
   }
 
@@ -238,9 +248,11 @@ TEST_SUITE("dequant family") {
   }
 
   TEST_CASE("the int2 GEMM's int8 operand reads are proved conflict-free on sm80") {
-    // Lane (g, t) reads the 4-byte word 4t + 16h of row g: under the 32B swizzle of the 32-byte
-    // rows, row g's 16-byte chunk h sits at chunk (h ^ (g >> 2)) + 2g of the 8-row panel, so
-    // the 32 lanes' words are 8g + 4 (h ^ (g >> 2)) + t: 32 different banks.
+    // Lane (g, t) reads the 4-byte word 4t + 16h of row g (h < 4: block_K 64): under the 64B
+    // swizzle of the 64-byte rows, row g's 16-byte chunk h sits at chunk (h ^ (g >> 1)) + 4g of
+    // the 8-row panel, so lane (g, t)'s word is 16g + 4 (h ^ (g >> 1)) + t, in bank
+    // 16 (g % 2) + 4 (h ^ (g >> 1)) + t: for one h, g % 2, g >> 1 and t take 2 x 4 x 4 = 32
+    // different banks.
     CliResult r = run_tessel({"verify", "dequant_gemm_int2", "--target", "sm80", "--json"});
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["failed"] == 0);

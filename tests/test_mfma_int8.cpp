@@ -190,8 +190,8 @@ TEST_SUITE("int8 MFMA") {
   }
 
   TEST_CASE("the int2 x int8 GEMM on gfx942 and gfx90a equals the tile level, conflict-free") {
-    // 128 x 128 x 128, 64 x 64 x 32 tiles: 4 blocks of 4 k-steps (one MFMA k-step each on
-    // gfx942, two on gfx90a).
+    // 128 x 128 x 128, 64 x 64 x 64 tiles: 4 blocks of 2 k-steps (two MFMA k-steps each on
+    // gfx942, four on gfx90a).
     for (const char* target : {"gfx942", "gfx90a"}) {
       CliResult r = run_tessel({"run", "dequant_gemm_int2", "--level", "thread", "--target", target,
                                 "-D", "M=128", "-D", "N=128", "-D", "K=128", "--json"});

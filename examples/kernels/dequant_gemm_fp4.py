@@ -13,7 +13,7 @@ import tilelang
 import tilelang.language as T
 
 
-def dequant_gemm_fp4(M=256, N=256, K=512, block_M=128, block_N=128, block_K=32, num_stages=3,
+def dequant_gemm_fp4(M=256, N=256, K=512, block_M=128, block_N=128, block_K=64, num_stages=3,
                      threads=128, group_size=128):
     num_elems_per_byte = 2
     in_dtype = "float16"
@@ -32,6 +32,9 @@ def dequant_gemm_fp4(M=256, N=256, K=512, block_M=128, block_N=128, block_K=32, 
             B_local = T.alloc_fragment((block_N, block_K // num_elems_per_byte), "uint8")
             B_dequantize = T.alloc_fragment((block_N, block_K), in_dtype)
             Ct_local = T.alloc_fragment((block_N, block_M), accum_dtype)
+            # Rows of 32 packed bytes: the register copy's lanes 16 apart read rows 4 apart,
+            # one bank unless swizzled.
+            T.annotate_layout({B_shared: tilelang.layout.make_swizzled_layout(B_shared)})
 
             T.clear(Ct_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):

@@ -12,7 +12,7 @@ import tilelang
 import tilelang.language as T
 
 
-def dequant_gemm_nf4(M=256, N=256, K=512, block_M=128, block_N=128, block_K=32, num_stages=3,
+def dequant_gemm_nf4(M=256, N=256, K=512, block_M=128, block_N=128, block_K=64, num_stages=3,
                      threads=128, group_size=128):
     num_elems_per_byte = 2
     in_dtype = "float16"
@@ -38,6 +38,9 @@ def dequant_gemm_nf4(M=256, N=256, K=512, block_M=128, block_N=128, block_K=32, 
             B_local = T.alloc_fragment((block_N, block_K // num_elems_per_byte), "uint8")
             B_dequantize = T.alloc_fragment((block_N, block_K), in_dtype)
             Ct_local = T.alloc_fragment((block_N, block_M), accum_dtype)
+            # Rows of 32 packed bytes: the register copy's lanes 16 apart read rows 4 apart,
+            # one bank unless swizzled.
+            T.annotate_layout({B_shared: tilelang.layout.make_swizzled_layout(B_shared)})
             lut = T.alloc_local((16,), "float32")
             lut[0] = nf4_table[0]
             lut[1] = nf4_table[1]
