@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/int_eval.h"
 #include "interp/division_error.h"
@@ -74,7 +75,7 @@ const LaneValues& WarpExec::eval_cached(const CExpr* e, uint64_t mask, LaneValue
   uint64_t& have = warp_.cached_lanes[e->cache];
   if (const uint64_t need = mask & ~have) {
     const int64_t before = block_.lane_ops;
-    const LaneValues& r = eval_fresh(e, need, out);
+    const LaneValues& r = eval_node(e, need, out);
     for_lanes(need, [&](int l) { v.i[l] = r.i[l]; });
     have |= need;
     block_.lane_ops = before;
@@ -104,7 +105,11 @@ const LaneValues& WarpExec::eval_reused(const CExpr* e, uint64_t mask, LaneValue
   if (const uint64_t need = mask & ~have) {
     const int64_t before = block_.lane_ops;
     const LaneValues& r = eval_fresh(e, need, out);
-    for_lanes(need, [&](int l) { v.i[l] = r.i[l]; });
+    if (have == 0) {  // the lanes up to the last one needed, whatever the others hold
+      std::memcpy(v.i, r.i, sizeof(int64_t) * static_cast<size_t>(64 - std::countl_zero(need)));
+    } else {
+      for_lanes(need, [&](int l) { v.i[l] = r.i[l]; });
+    }
     have |= need;
     block_.lane_ops = before;
   }

@@ -27,6 +27,9 @@ struct CompileState {
     std::string within;
   };
   std::vector<Context> context;  ///< the nearest known location, innermost last
+  int statement_id = -1;         ///< the statement being compiled, numbered in compile order
+  int statements = 0;
+  std::vector<int> statement_of;  ///< per node of prog.expr_pool: its statement_id
 
   const std::string& kernel_name() const { return prog.kernel->name; }
 
@@ -60,6 +63,7 @@ struct CompileState {
 
   CExpr* new_expr(XOp op, DataType dtype) {
     prog.expr_pool.push_back(std::make_unique<CExpr>());
+    statement_of.push_back(statement_id);
     CExpr* e = prog.expr_pool.back().get();
     e->op = op;
     e->dtype = dtype;
@@ -187,9 +191,12 @@ class StmtCompiler : public StmtFunctor<const CStmt*> {
 
   const CStmt* compile(const Stmt& s) {
     std::string saved = st_.statement;
+    const int saved_id = st_.statement_id;
     st_.statement = first_line(s);
+    st_.statement_id = st_.statements++;
     const CStmt* c = visit(s);
     st_.statement = saved;
+    st_.statement_id = saved_id;
     return c;
   }
 
@@ -451,17 +458,19 @@ void mark_uniform(ThreadProgram& prog) {
   }
 }
 
-/// Marks the trees the program spells more than once (CExpr::reuse). Structural classes are
-/// found operands first (the pool holds every node before its operands): two nodes are one class
-/// when their operation, dtypes, builtin, variable or constant and their operands' classes are
-/// equal. Only arithmetic on variables and constants has a class, so a class's value depends on
-/// the registers alone; the `select`, `and` and `or` that evaluate an operand in some lanes only
-/// are left out, so a tree's lane-operations are its nodes in every lane.
-void mark_reused(ThreadProgram& prog) {
+/// Marks the trees a statement spells more than once (CExpr::reuse; `statement_of`: each node's
+/// statement). Structural classes are found operands first (the pool holds every node before its
+/// operands): two nodes are one class when their operation, dtypes, builtin, variable or constant
+/// and their operands' classes are equal. Only arithmetic on variables and constants has a
+/// class, so a class's value depends on the registers alone; the `select`, `and` and `or` that
+/// evaluate an operand in some lanes only are left out, so a tree's lane-operations are its
+/// nodes in every lane. A tree spelled once in each of several statements gets no slot: a loop
+/// counter or let usually changes between them, and keeping its value would cost a copy.
+void mark_reused(ThreadProgram& prog, const std::vector<int>& statement_of) {
   const size_t n = prog.expr_pool.size();
   std::unordered_map<const CExpr*, int> class_of;  // -1: no class
   std::map<std::vector<int64_t>, int> classes;
-  std::vector<int> members;
+  std::map<std::pair<int, int>, int> members;  // per (class, statement)
   auto class_at = [&](const CExpr* o) { return o ? class_of.at(o) : -2; };
   for (size_t i = n; i-- > 0;) {
     const CExpr* e = prog.expr_pool[i].get();
@@ -485,17 +494,17 @@ void mark_reused(ThreadProgram& prog) {
                                 ops[1],
                                 ops[2]};
     if (e->op == XOp::kImm) key.push_back(e->imm.i[0]);  // the same bits in every lane
-    auto [it, fresh] = classes.emplace(std::move(key), static_cast<int>(members.size()));
-    if (fresh) members.push_back(0);
-    ++members[it->second];
+    auto it = classes.emplace(std::move(key), static_cast<int>(classes.size())).first;
+    ++members[{it->second, statement_of[i]}];
     class_of[e] = it->second;
   }
   // Constants, variables and cached trees have cheaper shortcuts of their own.
-  std::vector<int> slot(members.size(), -1);
+  std::vector<int> slot(classes.size(), -1);
   for (size_t i = 0; i < n; ++i) {
     CExpr* e = prog.expr_pool[i].get();
     const int c = class_of.at(e);
-    if (c < 0 || members[c] < 2 || e->op == XOp::kImm || e->op == XOp::kVar || e->cache >= 0) {
+    if (c < 0 || members.at({c, statement_of[i]}) < 2 || e->op == XOp::kImm || e->op == XOp::kVar ||
+        e->cache >= 0) {
       continue;
     }
     if (slot[c] < 0) slot[c] = prog.num_reused++;
@@ -508,7 +517,7 @@ void mark_reused(ThreadProgram& prog) {
 std::unique_ptr<ThreadProgram> compile_thread_program(const Kernel& kernel, bool reuse) {
   auto prog = std::make_unique<ThreadProgram>();
   prog->kernel = kernel;
-  CompileState st{*prog, {}, {}, "", {}};
+  CompileState st{*prog, {}, {}, "", {}, -1, 0, {}};
   if (kernel->loc.known()) st.context.push_back({kernel->loc.str(), "kernel"});
   prog->thread_slot = st.slot_of(kernel->thread_var);
   for (const Var& v : kernel->block_vars) prog->block_slots.push_back(st.slot_of(v));
@@ -526,7 +535,7 @@ std::unique_ptr<ThreadProgram> compile_thread_program(const Kernel& kernel, bool
   prog->num_globals = static_cast<int>(kernel->params.size());
   prog->body = StmtCompiler(st).compile(kernel->body);
   mark_uniform(*prog);
-  if (reuse) mark_reused(*prog);
+  if (reuse) mark_reused(*prog, st.statement_of);
   return prog;
 }
 

@@ -153,7 +153,8 @@ class Table final : public Node {
       if (!f.tensors[id]) return false;  // not allocated here: `original` says so
     }
     if (state_ == State::kBuilt && !lookups_unchanged(f)) {
-      state_ = builds_ < kMaxBuilds ? State::kUnbuilt : State::kRefused;
+      state_ = State::kUnbuilt;
+      if (builds_ == kMaxBuilds) refuse();
     }
     if (state_ == State::kUnbuilt) build(f);
     return state_ == State::kBuilt;
@@ -176,6 +177,15 @@ class Table final : public Node {
       at += n;
     }
     return at == snapshot_.size();
+  }
+
+  /// `original` runs from now on; the table's storage goes.
+  void refuse() const {
+    state_ = State::kRefused;
+    values_ = {};
+    floats_ = {};
+    ints_ = {};
+    snapshot_ = {};
   }
 
   void build(Frame& f) const {
@@ -205,10 +215,7 @@ class Table final : public Node {
     }
     vars.erase(byte);
     vars.erase(pos);
-    if (!complete) {
-      values_ = {};
-      return;
-    }
+    if (!complete) return refuse();
     floats_.resize(size);
     ints_.resize(size);
     for (size_t k = 0; k < size; ++k) {
