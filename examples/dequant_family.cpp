@@ -285,18 +285,18 @@ std::string format_words(LowBit f) {
 }
 
 Example gemm_example(LowBit f) {
-  const bool int8 = f == LowBit::kInt2;
   Example e;
   e.name = kernel_name(false, f);
   e.description = "Ct = dequant(B) @ A^T, " + format_words(f);
   e.params = {{"M", "256", "rows of A, columns of Ct"},
               {"N", "256", "rows of B and Ct"},
               {"K", "512", "the reduction dimension (unpacked)"},
-              {"block_M", int8 ? "64" : "128", "columns of a block's Ct tile"},
-              {"block_N", int8 ? "64" : "128", "rows of a block's Ct tile"},
-              // 64 deep, as TileLang's int8 x int2 prefill kernel (examples/bitnet-1.58b: 64 x 64
-              // tiles, chunk 64); its fp4 example takes 128, whose three stages of A would not
-              // fit gfx942's 64 KiB of LDS.
+              // 128 x 128 tiles for every format, int2's int8 x int8 -> int32 too (128
+              // accumulator registers a thread, as the fp32 ones of the others); 64 deep, as
+              // TileLang's int8 x int2 prefill kernel (examples/bitnet-1.58b, chunk 64). Its fp4
+              // example takes 128, whose three stages of A would not fit gfx942's 64 KiB of LDS.
+              {"block_M", "128", "columns of a block's Ct tile"},
+              {"block_N", "128", "rows of a block's Ct tile"},
               {"block_K", "64", "depth of one k-step (unpacked)"},
               {"num_stages", "3", "software-pipeline depth of the k loop"},
               {"threads", "128", "threads per block"}};

@@ -25,9 +25,8 @@ namespace {
 const char* const kFormats[] = {"uint4", "int4", "nf4", "fp4", "int2"};
 
 /// Small instances: one or two blocks, two k-steps or more.
-std::map<std::string, std::string> small(bool gemv, const std::string& format) {
+std::map<std::string, std::string> small(bool gemv) {
   if (gemv) return {{"N", "16"}, {"K", "256"}};
-  if (format == "int2") return {{"M", "64"}, {"N", "64"}, {"K", "128"}};
   return {{"M", "128"}, {"N", "128"}, {"K", "256"}};
 }
 
@@ -49,7 +48,7 @@ void check_thread_level(const std::string& target) {
       std::string name = std::string("dequant_") + kind + "_" + format;
       const Example* e = find_example(name);
       REQUIRE(e != nullptr);
-      Kernel kernel = e->build(make_params(*e, small(kind == std::string("gemv"), format)));
+      Kernel kernel = e->build(make_params(*e, small(kind == std::string("gemv"))));
       TensorMap tile = make_tensors(kernel, {}, e->outputs, 11), thread = tile;
       run_tile_level(kernel, tile);
       ThreadRunOptions options;
@@ -163,7 +162,7 @@ TEST_SUITE("dequant family") {
         const Example* e = find_example(name);
         REQUIRE_MESSAGE(e != nullptr, name);
         ExampleRun run =
-            run_example_tile(*e, make_params(*e, small(kind == std::string("gemv"), format)), 5);
+            run_example_tile(*e, make_params(*e, small(kind == std::string("gemv"))), 5);
         INFO(name << ": max abs err " << run.max_abs_err);
         CHECK(run.passed);
         // int2 x int8 accumulates in int32: exact.
@@ -194,7 +193,7 @@ TEST_SUITE("dequant family") {
 
   TEST_CASE(
       "ragged shapes (tiles over the edges of M, N and K) match the references at thread level") {
-    // Tiles of 64 (int2) or 128 over M = 72, N = 80 or 136, K = 160 or 96 with block_K = 64,
+    // Tiles of 128 over M = 72, N = 80 or 136, K = 160 or 96 with block_K = 64,
     // and the GEMV's 8-row blocks over N = 100: the copies' edge tests zero-fill.
     const std::vector<std::vector<std::string>> cases = {
         {"dequant_gemm_int2", "-D", "M=72", "-D", "N=80", "-D", "K=160"},
@@ -228,7 +227,7 @@ TEST_SUITE("dequant family") {
         std::string file = std::string(TESSEL_SOURCE_DIR) + "/examples/kernels/dequant_" + kind +
                            "_" + format + ".py";
         std::vector<std::string> args = {"run", file, "--json"};
-        for (const auto& [k, v] : small(kind == std::string("gemv"), format)) {
+        for (const auto& [k, v] : small(kind == std::string("gemv"))) {
           args.insert(args.end(), {"-D", k + "=" + v});
         }
         CliResult r = run_tessel(args);

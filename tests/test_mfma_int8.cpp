@@ -190,7 +190,7 @@ TEST_SUITE("int8 MFMA") {
   }
 
   TEST_CASE("the int2 x int8 GEMM on gfx942 and gfx90a equals the tile level, conflict-free") {
-    // 128 x 128 x 128, 64 x 64 x 64 tiles: 4 blocks of 2 k-steps (two MFMA k-steps each on
+    // 128 x 128 x 128, 128 x 128 x 64 tiles: 1 block of 2 k-steps (two MFMA k-steps each on
     // gfx942, four on gfx90a).
     for (const char* target : {"gfx942", "gfx90a"}) {
       CliResult r = run_tessel({"run", "dequant_gemm_int2", "--level", "thread", "--target", target,

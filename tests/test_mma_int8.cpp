@@ -155,7 +155,7 @@ TEST_SUITE("mma.m16n8k32 int8") {
   }
 
   TEST_CASE("the int2 x int8 GEMM on sm80 equals its reference at thread level, conflict-free") {
-    // Defaults: 256 x 256 x 512, 64 x 64 x 64 tiles: 16 blocks, 8 k-steps of two mma k-steps.
+    // Defaults: 256 x 256 x 512, 128 x 128 x 64 tiles: 4 blocks, 8 k-steps of two mma k-steps.
     CliResult r = run_tessel({"run", "dequant_gemm_int2", "--level", "thread", "--json"});
     INFO(r.err);
     REQUIRE(r.status == 0);

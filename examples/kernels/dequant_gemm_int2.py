@@ -12,7 +12,7 @@ import tilelang
 import tilelang.language as T
 
 
-def dequant_gemm_int2(M=256, N=256, K=512, block_M=64, block_N=64, block_K=64, num_stages=3,
+def dequant_gemm_int2(M=256, N=256, K=512, block_M=128, block_N=128, block_K=64, num_stages=3,
                       threads=128):
     num_elems_per_byte = 4
     in_dtype = "int8"
