@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "core/expr_functor.h"
@@ -161,8 +162,7 @@ class Table final : public Node {
   }
 
   static size_t bytes_of(const HostTensor& t) {
-    const DataType d = t.dtype();
-    return static_cast<size_t>((t.size() * d.bits * d.lanes + 7) / 8);
+    return static_cast<size_t>(t.dtype().storage_bytes(t.size()));
   }
 
   /// Whether the lookup buffers hold the bytes they held when the table was built.

@@ -513,13 +513,21 @@ def two_d(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"),
         "for k in T.serial(16):\n            lut[k] = T.cast(k, \"float32\")\n        for i, j in "
         "T.Parallel(16, 16):\n            F[i, j] = lut[(T.cast(B[i, j // 2], \"int32\") >> j % 2 "
         "* 4 & 15) + 1] * 2.0",
+        // A table of bools (a byte each) rewritten between runs in elements 2 and up only: every
+        // byte of it is compared (k * (k - 1) is 0 for k < 2).
+        "for r in T.serial(3):\n            for k in T.serial(16):\n                flags[k] = "
+        "k * (k - 1) * (r + 1) % 3 == 0\n            for i, j in T.Parallel(16, 16):\n             "
+        "   F[i, j] = "
+        "F[i, j] * 0.5 + T.if_then_else(flags[T.cast(B[i, j // 2], \"int32\") >> j % 2 * 4 & "
+        "15], 1.0, -1.0)",
     };
     const char* const errors[] = {"", "",
                                   "", "",
                                   "", "integer division by zero",
                                   "", "load of B[0, 8] is out of bounds",
                                   "", "",
-                                  "", "load of lut[16] is out of bounds"};
+                                  "", "load of lut[16] is out of bounds",
+                                  ""};
     for (size_t c = 0; c < std::size(bodies); ++c) {
       check_like_generic(R"(import tilelang.language as T
 
@@ -530,6 +538,7 @@ def packed(B: T.Tensor((16, 8), "uint8"), S: T.Tensor((16, 8), "int8"),
            Q: T.Tensor((16, 32), "int8")):
     with T.Kernel(1, threads=32) as bx:
         lut = T.alloc_local((16,), "float32")
+        flags = T.alloc_local((16,), "bool")
         )",
                          bodies[c], errors[c], 11);
     }
